@@ -1,0 +1,30 @@
+//! Runs child processes for agents: each in its own session, in bounded
+//! time, with bounded output.
+//!
+//! An agent's commands are written by a model that cannot see a terminal, so
+//! everything that could make a child wait forever is taken away: stdin is
+//! empty unless input is given, there is no controlling terminal (password
+//! prompts fail at once), pagers and colour are switched off, and every run
+//! has a deadline after which the whole process group is stopped. Output is
+//! read concurrently from both pipes, kept as head + tail within a byte limit
+//! whatever the child prints, and spilled in full to a file when cut.
+//!
+//! What lives here: [`run`] and its request, configuration and outcome
+//! types. What does not: tools, JSON, models. This crate knows nothing about
+//! them.
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod capture;
+mod config;
+mod error;
+mod outcome;
+mod run;
+mod spill;
+mod text;
+
+pub use config::{OutputConfig, RunnerConfig, SpillConfig};
+pub use error::ExecError;
+pub use outcome::{Captured, ExecOutcome, Exit, SpillFile};
+pub use run::{ExecRequest, run};
+pub use text::{clean_terminal_text, collapse_carriage_returns, strip_ansi};

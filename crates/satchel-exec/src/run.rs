@@ -1,0 +1,274 @@
+//! [`run`]: one child process from spawn to a bounded [`ExecOutcome`].
+
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::capture::Capture;
+use crate::{Captured, ExecError, ExecOutcome, Exit, RunnerConfig};
+
+/// Variables added to the inherited environment so that nothing waits for
+/// a person: no pager, no colour, no credential prompt.
+const NON_INTERACTIVE_ENV: [(&str, &str); 5] = [
+    ("TERM", "dumb"),
+    ("NO_COLOR", "1"),
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+];
+
+/// Bytes asked of the kernel for each pipe: fewer wake-ups at high volume.
+const PIPE_SIZE: usize = 1024 * 1024;
+/// Read buffer for each stream.
+const READ_CHUNK: usize = 256 * 1024;
+/// How long to wait for a SIGKILLed child to be reaped before giving up.
+const REAP_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecRequest {
+    /// The program, looked up in `PATH` when it has no slash.
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Bytes written to its stdin, which is then closed; `None` gives it an
+    /// empty stdin (`/dev/null`).
+    pub stdin: Option<Vec<u8>>,
+    /// Working directory; must exist.
+    pub working_dir: PathBuf,
+    /// Variables set on top of the inherited and non-interactive ones.
+    pub env: Vec<(OsString, OsString)>,
+    /// Deadline, counted from spawn.
+    pub timeout: Duration,
+}
+
+/// Runs `request` to completion, timeout or cancellation, and always
+/// returns within about `timeout + kill_grace + drain_timeout`.
+///
+/// The child gets its own session (so it has no controlling terminal and
+/// its whole process group can be signalled) and dies with the thread that
+/// spawned it (`PR_SET_PDEATHSIG`). On timeout or cancellation the group
+/// gets SIGTERM, then SIGKILL after `kill_grace`.
+///
+/// # Caveats
+/// - Dropping the returned future kills the child's process group at once
+///   (SIGKILL): nothing outlives an abandoned run.
+/// - The parent-death signal fires when the spawning *thread* exits; call
+///   this from a long-lived runtime worker, not a short-lived blocking
+///   thread. It covers the direct child only: grandchildren that survive a
+///   killed Satchel are not reached.
+pub async fn run(
+    request: &ExecRequest,
+    config: &RunnerConfig,
+    cancel: &CancellationToken,
+) -> Result<ExecOutcome, ExecError> {
+    if !request.working_dir.is_dir() {
+        return Err(ExecError::MissingWorkingDir {
+            path: request.working_dir.clone(),
+        });
+    }
+    let started = Instant::now();
+    let mut child = spawn(request)?;
+    let Some(pgid) = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .and_then(Pid::from_raw)
+    else {
+        return Err(ExecError::Wait(io::Error::other(
+            "child exited before its pid was read",
+        )));
+    };
+    let mut group = GroupGuard { pgid, armed: true };
+
+    let stdin_task = child
+        .stdin
+        .take()
+        .zip(request.stdin.clone())
+        .map(|(mut pipe, bytes)| {
+            tokio::spawn(async move {
+                // A child that exits without reading gives EPIPE: not our error.
+                let _ = pipe.write_all(&bytes).await;
+            })
+        });
+    let stop_reading = CancellationToken::new();
+    let stdout = child.stdout.take().map(|pipe| {
+        let capture = Capture::new(config.stdout.limit_bytes, "stdout", config.spill.clone());
+        tokio::spawn(pump(pipe, capture, stop_reading.clone()))
+    });
+    let stderr = child.stderr.take().map(|pipe| {
+        let capture = Capture::new(config.stderr.limit_bytes, "stderr", config.spill.clone());
+        tokio::spawn(pump(pipe, capture, stop_reading.clone()))
+    });
+
+    let deadline = tokio::time::Instant::from_std(started + request.timeout);
+    let (status, timed_out, cancelled) = tokio::select! {
+        status = child.wait() => (Some(status.map_err(ExecError::Wait)?), false, false),
+        () = tokio::time::sleep_until(deadline) => (None, true, false),
+        () = cancel.cancelled() => (None, false, true),
+    };
+    let exit = match status {
+        Some(status) => exit_of(status),
+        None => stop(&mut child, pgid, config.kill_grace).await,
+    };
+
+    // The direct child is gone; background jobs may still hold the pipes.
+    if let Some(task) = stdin_task {
+        task.abort();
+    }
+    let collect = async { tokio::join!(collect(stdout), collect(stderr)) };
+    tokio::pin!(collect);
+    let (stdout, stderr) = tokio::select! {
+        both = &mut collect => both,
+        () = tokio::time::sleep(config.drain_timeout) => {
+            stop_reading.cancel();
+            collect.await
+        }
+    };
+    if config.kill_background {
+        signal_group(pgid, Signal::KILL);
+    }
+    group.armed = false;
+    let finish = |capture: Option<Capture>| {
+        capture.map_or_else(Captured::default, |c| {
+            c.finish(config.strip_ansi, config.collapse_carriage_returns)
+        })
+    };
+    let (stdout, stderr) = (finish(stdout), finish(stderr));
+    Ok(ExecOutcome {
+        stdout,
+        stderr,
+        exit,
+        timed_out,
+        cancelled,
+        duration: started.elapsed(),
+    })
+}
+
+fn spawn(request: &ExecRequest) -> Result<Child, ExecError> {
+    let mut command = Command::new(&request.program);
+    command
+        .args(&request.args)
+        .current_dir(&request.working_dir)
+        .envs(NON_INTERACTIVE_ENV)
+        .envs(request.env.iter().map(|(k, v)| (k, v)))
+        .stdin(if request.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let parent = rustix::process::getpid();
+    // SAFETY: the closure runs between fork and exec and makes only
+    // async-signal-safe system calls; it allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            rustix::process::setsid()?;
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            // The parent may have died before the signal was armed.
+            if rustix::process::getppid() != Some(parent) {
+                return Err(io::Error::other("parent exited during spawn"));
+            }
+            Ok(())
+        });
+    }
+    let child = command.spawn().map_err(|source| ExecError::Spawn {
+        program: request.program.to_string_lossy().into_owned(),
+        source,
+    })?;
+    // Best effort: the system may cap pipe sizes lower.
+    if let Some(pipe) = &child.stdout {
+        let _ = rustix::pipe::fcntl_setpipe_size(pipe, PIPE_SIZE);
+    }
+    if let Some(pipe) = &child.stderr {
+        let _ = rustix::pipe::fcntl_setpipe_size(pipe, PIPE_SIZE);
+    }
+    Ok(child)
+}
+
+/// Waits for a reader task; a panicked reader loses its stream, not the run.
+async fn collect(handle: Option<JoinHandle<Capture>>) -> Option<Capture> {
+    handle?.await.ok()
+}
+
+/// Reads a pipe into its capture until EOF, an error, or `stop`.
+async fn pump(
+    mut pipe: impl AsyncRead + Unpin,
+    mut capture: Capture,
+    stop: CancellationToken,
+) -> Capture {
+    let mut buf = vec![0u8; READ_CHUNK];
+    loop {
+        let read = tokio::select! {
+            biased;
+            read = pipe.read(&mut buf) => read,
+            () = stop.cancelled() => break,
+        };
+        match read {
+            Ok(0) => break,
+            Ok(n) => capture.push(&buf[..n]),
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => {
+                tracing::debug!(%error, bytes = capture.total(), "pipe read failed; keeping what was read");
+                break;
+            }
+        }
+    }
+    capture
+}
+
+/// Stops a child that overran: SIGTERM to its group, SIGKILL after the
+/// grace period, then a bounded wait to reap it.
+async fn stop(child: &mut Child, pgid: Pid, grace: Duration) -> Exit {
+    signal_group(pgid, Signal::TERM);
+    if let Ok(Ok(status)) = tokio::time::timeout(grace, child.wait()).await {
+        return exit_of(status);
+    }
+    signal_group(pgid, Signal::KILL);
+    match tokio::time::timeout(REAP_TIMEOUT, child.wait()).await {
+        Ok(Ok(status)) => exit_of(status),
+        Ok(Err(_)) | Err(_) => Exit::Unknown,
+    }
+}
+
+fn exit_of(status: ExitStatus) -> Exit {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Exit::Code(code),
+        (None, Some(signal)) => Exit::Signal(signal),
+        (None, None) => Exit::Unknown,
+    }
+}
+
+/// Signals every process in the group; a group already gone is fine.
+fn signal_group(pgid: Pid, signal: Signal) {
+    if let Err(error) = rustix::process::kill_process_group(pgid, signal)
+        && error != rustix::io::Errno::SRCH
+    {
+        tracing::warn!(pgid = pgid.as_raw_nonzero().get(), %error, "cannot signal process group");
+    }
+}
+
+/// Kills the child's process group when a run is abandoned mid-way (its
+/// future dropped), so nothing it started keeps running unobserved.
+struct GroupGuard {
+    pgid: Pid,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            signal_group(self.pgid, Signal::KILL);
+        }
+    }
+}
