@@ -1,0 +1,202 @@
+//! The [`Registry`]: tools by name, each input schema compiled once, every
+//! call validated before it runs.
+
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures_util::FutureExt;
+use satchel_core::{ErrorCode, ToolCall, ToolOutput, ToolSpec, is_valid_tool_name};
+use serde_json::{Map, Value, json};
+
+use crate::validation::{MAX_VIOLATIONS, SchemaViolation};
+use crate::{Tool, ToolContext};
+
+/// Why a tool could not be registered.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// The name breaks the provider-wide naming rule.
+    #[error("`{0}` is not a valid tool name (1-64 characters of A-Z, a-z, 0-9, `_`, `-`)")]
+    InvalidName(String),
+    /// Another tool already has the name.
+    #[error("a tool named `{0}` is already registered")]
+    Duplicate(String),
+    /// The input schema is not a valid JSON Schema, or refers to something
+    /// that cannot be resolved offline (remote `$ref`s are never fetched).
+    #[error("tool `{name}` has an invalid input schema: {reason}")]
+    InvalidSchema {
+        /// The tool's name.
+        name: String,
+        /// What the schema compiler said.
+        reason: String,
+    },
+}
+
+struct Entry {
+    tool: Arc<dyn Tool>,
+    validator: jsonschema::Validator,
+}
+
+/// Tools by name, ready to be called from any thread.
+///
+/// Input schemas are compiled at registration; `jsonschema` is built
+/// without its network features, so a schema cannot make Satchel fetch
+/// anything.
+#[derive(Default)]
+pub struct Registry {
+    entries: BTreeMap<String, Entry>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Registry {
+        Registry::default()
+    }
+
+    /// Adds a tool after checking its name and compiling its input schema.
+    pub fn register(&mut self, tool: impl Tool) -> Result<(), RegistryError> {
+        self.register_arc(Arc::new(tool))
+    }
+
+    /// Adds a shared tool; see [`Registry::register`].
+    pub fn register_arc(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        let spec = tool.spec();
+        let name = spec.name.clone();
+        if !is_valid_tool_name(&name) {
+            return Err(RegistryError::InvalidName(name));
+        }
+        if self.entries.contains_key(&name) {
+            return Err(RegistryError::Duplicate(name));
+        }
+        let validator =
+            compile_schema(&spec.input_schema).map_err(|reason| RegistryError::InvalidSchema {
+                name: name.clone(),
+                reason,
+            })?;
+        self.entries.insert(name, Entry { tool, validator });
+        Ok(())
+    }
+
+    /// The tool of that name.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.entries.get(name).map(|entry| &entry.tool)
+    }
+
+    /// Every tool's spec, sorted by name.
+    pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.entries.values().map(|entry| entry.tool.spec())
+    }
+
+    /// Names of all tools, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.keys().map(String::as_str)
+    }
+
+    /// Number of tools.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when no tool is registered.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Looks the tool up and validates `input` against its schema; the
+    /// error output is what the model should get instead of a run.
+    pub fn check(&self, name: &str, input: &Value) -> Result<&Arc<dyn Tool>, Box<ToolOutput>> {
+        let Some(entry) = self.entries.get(name) else {
+            return Err(Box::new(self.not_found(name)));
+        };
+        let mut errors = entry.validator.iter_errors(input).peekable();
+        if errors.peek().is_none() {
+            return Ok(&entry.tool);
+        }
+        let violations: Vec<SchemaViolation> = errors
+            .take(MAX_VIOLATIONS)
+            .map(|error| SchemaViolation::from_error(&error))
+            .collect();
+        let listed = violations
+            .iter()
+            .map(SchemaViolation::describe)
+            .collect::<Vec<_>>()
+            .join("; ");
+        let message = format!(
+            "invalid input for tool `{name}`: {listed}. Fix the input to match the tool's inputSchema and call it again."
+        );
+        let mut details = Map::new();
+        details.insert("violations".into(), json!(violations));
+        Err(Box::new(ToolOutput::error_with(
+            ErrorCode::InvalidParams,
+            message,
+            details,
+        )))
+    }
+
+    /// Runs one call: lookup, validation, run. Never panics and never fails:
+    /// every problem is an `is_error` output.
+    pub async fn call(&self, call: &ToolCall, ctx: &ToolContext) -> ToolOutput {
+        let tool = match self.check(&call.name, &call.input) {
+            Ok(tool) => tool,
+            Err(output) => return *output,
+        };
+        if ctx.cancel.is_cancelled() {
+            return ToolOutput::error(
+                ErrorCode::Cancelled,
+                format!("call to `{}` was cancelled before it ran", call.name),
+            );
+        }
+        let run = AssertUnwindSafe(tool.run(call.input.clone(), ctx)).catch_unwind();
+        match run.await {
+            Ok(Ok(output)) => output,
+            Ok(Err(error)) => error.into_output(),
+            Err(panic) => {
+                let reason = panic_message(panic.as_ref());
+                tracing::error!(tool = %call.name, call_id = %call.id, %reason, "tool panicked");
+                ToolOutput::error(
+                    ErrorCode::ToolCrashed,
+                    format!(
+                        "tool `{}` crashed: {reason}. This is a bug in the tool, not in your input; try another approach.",
+                        call.name
+                    ),
+                )
+            }
+        }
+    }
+
+    fn not_found(&self, name: &str) -> ToolOutput {
+        let names: Vec<&str> = self.names().collect();
+        let message = format!(
+            "no tool named `{name}`; available tools: {}",
+            names.join(", ")
+        );
+        let mut details = Map::new();
+        details.insert("available_tools".into(), json!(names));
+        ToolOutput::error_with(ErrorCode::ToolNotFound, message, details)
+    }
+}
+
+/// Compiles an input schema, which must be a JSON object describing an
+/// object (tool inputs are always objects).
+pub(crate) fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
+    let Some(object) = schema.as_object() else {
+        return Err("the schema must be a JSON object".into());
+    };
+    if let Some(kind) = object.get("type")
+        && kind != "object"
+    {
+        return Err(format!("the schema's type must be \"object\", not {kind}"));
+    }
+    jsonschema::meta::validate(schema).map_err(|error| error.to_string())?;
+    jsonschema::validator_for(schema).map_err(|error| error.to_string())
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "panic with a non-text payload".to_owned()
+    }
+}

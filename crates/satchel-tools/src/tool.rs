@@ -1,0 +1,100 @@
+//! The [`Tool`] trait and what a run gets: [`ToolContext`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use satchel_core::{ErrorCode, ToolOutput, ToolSpec};
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::ToolsConfig;
+use crate::format::{self, Style};
+
+/// Something the model can call.
+///
+/// Implementations get input that has already been validated against
+/// `spec().input_schema`, and report failures as [`ToolError`]s; the
+/// registry turns those into model-facing outputs at one place.
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// The tool's self-description; must stay the same for the tool's life.
+    fn spec(&self) -> &ToolSpec;
+
+    /// Runs the tool on validated input.
+    ///
+    /// # Caveats
+    /// A run should watch `ctx.cancel` and return promptly once it fires;
+    /// dropping the future must leave nothing running.
+    async fn run(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+
+    /// One line saying what the call does, for a person.
+    fn format_use(&self, input: &Value, style: Style) -> String {
+        format::generic_use(&self.spec().name, input, style)
+    }
+
+    /// The outcome of the call, for a person.
+    fn format_result(&self, output: &ToolOutput, style: Style) -> String {
+        format::generic_result(output, style)
+    }
+}
+
+/// What one run of a tool gets besides its input.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// Fires when the call should stop (user interrupt, shutdown).
+    pub cancel: CancellationToken,
+    /// The conversation the call belongs to, when there is one.
+    pub conversation_id: Option<String>,
+    /// The id of this call.
+    pub call_id: String,
+    /// Directory relative paths in the input are resolved against.
+    pub working_dir: PathBuf,
+    /// Configuration as of this call (it may change between calls).
+    pub config: Arc<ToolsConfig>,
+}
+
+impl ToolContext {
+    /// A context for a call made outside any conversation (CLI, tests).
+    pub fn standalone(
+        call_id: impl Into<String>,
+        working_dir: PathBuf,
+        config: Arc<ToolsConfig>,
+    ) -> ToolContext {
+        ToolContext {
+            cancel: CancellationToken::new(),
+            conversation_id: None,
+            call_id: call_id.into(),
+            working_dir,
+            config,
+        }
+    }
+}
+
+/// A failure a tool reports; becomes an `is_error` output with the same code.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ToolError {
+    /// Stable code the model can branch on.
+    pub code: ErrorCode,
+    /// What went wrong and what to do about it, for the model.
+    pub message: String,
+    /// Extra fields placed beside `error` and `error_code` in the results.
+    pub details: Map<String, Value>,
+}
+
+impl ToolError {
+    /// An error without details.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> ToolError {
+        ToolError {
+            code,
+            message: message.into(),
+            details: Map::new(),
+        }
+    }
+
+    /// The model-facing output for this error.
+    pub fn into_output(self) -> ToolOutput {
+        ToolOutput::error_with(self.code, self.message, self.details)
+    }
+}
