@@ -1,0 +1,93 @@
+//! Command-line syntax: every command, flag and example.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Satchel: tools, memory and a notebook for LLM agents.
+#[derive(Debug, Parser)]
+#[command(name = "satchel", version, about, long_about = None, after_help = EXAMPLES)]
+pub(crate) struct Cli {
+    /// Project directory: where `.agents/` is read and relative paths start.
+    #[arg(
+        short = 'C',
+        long,
+        global = true,
+        value_name = "DIR",
+        default_value = "."
+    )]
+    pub(crate) project: PathBuf,
+    /// More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG wins.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+const EXAMPLES: &str = "\
+Examples:
+  satchel tools list
+  satchel tools call bash '{\"command\": \"ls -la\"}'
+  echo '{\"command\": \"git status\"}' | satchel tools call bash --json";
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// List, inspect and call tools.
+    #[command(subcommand, after_help = EXAMPLES)]
+    Tools(ToolsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ToolsCommand {
+    /// List every tool with a one-line description.
+    #[command(
+        after_help = "Examples:\n  satchel tools list\n  satchel tools list --json | jq '.[].name'"
+    )]
+    List(ListArgs),
+    /// Print a tool's spec (name, description, inputSchema...) as JSON.
+    #[command(
+        after_help = "Examples:\n  satchel tools show bash\n  satchel tools show bash | jq .inputSchema"
+    )]
+    Show(ShowArgs),
+    /// Call a tool with JSON input and print its results.
+    ///
+    /// The input is validated against the tool's inputSchema first. The exit
+    /// status is 1 when the call fails (is_error), 2 when the command itself
+    /// is wrong (e.g. the input is not JSON).
+    #[command(after_help = CALL_EXAMPLES)]
+    Call(CallArgs),
+}
+
+const CALL_EXAMPLES: &str = "\
+Examples:
+  satchel tools call bash '{\"command\": \"uname -a\"}'
+  satchel tools call bash '{\"command\": \"make test\", \"timeout\": 300}' --json
+  echo '{\"command\": \"ls\", \"working_dir\": \"src\"}' | satchel tools call bash
+  satchel tools call bash '{\"command\": \"git log -3\"}' --human";
+
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// Print the specs as a JSON array.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ShowArgs {
+    /// The tool's name.
+    pub(crate) name: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CallArgs {
+    /// The tool's name.
+    pub(crate) name: String,
+    /// The input as a JSON object; read from stdin when absent or `-`.
+    pub(crate) input: Option<String>,
+    /// Print the whole ToolOutput (results, response, user_message, is_error) as JSON.
+    #[arg(long, conflicts_with = "human")]
+    pub(crate) json: bool,
+    /// Print the call and its result as a person would read them.
+    #[arg(long)]
+    pub(crate) human: bool,
+}

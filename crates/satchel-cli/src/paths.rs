@@ -1,0 +1,15 @@
+//! Where Satchel's files live, from the XDG environment variables.
+
+use std::path::PathBuf;
+
+/// `$XDG_CONFIG_HOME/satchel`, falling back to `~/.config/satchel`.
+pub(crate) fn user_config_dir() -> Option<PathBuf> {
+    xdg_dir("XDG_CONFIG_HOME", ".config").map(|dir| dir.join("satchel"))
+}
+
+fn xdg_dir(variable: &str, home_fallback: &str) -> Option<PathBuf> {
+    std::env::var_os(variable)
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(home_fallback)))
+}

@@ -1,0 +1,317 @@
+//! End-to-end: the built `satchel` binary, run as a user would run it.
+//!
+//! Every run gets its own project and config directories, so a developer's
+//! own `~/.config/satchel` never leaks into a test.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+/// One isolated place to run `satchel` in.
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("project/.agents")).unwrap();
+        std::fs::create_dir_all(dir.path().join("config")).unwrap();
+        Sandbox { dir }
+    }
+
+    fn project(&self) -> PathBuf {
+        self.dir.path().join("project")
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_satchel"));
+        command
+            .args(args)
+            .current_dir(self.project())
+            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
+            .env("TMPDIR", self.dir.path())
+            .env_remove("RUST_LOG");
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).stdin(Stdio::null()).output().unwrap()
+    }
+
+    fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    fn write_config(&self, text: &str) {
+        std::fs::write(self.project().join(".agents/agent.json"), text).unwrap();
+    }
+}
+
+fn stdout_json(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn tools_list_shows_bash() {
+    let output = Sandbox::new().run(&["tools", "list"]);
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.starts_with("NAME"), "{text}");
+    assert!(
+        text.lines()
+            .any(|line| line.starts_with("bash ") && line.contains("builtin")),
+        "{text}"
+    );
+
+    let output = Sandbox::new().run(&["tools", "list", "--json"]);
+    assert_eq!(stdout_json(&output)[0]["name"], "bash");
+}
+
+#[test]
+fn tools_show_prints_the_spec() {
+    let output = Sandbox::new().run(&["tools", "show", "bash"]);
+    assert!(output.status.success());
+    let spec = stdout_json(&output);
+    assert_eq!(spec["name"], "bash");
+    assert_eq!(spec["inputSchema"]["required"], json!(["command"]));
+    assert_eq!(spec["annotations"]["destructiveHint"], true);
+
+    let output = Sandbox::new().run(&["tools", "show", "nope"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("no tool named `nope`; available tools: bash"));
+}
+
+#[test]
+fn tools_call_prints_results_and_exits_zero() {
+    let output = Sandbox::new().run(&["tools", "call", "bash", r#"{"command": "echo hello"}"#]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = stdout_json(&output);
+    assert_eq!(results["stdout"], "hello\n");
+    assert_eq!(results["exit_code"], 0);
+}
+
+#[test]
+fn tools_call_reads_input_from_stdin() {
+    let sandbox = Sandbox::new();
+    let output = sandbox.run_with_stdin(&["tools", "call", "bash"], r#"{"command": "pwd"}"#);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let expected = format!("{}\n", sandbox.project().canonicalize().unwrap().display());
+    assert_eq!(stdout_json(&output)["stdout"], expected);
+}
+
+#[test]
+fn tools_call_json_prints_the_whole_output() {
+    let output = Sandbox::new().run(&[
+        "tools",
+        "call",
+        "bash",
+        r#"{"command": "exit 4"}"#,
+        "--json",
+    ]);
+    assert!(output.status.success());
+    let whole = stdout_json(&output);
+    assert_eq!(whole["is_error"], false);
+    assert_eq!(whole["results"][0]["type"], "json");
+    assert_eq!(whole["results"][0]["json"]["exit_code"], 4);
+    assert!(
+        whole["user_message"]
+            .as_str()
+            .unwrap()
+            .starts_with("ran `exit 4` in ")
+    );
+}
+
+#[test]
+fn failed_call_exits_one_with_a_structured_error() {
+    let sandbox = Sandbox::new();
+    let output = sandbox.run(&[
+        "tools",
+        "call",
+        "bash",
+        r#"{"command": "true", "timeout": 9999}"#,
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout_json(&output)["error_code"], "INVALID_PARAMS");
+
+    let output = sandbox.run(&["tools", "call", "bsh", "{}"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout_json(&output)["error_code"], "TOOL_NOT_FOUND");
+}
+
+#[test]
+fn input_that_is_not_json_is_a_usage_error() {
+    let output = Sandbox::new().run(&["tools", "call", "bash", "{command: ls}"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("the input is not valid JSON"),
+        "{}",
+        stderr(&output)
+    );
+    let output = Sandbox::new().run(&["tools", "call", "bash", "[1]"]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn project_config_sets_output_limits() {
+    let sandbox = Sandbox::new();
+    sandbox.write_config(r#"{"exec": {"stdoutLimitBytes": 20, "spill": false}}"#);
+    let output = sandbox.run(&["tools", "call", "bash", r#"{"command": "seq 1 1000"}"#]);
+    let results = stdout_json(&output);
+    assert_eq!(results["truncated"], true);
+    assert_eq!(
+        results["stdout"],
+        "1\n2\n3\n4\n5\n\n[... 3873 bytes omitted ...]\n\n999\n1000\n"
+    );
+}
+
+#[test]
+fn invalid_config_warns_and_falls_back_to_defaults() {
+    let sandbox = Sandbox::new();
+    sandbox.write_config("{\n  \"exec\": oops\n}");
+    let output = sandbox.run(&[
+        "tools",
+        "call",
+        "bash",
+        r#"{"command": "echo still works"}"#,
+    ]);
+    assert!(output.status.success());
+    assert_eq!(stdout_json(&output)["stdout"], "still works\n");
+    let warning = stderr(&output);
+    assert!(warning.contains(".agents/agent.json:2:"), "{warning}");
+}
+
+#[test]
+fn every_command_has_help_with_examples() {
+    for args in [
+        &["--help"][..],
+        &["tools", "--help"],
+        &["tools", "list", "--help"],
+        &["tools", "show", "--help"],
+        &["tools", "call", "--help"],
+    ] {
+        let output = Sandbox::new().run(args);
+        assert!(output.status.success(), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains("Examples:"),
+            "{args:?} has no examples"
+        );
+    }
+}
+
+#[test]
+fn human_output_formats_for_a_person() {
+    let output = Sandbox::new().run(&[
+        "tools",
+        "call",
+        "bash",
+        r#"{"command": "echo hi"}"#,
+        "--human",
+    ]);
+    let text = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[..2], ["$ echo hi", "hi"]);
+    assert!(lines[2].starts_with("exit 0 · "), "{text}");
+}
+
+fn process_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => true,
+    }
+}
+
+fn wait_for(path: &Path) -> String {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(30) {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && text.ends_with('\n')
+        {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+#[test]
+fn child_dies_when_satchel_is_killed() {
+    let sandbox = Sandbox::new();
+    let pid_file = sandbox.dir.path().join("pid");
+    let command = json!({"command": format!("echo $$ > {}; exec sleep 1000", pid_file.display())})
+        .to_string();
+    let mut satchel = sandbox
+        .command(&["tools", "call", "bash", &command])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid: i32 = wait_for(&pid_file).trim().parse().unwrap();
+    satchel.kill().unwrap();
+    satchel.wait().unwrap();
+    let start = Instant::now();
+    while !process_gone(pid) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "child {pid} outlived satchel"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn interrupt_cancels_the_running_tool() {
+    let sandbox = Sandbox::new();
+    let pid_file = sandbox.dir.path().join("pid");
+    let command =
+        json!({"command": format!("echo $$ > {}; sleep 1000", pid_file.display())}).to_string();
+    let satchel = sandbox
+        .command(&["tools", "call", "bash", &command])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&pid_file);
+    assert!(send_signal(satchel.id(), "INT"));
+    let output = satchel.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout_json(&output)["error_code"], "CANCELLED");
+}
+
+/// Sends a signal with the system's `kill` command.
+fn send_signal(pid: u32, signal: &str) -> bool {
+    Command::new("kill")
+        .args([format!("-{signal}"), pid.to_string()])
+        .status()
+        .unwrap()
+        .success()
+}
