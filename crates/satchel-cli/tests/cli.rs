@@ -3,6 +3,8 @@
 //! Every run gets its own project and config directories, so a developer's
 //! own `~/.config/satchel` never leaks into a test.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

@@ -2,6 +2,7 @@
 
 use std::ffi::OsString;
 use std::io;
+use std::os::fd::AsFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
@@ -26,10 +27,12 @@ const NON_INTERACTIVE_ENV: [(&str, &str); 5] = [
     ("GIT_TERMINAL_PROMPT", "0"),
 ];
 
-/// Bytes asked of the kernel for each pipe: fewer wake-ups at high volume.
-const PIPE_SIZE: usize = 1024 * 1024;
-/// Read buffer for each stream.
-const READ_CHUNK: usize = 256 * 1024;
+/// Read buffer for each stream at first; most commands print little.
+const SMALL_READ: usize = 16 * 1024;
+/// Read buffer, and pipe size asked of the kernel, once a stream proves
+/// loud (a read fills the small buffer): fewer wake-ups at high volume.
+/// Growing lazily keeps the common quiet command from paying for it.
+const LARGE_READ: usize = 1024 * 1024;
 /// How long to wait for a SIGKILLed child to be reaped before giving up.
 const REAP_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -186,13 +189,6 @@ fn spawn(request: &ExecRequest) -> Result<Child, ExecError> {
         program: request.program.to_string_lossy().into_owned(),
         source,
     })?;
-    // Best effort: the system may cap pipe sizes lower.
-    if let Some(pipe) = &child.stdout {
-        let _ = rustix::pipe::fcntl_setpipe_size(pipe, PIPE_SIZE);
-    }
-    if let Some(pipe) = &child.stderr {
-        let _ = rustix::pipe::fcntl_setpipe_size(pipe, PIPE_SIZE);
-    }
     Ok(child)
 }
 
@@ -203,11 +199,11 @@ async fn collect(handle: Option<JoinHandle<Capture>>) -> Option<Capture> {
 
 /// Reads a pipe into its capture until EOF, an error, or `stop`.
 async fn pump(
-    mut pipe: impl AsyncRead + Unpin,
+    mut pipe: impl AsyncRead + AsFd + Unpin,
     mut capture: Capture,
     stop: CancellationToken,
 ) -> Capture {
-    let mut buf = vec![0u8; READ_CHUNK];
+    let mut buf = vec![0u8; SMALL_READ];
     loop {
         let read = tokio::select! {
             biased;
@@ -216,7 +212,14 @@ async fn pump(
         };
         match read {
             Ok(0) => break,
-            Ok(n) => capture.push(&buf[..n]),
+            Ok(n) => {
+                capture.push(&buf[..n]);
+                if n == buf.len() && buf.len() < LARGE_READ {
+                    // Best effort: the system may cap pipe sizes lower.
+                    let _ = rustix::pipe::fcntl_setpipe_size(&pipe, LARGE_READ);
+                    buf = vec![0u8; LARGE_READ];
+                }
+            }
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
             Err(error) => {
                 tracing::debug!(%error, bytes = capture.total(), "pipe read failed; keeping what was read");

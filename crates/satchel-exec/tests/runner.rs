@@ -2,6 +2,8 @@
 //! flood or misbehave. Each test is bounded by an outer timeout, so a
 //! regression fails instead of hanging the suite.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
+
 use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
@@ -229,7 +231,12 @@ async fn non_interactive_environment_is_set() {
 
 #[tokio::test]
 async fn child_runs_in_its_own_session() {
-    let out = run_sh("ps -o sid= -p $$; echo $$", Duration::from_secs(10)).await;
+    // Field 6 of /proc/PID/stat is the session id.
+    let out = run_sh(
+        "cut -d' ' -f6 /proc/$$/stat; echo $$",
+        Duration::from_secs(10),
+    )
+    .await;
     let mut lines = out.stdout.text.split_whitespace();
     let (sid, pid) = (lines.next().unwrap(), lines.next().unwrap());
     assert_eq!(sid, pid, "the shell should lead its own session");

@@ -127,7 +127,7 @@ mod tests {
             json!({"command": "ls -la", "n": 1, "list": [1, 2, 3], "opts": {"a": 1}, "flag": true});
         assert_eq!(
             call_summary("bash", &input),
-            r#"bash(command="ls -la", flag=true, list=[3 items], n=1, opts={1 key})"#
+            r#"bash(command="ls -la", n=1, list=[3 items], opts={1 key}, flag=true)"#
         );
         let long = "x".repeat(100);
         assert_eq!(

@@ -112,10 +112,12 @@ impl Registry {
         if errors.peek().is_none() {
             return Ok(&entry.tool);
         }
-        let violations: Vec<SchemaViolation> = errors
+        let mut violations: Vec<SchemaViolation> = errors
             .take(MAX_VIOLATIONS)
             .map(|error| SchemaViolation::from_error(&error))
             .collect();
+        // Sorted by path so the same mistake always reads the same way.
+        violations.sort_by(|a, b| a.path.cmp(&b.path));
         let listed = violations
             .iter()
             .map(SchemaViolation::describe)

@@ -1,5 +1,7 @@
 //! The bash tool through the registry, as a model would call it.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
+
 use std::sync::Arc;
 use std::time::Duration;
 

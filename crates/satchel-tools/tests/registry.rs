@@ -1,6 +1,8 @@
 //! The registry's contract: every problem becomes an actionable error
 //! output, nothing reaches the caller as a panic or a Rust error.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
+
 use std::sync::Arc;
 
 use async_trait::async_trait;
