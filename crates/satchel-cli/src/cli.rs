@@ -56,6 +56,39 @@ pub(crate) enum ToolsCommand {
     /// is wrong (e.g. the input is not JSON).
     #[command(after_help = CALL_EXAMPLES)]
     Call(CallArgs),
+    /// Re-read the tool directories, asking every external tool for its spec again.
+    #[command(after_help = "Examples:\n  satchel tools refresh\n  satchel tools refresh --json")]
+    Refresh(ListArgs),
+    /// Write a working skeleton tool into the project's .agents/tools/.
+    #[command(after_help = NEW_EXAMPLES)]
+    New(NewArgs),
+}
+
+const NEW_EXAMPLES: &str = "\
+Examples:
+  satchel tools new weather --lang python
+  satchel tools new git-summary --lang bash
+  satchel tools call git_summary '{\"text\": \"hello\"}'";
+
+#[derive(Debug, Args)]
+pub(crate) struct NewArgs {
+    /// The tool's file name (hyphens become underscores in the tool name).
+    pub(crate) name: String,
+    /// The language of the skeleton.
+    #[arg(long, value_enum, default_value = "bash")]
+    pub(crate) lang: Lang,
+    /// Overwrite an existing file.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+/// Skeleton languages.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum Lang {
+    /// Bash with jq.
+    Bash,
+    /// Python 3.
+    Python,
 }
 
 const CALL_EXAMPLES: &str = "\

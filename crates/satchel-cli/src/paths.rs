@@ -13,3 +13,15 @@ fn xdg_dir(variable: &str, home_fallback: &str) -> Option<PathBuf> {
         .filter(|path| path.is_absolute())
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(home_fallback)))
 }
+
+/// `$XDG_CACHE_HOME/satchel`, falling back to `~/.cache/satchel`.
+pub(crate) fn user_cache_dir() -> Option<PathBuf> {
+    xdg_dir("XDG_CACHE_HOME", ".cache").map(|dir| dir.join("satchel"))
+}
+
+/// The system tools directory, `$SATCHEL_LIBEXEC_DIR`.
+pub(crate) fn system_tools_dir() -> Option<PathBuf> {
+    std::env::var_os("SATCHEL_LIBEXEC_DIR")
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute())
+}

@@ -35,6 +35,8 @@ impl Sandbox {
             .args(args)
             .current_dir(self.project())
             .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
+            .env("XDG_CACHE_HOME", self.dir.path().join("cache"))
+            .env("SATCHEL_LIBEXEC_DIR", self.dir.path().join("libexec"))
             .env("TMPDIR", self.dir.path())
             .env_remove("RUST_LOG");
         command
@@ -316,4 +318,122 @@ fn send_signal(pid: u32, signal: &str) -> bool {
         .status()
         .unwrap()
         .success()
+}
+
+fn install_tool(dir: &Path, file: &str, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join(file);
+    std::fs::write(&path, body).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn reporting_tool(answer: &str) -> String {
+    format!(
+        "#!/bin/bash\nif [ \"$1\" = --schema ]; then echo '{{\"description\": \"Says where it lives.\", \"inputSchema\": {{\"type\": \"object\"}}}}'; exit 0; fi\necho '{{\"from\": \"{answer}\"}}'\n"
+    )
+}
+
+#[test]
+fn tools_list_shows_where_each_tool_comes_from() {
+    let sandbox = Sandbox::new();
+    install_tool(
+        &sandbox.project().join(".agents/tools"),
+        "where-tool",
+        &reporting_tool("project"),
+    );
+    install_tool(
+        &sandbox.dir.path().join("config/satchel/tools"),
+        "where-tool",
+        &reporting_tool("user"),
+    );
+    install_tool(
+        &sandbox.dir.path().join("libexec"),
+        "sys-only",
+        &reporting_tool("system"),
+    );
+    std::fs::write(
+        sandbox.project().join(".agents/tools/notes.txt"),
+        "not a tool",
+    )
+    .unwrap();
+
+    let output = sandbox.run(&["tools", "list"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name}: {text}"))
+            .to_owned()
+    };
+    assert!(
+        line("where ").ends_with("project .agents/tools/where-tool"),
+        "{text}"
+    );
+    assert!(line("sys_only ").contains("system "), "{text}");
+    assert!(text.contains("shadowed by the project tool"), "{text}");
+    assert!(text.contains("notes.txt: not executable"), "{text}");
+
+    let output = sandbox.run(&["tools", "call", "where", "{}"]);
+    assert_eq!(stdout_json(&output), json!({"from": "project"}));
+
+    let listed = stdout_json(&sandbox.run(&["tools", "list", "--json"]));
+    let tool = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "where")
+        .unwrap();
+    assert_eq!(tool["source"], "project");
+}
+
+#[test]
+fn tools_new_writes_a_working_skeleton() {
+    let sandbox = Sandbox::new();
+    for (file, lang) in [("shout-tool", "bash"), ("count-chars", "python")] {
+        let output = sandbox.run(&["tools", "new", file, "--lang", lang]);
+        assert!(output.status.success(), "{lang}: {}", stderr(&output));
+        assert!(sandbox.project().join(".agents/tools").join(file).exists());
+    }
+    let output = sandbox.run(&["tools", "call", "shout", r#"{"text": "hey"}"#]);
+    assert_eq!(stdout_json(&output), json!({"text": "hey", "length": 3}));
+    let output = sandbox.run(&["tools", "call", "count_chars", r#"{"text": "hey"}"#]);
+    assert_eq!(stdout_json(&output), json!({"text": "hey", "length": 3}));
+
+    let again = sandbox.run(&["tools", "new", "shout-tool"]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        stderr(&again).contains("already exists; pass --force"),
+        "{}",
+        stderr(&again)
+    );
+}
+
+#[test]
+fn tools_refresh_asks_every_tool_again() {
+    let sandbox = Sandbox::new();
+    let tools = sandbox.project().join(".agents/tools");
+    install_tool(&tools, "where", &reporting_tool("v1"));
+    assert!(sandbox.run(&["tools", "list"]).status.success());
+    // Same size and mtime would hide an edit from the cache; refresh does not care.
+    let counter = sandbox.dir.path().join("probes");
+    let body = format!(
+        "#!/bin/bash\nif [ \"$1\" = --schema ]; then echo x >> {}; echo '{{\"inputSchema\": {{\"type\": \"object\"}}}}'; exit 0; fi\necho '{{}}'\n",
+        counter.display()
+    );
+    install_tool(&tools, "counted", &body);
+    assert!(sandbox.run(&["tools", "list"]).status.success());
+    assert!(sandbox.run(&["tools", "list"]).status.success());
+    assert_eq!(
+        std::fs::read_to_string(&counter).unwrap().lines().count(),
+        1,
+        "the cache should answer"
+    );
+    let output = sandbox.run(&["tools", "refresh"]);
+    assert!(output.status.success());
+    assert_eq!(
+        std::fs::read_to_string(&counter).unwrap().lines().count(),
+        2
+    );
 }

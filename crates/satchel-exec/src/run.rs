@@ -80,7 +80,7 @@ pub async fn run(
         });
     }
     let started = Instant::now();
-    let mut child = spawn(request)?;
+    let mut child = spawn(request).await?;
     let Some(pgid) = child
         .id()
         .and_then(|id| i32::try_from(id).ok())
@@ -156,7 +156,7 @@ pub async fn run(
     })
 }
 
-fn spawn(request: &ExecRequest) -> Result<Child, ExecError> {
+async fn spawn(request: &ExecRequest) -> Result<Child, ExecError> {
     let mut command = Command::new(&request.program);
     command
         .args(&request.args)
@@ -185,11 +185,27 @@ fn spawn(request: &ExecRequest) -> Result<Child, ExecError> {
             Ok(())
         });
     }
-    let child = command.spawn().map_err(|source| ExecError::Spawn {
-        program: request.program.to_string_lossy().into_owned(),
-        source,
-    })?;
-    Ok(child)
+    // ETXTBSY: the executable is still open for writing somewhere, often
+    // only because another thread forked while it was being written (a
+    // tool just saved, a test fixture). It clears within milliseconds.
+    let mut attempt = 0;
+    loop {
+        match command.spawn() {
+            Err(error)
+                if error.raw_os_error() == Some(rustix::io::Errno::TXTBSY.raw_os_error())
+                    && attempt < 5 =>
+            {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(5 << attempt)).await;
+            }
+            result => {
+                return result.map_err(|source| ExecError::Spawn {
+                    program: request.program.to_string_lossy().into_owned(),
+                    source,
+                });
+            }
+        }
+    }
 }
 
 /// Waits for a reader task; a panicked reader loses its stream, not the run.

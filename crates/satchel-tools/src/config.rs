@@ -122,18 +122,90 @@ fn merge(base: &mut Map<String, Value>, over: Map<String, Value>) {
 pub struct ToolsConfig {
     /// Limits for every child process (bash, external tools).
     pub runner: RunnerConfig,
+    /// Discovery and calls of external tools.
+    pub external: ExternalConfig,
 }
 
 impl ToolsConfig {
     /// Builds the tools' configuration; warnings say what was ignored.
     pub fn from_settings(settings: &Settings) -> (ToolsConfig, Vec<String>) {
-        let (exec, warning) = settings.section::<ExecSettings>("exec");
+        let (exec, exec_warning) = settings.section::<ExecSettings>("exec");
+        let (external, external_warning) = settings.section::<ExternalSettings>("externalTools");
+        let config = ToolsConfig {
+            runner: exec.into_runner(),
+            external: external.into_config(),
+        };
         (
-            ToolsConfig {
-                runner: exec.into_runner(),
-            },
-            warning.into_iter().collect(),
+            config,
+            exec_warning.into_iter().chain(external_warning).collect(),
         )
+    }
+}
+
+/// Limits for discovering and calling external tools.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExternalConfig {
+    /// Time limit of a call when the tool declares none.
+    pub timeout: Duration,
+    /// Upper bound on any call's time limit, whatever the tool declares.
+    pub max_timeout: Duration,
+    /// Time a tool gets to answer `--schema`; a tool that takes longer is skipped.
+    pub schema_timeout: Duration,
+    /// Largest `--schema` document accepted.
+    pub max_schema_bytes: usize,
+    /// Largest stdout of a call: results are JSON and cannot be cut, so
+    /// larger output is an `INVALID_OUTPUT` error (kept in a spill file).
+    pub max_output_bytes: usize,
+    /// `--schema` probes run at once during discovery.
+    pub probe_concurrency: usize,
+    /// How often long-running processes look for changed tool directories.
+    pub watch_interval: Duration,
+}
+
+impl Default for ExternalConfig {
+    fn default() -> ExternalConfig {
+        ExternalSettings::default().into_config()
+    }
+}
+
+/// The `externalTools` section of agent.json.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct ExternalSettings {
+    timeout_secs: u64,
+    max_timeout_secs: u64,
+    schema_timeout_ms: u64,
+    max_schema_bytes: usize,
+    max_output_bytes: usize,
+    probe_concurrency: usize,
+    watch_interval_ms: u64,
+}
+
+impl Default for ExternalSettings {
+    fn default() -> ExternalSettings {
+        ExternalSettings {
+            timeout_secs: 30,
+            max_timeout_secs: 600,
+            schema_timeout_ms: 3000,
+            max_schema_bytes: 256 * 1024,
+            max_output_bytes: 1024 * 1024,
+            probe_concurrency: 16,
+            watch_interval_ms: 2000,
+        }
+    }
+}
+
+impl ExternalSettings {
+    fn into_config(self) -> ExternalConfig {
+        ExternalConfig {
+            timeout: Duration::from_secs(self.timeout_secs.max(1)),
+            max_timeout: Duration::from_secs(self.max_timeout_secs.max(1)),
+            schema_timeout: Duration::from_millis(self.schema_timeout_ms.max(1)),
+            max_schema_bytes: self.max_schema_bytes,
+            max_output_bytes: self.max_output_bytes,
+            probe_concurrency: self.probe_concurrency.max(1),
+            watch_interval: Duration::from_millis(self.watch_interval_ms.max(100)),
+        }
     }
 }
 

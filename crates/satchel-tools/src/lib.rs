@@ -14,15 +14,18 @@
 
 pub mod bash;
 pub mod config;
+pub mod external;
 pub mod format;
+mod live;
 mod registry;
 mod tool;
 mod validation;
 
-pub use config::{Settings, ToolsConfig};
+pub use config::{ExternalConfig, Settings, ToolsConfig};
 pub use format::Style;
+pub use live::{LiveRegistry, RefreshReport};
 pub use registry::{Registry, RegistryError};
-pub use tool::{Tool, ToolContext, ToolError};
+pub use tool::{Tool, ToolContext, ToolError, ToolLevel, ToolSource};
 pub use validation::SchemaViolation;
 
 /// A registry holding every built-in tool.

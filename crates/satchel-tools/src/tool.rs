@@ -1,5 +1,6 @@
 //! The [`Tool`] trait and what a run gets: [`ToolContext`].
 
+use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -28,6 +29,11 @@ pub trait Tool: Send + Sync + 'static {
     /// dropping the future must leave nothing running.
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
 
+    /// Where the tool comes from (built in, a tools directory...).
+    fn source(&self) -> ToolSource {
+        ToolSource::Builtin
+    }
+
     /// One line saying what the call does, for a person.
     fn format_use(&self, input: &Value, style: Style) -> String {
         format::generic_use(&self.spec().name, input, style)
@@ -36,6 +42,51 @@ pub trait Tool: Send + Sync + 'static {
     /// The outcome of the call, for a person.
     fn format_result(&self, output: &ToolOutput, style: Style) -> String {
         format::generic_result(output, style)
+    }
+}
+
+/// Where a tool comes from, for listings and precedence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolSource {
+    /// Compiled into Satchel.
+    Builtin,
+    /// An executable in a tools directory.
+    External {
+        /// Which directory level it was found at.
+        level: ToolLevel,
+        /// The executable.
+        path: PathBuf,
+    },
+}
+
+impl fmt::Display for ToolSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolSource::Builtin => f.write_str("builtin"),
+            ToolSource::External { level, path } => write!(f, "{level} ({})", path.display()),
+        }
+    }
+}
+
+/// The tools directories, highest precedence first: a project tool beats
+/// a user tool of the same name, which beats a system tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ToolLevel {
+    /// `.agents/tools/` in the project.
+    Project,
+    /// `$XDG_CONFIG_HOME/satchel/tools/`.
+    User,
+    /// `$SATCHEL_LIBEXEC_DIR`.
+    System,
+}
+
+impl fmt::Display for ToolLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ToolLevel::Project => "project",
+            ToolLevel::User => "user",
+            ToolLevel::System => "system",
+        })
     }
 }
 

@@ -25,6 +25,7 @@ fn config(spill_dir: Option<&std::path::Path>) -> Arc<ToolsConfig> {
             },
             ..RunnerConfig::default()
         },
+        ..ToolsConfig::default()
     })
 }
 

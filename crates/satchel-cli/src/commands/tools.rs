@@ -1,44 +1,39 @@
-//! `satchel tools ...`: list, show and call tools from a shell.
+//! `satchel tools ...`: list, show, call, refresh and create tools from a shell.
 
 use std::io::{IsTerminal, Read, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use satchel_core::{ToolCall, ToolOutput, ToolResults};
+use satchel_core::{ToolCall, ToolOutput, ToolResults, is_valid_tool_name};
+use satchel_tools::external::{Language, SpecCache, ToolDirs, skeleton, tool_name_for_file};
 use satchel_tools::format::truncate_chars;
-use satchel_tools::{Registry, Settings, Style, ToolContext, ToolsConfig, builtin_registry};
-use serde_json::Value;
+use satchel_tools::{
+    LiveRegistry, Registry, Settings, Style, ToolContext, ToolSource, ToolsConfig,
+};
+use serde_json::{Value, json};
 
-use crate::cli::{CallArgs, ToolsCommand};
+use crate::cli::{CallArgs, Lang, ListArgs, NewArgs, ToolsCommand};
 use crate::paths;
 
 /// Characters of a description shown by `tools list`.
-const LIST_DESCRIPTION_CHARS: usize = 72;
+const LIST_DESCRIPTION_CHARS: usize = 60;
+/// The project's tools directory, relative to the project.
+const PROJECT_TOOLS: &str = ".agents/tools";
 
 pub(crate) async fn run(command: ToolsCommand, project: &Path) -> anyhow::Result<ExitCode> {
     let config = load_config(project);
-    let registry = builtin_registry()?;
-    let mut stdout = std::io::stdout().lock();
+    let reprobe = matches!(command, ToolsCommand::Refresh(_));
+    let live = match command {
+        ToolsCommand::New(args) => return new_tool(args, project, &config).await,
+        _ => load_tools(project, &config, reprobe).await?,
+    };
+    let registry = live.current();
     match command {
-        ToolsCommand::List(args) if args.json => {
-            let specs: Vec<_> = registry.specs().collect();
-            writeln!(stdout, "{}", serde_json::to_string_pretty(&specs)?)?;
-        }
-        ToolsCommand::List(_) => {
-            let width = registry.names().map(str::len).max().unwrap_or(4).max(4);
-            writeln!(stdout, "{:width$}  {:8}  DESCRIPTION", "NAME", "SOURCE")?;
-            for spec in registry.specs() {
-                let first_sentence = spec.description.split(". ").next().unwrap_or_default();
-                let description =
-                    truncate_chars(first_sentence.trim_end_matches('.'), LIST_DESCRIPTION_CHARS);
-                writeln!(
-                    stdout,
-                    "{:width$}  {:8}  {description}",
-                    spec.name, "builtin"
-                )?;
-            }
+        ToolsCommand::List(args) | ToolsCommand::Refresh(args) => {
+            print_list(&live, &registry, project, &args)?
         }
         ToolsCommand::Show(args) => {
             let Some(tool) = registry.get(&args.name) else {
@@ -48,12 +43,14 @@ pub(crate) async fn run(command: ToolsCommand, project: &Path) -> anyhow::Result
                     names(&registry)
                 );
             };
-            writeln!(stdout, "{}", serde_json::to_string_pretty(tool.spec())?)?;
+            writeln!(
+                std::io::stdout(),
+                "{}",
+                serde_json::to_string_pretty(tool.spec())?
+            )?;
         }
-        ToolsCommand::Call(args) => {
-            drop(stdout);
-            return call(&registry, args, project, config).await;
-        }
+        ToolsCommand::Call(args) => return call(&registry, args, project, config).await,
+        ToolsCommand::New(_) => {}
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -70,8 +67,127 @@ fn load_config(project: &Path) -> Arc<ToolsConfig> {
     Arc::new(config)
 }
 
+fn tool_dirs(project: &Path) -> ToolDirs {
+    ToolDirs {
+        project: Some(project.join(PROJECT_TOOLS)),
+        user: paths::user_config_dir().map(|dir| dir.join("tools")),
+        system: paths::system_tools_dir(),
+    }
+}
+
+async fn load_tools(
+    project: &Path,
+    config: &ToolsConfig,
+    reprobe: bool,
+) -> anyhow::Result<LiveRegistry> {
+    let cache = match paths::user_cache_dir() {
+        Some(dir) => SpecCache::persistent(dir.join("tool-specs.json")),
+        None => SpecCache::in_memory(),
+    };
+    let live = LiveRegistry::load(tool_dirs(project), cache, config.external.clone()).await?;
+    if reprobe {
+        live.refresh(true).await?;
+    }
+    Ok(live)
+}
+
 fn names(registry: &Registry) -> String {
     registry.names().collect::<Vec<_>>().join(", ")
+}
+
+/// A path shown relative to the project when it is inside it.
+fn display_path(path: &Path, project: &Path) -> String {
+    path.strip_prefix(project)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+fn source_label(source: &ToolSource, project: &Path) -> String {
+    match source {
+        ToolSource::Builtin => "builtin".to_owned(),
+        ToolSource::External { level, path } => format!("{level} {}", display_path(path, project)),
+    }
+}
+
+fn print_list(
+    live: &LiveRegistry,
+    registry: &Registry,
+    project: &Path,
+    args: &ListArgs,
+) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        let tools: Vec<Value> = registry
+            .names()
+            .filter_map(|name| registry.get(name))
+            .map(|tool| {
+                let mut value = serde_json::to_value(tool.spec()).unwrap_or(Value::Null);
+                let (source, path) = match tool.source() {
+                    ToolSource::Builtin => ("builtin".to_owned(), Value::Null),
+                    ToolSource::External { level, path } => (level.to_string(), json!(path)),
+                };
+                if let Value::Object(map) = &mut value {
+                    map.insert("source".into(), json!(source));
+                    map.insert("path".into(), path);
+                }
+                value
+            })
+            .collect();
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&tools)?)?;
+        return Ok(());
+    }
+    let width = registry.names().map(str::len).max().unwrap_or(4).max(4);
+    let rows: Vec<(String, String, String)> = registry
+        .names()
+        .filter_map(|name| registry.get(name))
+        .map(|tool| {
+            let spec = tool.spec();
+            let first_sentence = spec
+                .description
+                .split(". ")
+                .next()
+                .unwrap_or_default()
+                .trim_end_matches('.');
+            (
+                spec.name.clone(),
+                truncate_chars(first_sentence, LIST_DESCRIPTION_CHARS),
+                source_label(&tool.source(), project),
+            )
+        })
+        .collect();
+    let description_width = rows
+        .iter()
+        .map(|(_, d, _)| d.chars().count())
+        .max()
+        .unwrap_or(11)
+        .max(11);
+    writeln!(
+        stdout,
+        "{:width$}  {:description_width$}  SOURCE",
+        "NAME", "DESCRIPTION"
+    )?;
+    for (name, description, source) in rows {
+        writeln!(
+            stdout,
+            "{name:width$}  {description:description_width$}  {source}"
+        )?;
+    }
+    let skipped = live.skipped();
+    if !skipped.is_empty() {
+        writeln!(stdout, "\nNot tools ({}):", skipped.len())?;
+        for entry in skipped.iter() {
+            let mark = if entry.broken { "!" } else { "-" };
+            writeln!(
+                stdout,
+                "  {mark} {} {}: {}",
+                entry.level,
+                display_path(&entry.path, project),
+                entry.reason
+            )?;
+        }
+    }
+    Ok(())
 }
 
 async fn call(
@@ -164,6 +280,64 @@ fn read_input(argument: Option<&str>) -> anyhow::Result<Value> {
         bail!("the input must be a JSON object, e.g. '{{\"command\": \"ls\"}}'");
     }
     Ok(value)
+}
+
+/// `satchel tools new`: writes the skeleton, then checks that it answers
+/// `--schema` the way discovery will ask it.
+async fn new_tool(args: NewArgs, project: &Path, config: &ToolsConfig) -> anyhow::Result<ExitCode> {
+    let name = tool_name_for_file(&args.name).map_err(anyhow::Error::msg)?;
+    if !is_valid_tool_name(&args.name) {
+        bail!(
+            "`{}` cannot be a file name for a tool; use letters, digits, `_` and `-`",
+            args.name
+        );
+    }
+    let language = match args.lang {
+        Lang::Bash => Language::Bash,
+        Lang::Python => Language::Python,
+    };
+    let dir = project.join(PROJECT_TOOLS);
+    let path = dir.join(&args.name);
+    if path.exists() && !args.force {
+        bail!(
+            "{} already exists; pass --force to overwrite it",
+            display_path(&path, project)
+        );
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::write(&path, skeleton(&name, language))
+        .with_context(|| format!("writing {}", path.display()))?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+
+    let dirs = ToolDirs {
+        project: Some(dir),
+        user: None,
+        system: None,
+    };
+    let discovery =
+        satchel_tools::external::discover(&dirs, &SpecCache::in_memory(), &config.external).await;
+    if let Some(problem) = discovery.skipped.iter().find(|s| s.path == path) {
+        bail!(
+            "wrote {}, but it fails its own check: {}",
+            display_path(&path, project),
+            problem.reason
+        );
+    }
+    let mut stdout = std::io::stdout().lock();
+    writeln!(
+        stdout,
+        "created {} ({language}): tool `{name}`",
+        display_path(&path, project)
+    )?;
+    writeln!(
+        stdout,
+        "try it:  satchel tools call {name} '{{\"text\": \"hello\"}}'"
+    )?;
+    writeln!(
+        stdout,
+        "then edit its schema and code; `satchel tools list` shows it."
+    )?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

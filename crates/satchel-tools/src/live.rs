@@ -1,0 +1,243 @@
+//! [`LiveRegistry`]: the built-in tools plus the external tools on disk,
+//! kept current while a long-running process (REPL, MCP server) runs.
+
+use std::collections::BTreeMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::os::unix::fs::MetadataExt;
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::external::{Discovery, Skipped, SpecCache, ToolDirs, discover};
+use crate::{ExternalConfig, Registry, RegistryError, Tool as _, builtin_registry};
+
+/// A registry snapshot and what discovery skipped to build it.
+struct Snapshot {
+    registry: Arc<Registry>,
+    skipped: Arc<Vec<Skipped>>,
+    fingerprint: u64,
+}
+
+/// The tools available now; swapped whole when the tool directories change.
+///
+/// Calls take a snapshot (`current()`) and keep it for their duration, so
+/// a refresh never changes a tool under a running call.
+pub struct LiveRegistry {
+    dirs: ToolDirs,
+    cache: SpecCache,
+    config: ExternalConfig,
+    snapshot: RwLock<Snapshot>,
+    generation: watch::Sender<u64>,
+}
+
+/// What a refresh changed, by tool name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RefreshReport {
+    /// Tools that appeared.
+    pub added: Vec<String>,
+    /// Tools that disappeared.
+    pub removed: Vec<String>,
+    /// Tools whose spec changed.
+    pub changed: Vec<String>,
+}
+
+impl RefreshReport {
+    /// True when the set of tools or a spec changed.
+    pub fn is_change(&self) -> bool {
+        !(self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty())
+    }
+}
+
+impl LiveRegistry {
+    /// Discovers the external tools in `dirs` and builds the first snapshot.
+    pub async fn load(
+        dirs: ToolDirs,
+        cache: SpecCache,
+        config: ExternalConfig,
+    ) -> Result<LiveRegistry, RegistryError> {
+        let fingerprint = fingerprint(&dirs);
+        let discovery = discover(&dirs, &cache, &config).await;
+        let (registry, skipped) = build(discovery)?;
+        save_cache(&cache);
+        let snapshot = Snapshot {
+            registry: Arc::new(registry),
+            skipped: Arc::new(skipped),
+            fingerprint,
+        };
+        Ok(LiveRegistry {
+            dirs,
+            cache,
+            config,
+            snapshot: RwLock::new(snapshot),
+            generation: watch::Sender::new(0),
+        })
+    }
+
+    /// The tools as of now.
+    pub fn current(&self) -> Arc<Registry> {
+        self.snapshot
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .registry
+            .clone()
+    }
+
+    /// Directory entries that did not become tools, and why.
+    pub fn skipped(&self) -> Arc<Vec<Skipped>> {
+        self.snapshot
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .skipped
+            .clone()
+    }
+
+    /// Changes each time the set of tools changes (for MCP's
+    /// `tools/list_changed`, a REPL's notice...).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+
+    /// Re-reads the directories. With `reprobe`, cached `--schema` answers
+    /// are dropped first so every tool is asked again.
+    pub async fn refresh(&self, reprobe: bool) -> Result<RefreshReport, RegistryError> {
+        if reprobe {
+            self.cache.clear();
+        }
+        let fingerprint = fingerprint(&self.dirs);
+        let discovery = discover(&self.dirs, &self.cache, &self.config).await;
+        let (registry, skipped) = build(discovery)?;
+        save_cache(&self.cache);
+        let report = {
+            let mut snapshot = self
+                .snapshot
+                .write()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let report = compare(&snapshot.registry, &registry);
+            *snapshot = Snapshot {
+                registry: Arc::new(registry),
+                skipped: Arc::new(skipped),
+                fingerprint,
+            };
+            report
+        };
+        if report.is_change() {
+            self.generation.send_modify(|generation| *generation += 1);
+        }
+        Ok(report)
+    }
+
+    /// Polls the directories every `watch_interval` and refreshes when an
+    /// entry appears, disappears or changes. The task ends when the last
+    /// other `Arc` to the registry is dropped.
+    pub fn spawn_watcher(self: &Arc<Self>) -> JoinHandle<()> {
+        let weak = Arc::downgrade(self);
+        let interval = self.config.watch_interval;
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(interval).await;
+                let Some(live) = weak.upgrade() else { return };
+                let known = live
+                    .snapshot
+                    .read()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .fingerprint;
+                if fingerprint(&live.dirs) == known {
+                    continue;
+                }
+                match live.refresh(false).await {
+                    Ok(report) if report.is_change() => {
+                        tracing::info!(?report, "external tools changed")
+                    }
+                    Ok(_) => {}
+                    Err(error) => tracing::warn!(%error, "refreshing external tools failed"),
+                }
+            }
+        })
+    }
+}
+
+/// Built-ins first; an external tool never replaces a built-in one.
+fn build(discovery: Discovery) -> Result<(Registry, Vec<Skipped>), RegistryError> {
+    let mut registry = builtin_registry()?;
+    let mut skipped = discovery.skipped;
+    for tool in discovery.tools {
+        if registry.get(&tool.spec().name).is_some() {
+            skipped.push(Skipped {
+                path: tool.path().to_path_buf(),
+                level: tool.level(),
+                reason: format!("shadowed by the built-in tool `{}`", tool.spec().name),
+                broken: false,
+            });
+            continue;
+        }
+        registry.register(tool)?;
+    }
+    Ok((registry, skipped))
+}
+
+fn save_cache(cache: &SpecCache) {
+    if let Err(error) = cache.save() {
+        tracing::debug!(%error, "cannot save the tool spec cache");
+    }
+}
+
+fn compare(old: &Registry, new: &Registry) -> RefreshReport {
+    let specs = |registry: &Registry| -> BTreeMap<String, String> {
+        registry
+            .specs()
+            .map(|spec| {
+                (
+                    spec.name.clone(),
+                    serde_json::to_string(spec).unwrap_or_default(),
+                )
+            })
+            .collect()
+    };
+    let (old, new) = (specs(old), specs(new));
+    RefreshReport {
+        added: new
+            .keys()
+            .filter(|name| !old.contains_key(*name))
+            .cloned()
+            .collect(),
+        removed: old
+            .keys()
+            .filter(|name| !new.contains_key(*name))
+            .cloned()
+            .collect(),
+        changed: new
+            .iter()
+            .filter(|(name, spec)| old.get(*name).is_some_and(|o| o != *spec))
+            .map(|(n, _)| n.clone())
+            .collect(),
+    }
+}
+
+/// A hash of every entry's name, size, mtime and mode in the directories:
+/// cheap to compute, changes whenever a tool could have.
+fn fingerprint(dirs: &ToolDirs) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    for (level, dir) in dirs.levels() {
+        level.hash(&mut hasher);
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut rows: Vec<(String, u64, i64, i64, u32)> = entries
+            .filter_map(Result::ok)
+            .filter_map(|entry| {
+                let meta = std::fs::metadata(entry.path()).ok()?;
+                Some((
+                    entry.file_name().to_string_lossy().into_owned(),
+                    meta.size(),
+                    meta.mtime(),
+                    meta.mtime_nsec(),
+                    meta.mode(),
+                ))
+            })
+            .collect();
+        rows.sort();
+        rows.hash(&mut hasher);
+    }
+    hasher.finish()
+}
