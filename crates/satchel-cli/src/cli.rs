@@ -35,6 +35,37 @@ pub(crate) enum Command {
     /// List, inspect and call tools.
     #[command(subcommand, after_help = EXAMPLES)]
     Tools(ToolsCommand),
+    /// Explain permission decisions.
+    #[command(subcommand, after_help = POLICY_EXAMPLES)]
+    Policy(PolicyCommand),
+}
+
+const POLICY_EXAMPLES: &str = "\
+Examples:
+  satchel policy check bash '{\"command\": \"git push --force\"}'
+  satchel policy check memory '{\"action\": \"forget\", \"memory_id\": \"m1\"}' --json";
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PolicyCommand {
+    /// Say whether a call would be allowed, asked about or denied, and by
+    /// which rule, without running it.
+    ///
+    /// Rules come from `permissions: {allow, ask, deny, mode}` in
+    /// .agents/agent.json and $XDG_CONFIG_HOME/satchel/agent.json. A bash
+    /// command is parsed and each command inside it is judged.
+    #[command(after_help = POLICY_EXAMPLES)]
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CheckArgs {
+    /// The tool's name.
+    pub(crate) name: String,
+    /// The input as a JSON object; read from stdin when absent or `-`.
+    pub(crate) input: Option<String>,
+    /// Print the decision as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Subcommand)]

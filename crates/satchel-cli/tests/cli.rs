@@ -437,3 +437,58 @@ fn tools_refresh_asks_every_tool_again() {
         2
     );
 }
+
+#[test]
+fn policy_check_explains_without_running() {
+    let sandbox = Sandbox::new();
+    sandbox.write_config(r#"{"permissions": {"allow": ["bash(ls*)"], "deny": ["bash(rm *)"]}}"#);
+    let marker = sandbox.dir.path().join("ran");
+    let command = format!("ls; touch {}; rm -rf /", marker.display());
+    let input = json!({"command": command}).to_string();
+    let output = sandbox.run(&["policy", "check", "bash", &input, "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let decision = stdout_json(&output);
+    assert_eq!(decision["verdict"], "deny");
+    assert_eq!(decision["decided_by"], "deny rule `bash(rm *)`");
+    let verdicts: Vec<&str> = decision["judgements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["allow", "ask", "deny"]);
+    assert!(
+        decision["judgements"][2]["rule_file"]
+            .as_str()
+            .unwrap()
+            .ends_with(".agents/agent.json")
+    );
+    assert!(!marker.exists(), "policy check must not run the command");
+
+    let output = sandbox.run(&["policy", "check", "bash", r#"{"command": "ls"}"#]);
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.starts_with("bash: allow\n  `ls` matches the allow rule `bash(ls*)`"),
+        "{text}"
+    );
+}
+
+#[test]
+fn tools_call_honours_deny_rules() {
+    let sandbox = Sandbox::new();
+    sandbox.write_config(r#"{"permissions": {"deny": ["bash(rm *)"]}}"#);
+    let victim = sandbox.project().join("keep.txt");
+    std::fs::write(&victim, "precious").unwrap();
+    let output = sandbox.run(&[
+        "tools",
+        "call",
+        "bash",
+        r#"{"command": "echo x && rm keep.txt"}"#,
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout_json(&output)["error_code"], "PERMISSION_DENIED");
+    assert!(victim.exists());
+    // What only asks for consent runs: the user typed the call themselves.
+    let output = sandbox.run(&["tools", "call", "bash", r#"{"command": "echo fine"}"#]);
+    assert_eq!(stdout_json(&output)["stdout"], "fine\n");
+}

@@ -26,6 +26,9 @@ pub struct Settings {
     pub value: Map<String, Value>,
     /// Files that were read, lowest precedence first.
     pub sources: Vec<PathBuf>,
+    /// Each file's own object, lowest precedence first: for settings that
+    /// add up across files (permission rules) rather than override.
+    pub layers: Vec<(PathBuf, Map<String, Value>)>,
     /// Problems found, each naming its file (and line, for syntax errors).
     pub warnings: Vec<String>,
 }
@@ -60,6 +63,7 @@ impl Settings {
             };
             match serde_json::from_str::<Value>(&text) {
                 Ok(Value::Object(object)) => {
+                    settings.layers.push((path.clone(), object.clone()));
                     merge(&mut settings.value, object);
                     settings.sources.push(path.clone());
                 }

@@ -1,8 +1,8 @@
 //! Tools: the [`Tool`] trait, the validating [`Registry`], configuration,
 //! and Satchel's built-in tools.
 //!
-//! A call flows `Registry::call` → lookup → schema validation → `Tool::run`
-//! → [`ToolOutput`](satchel_core::ToolOutput). Every failure on that path
+//! A call flows [`dispatch`] → lookup → schema validation → policy (and
+//! consent) → rate limits → `Tool::run` → [`ToolOutput`](satchel_core::ToolOutput). Every failure on that path
 //! (unknown name, invalid input, a tool's own error, a panic) comes back as
 //! an output with `is_error` set and a message the model can act on; the
 //! caller never sees a Rust error or a panic.
@@ -14,14 +14,19 @@
 
 pub mod bash;
 pub mod config;
+mod dispatch;
 pub mod external;
 pub mod format;
 mod live;
+pub mod policy;
 mod registry;
 mod tool;
 mod validation;
 
 pub use config::{ExternalConfig, Settings, ToolsConfig};
+pub use dispatch::{
+    Consent, ConsentAnswer, Dispatched, NonInteractive, RememberingConsent, UserInitiated, dispatch,
+};
 pub use format::Style;
 pub use live::{LiveRegistry, RefreshReport};
 pub use registry::{Registry, RegistryError};

@@ -138,10 +138,19 @@ impl Registry {
     /// Runs one call: lookup, validation, run. Never panics and never fails:
     /// every problem is an `is_error` output.
     pub async fn call(&self, call: &ToolCall, ctx: &ToolContext) -> ToolOutput {
-        let tool = match self.check(&call.name, &call.input) {
-            Ok(tool) => tool,
-            Err(output) => return *output,
-        };
+        match self.check(&call.name, &call.input) {
+            Ok(tool) => Registry::run_checked(tool, call, ctx).await,
+            Err(output) => *output,
+        }
+    }
+
+    /// Runs a tool that [`Registry::check`] already accepted for this call's
+    /// input: the tool's errors and panics become error outputs.
+    pub async fn run_checked(
+        tool: &Arc<dyn Tool>,
+        call: &ToolCall,
+        ctx: &ToolContext,
+    ) -> ToolOutput {
         if ctx.cancel.is_cancelled() {
             return ToolOutput::error(
                 ErrorCode::Cancelled,

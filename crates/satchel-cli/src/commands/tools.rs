@@ -4,36 +4,35 @@ use std::io::{IsTerminal, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use satchel_core::{ToolCall, ToolOutput, ToolResults, is_valid_tool_name};
-use satchel_tools::external::{Language, SpecCache, ToolDirs, skeleton, tool_name_for_file};
+use satchel_tools::external::{
+    Language, SpecCache, ToolDirs, discover, skeleton, tool_name_for_file,
+};
 use satchel_tools::format::truncate_chars;
 use satchel_tools::{
-    LiveRegistry, Registry, Settings, Style, ToolContext, ToolSource, ToolsConfig,
+    LiveRegistry, Registry, Style, ToolContext, ToolSource, UserInitiated, dispatch,
 };
 use serde_json::{Value, json};
 
+use super::project::{PROJECT_TOOLS, Project};
 use crate::cli::{CallArgs, Lang, ListArgs, NewArgs, ToolsCommand};
-use crate::paths;
 
 /// Characters of a description shown by `tools list`.
 const LIST_DESCRIPTION_CHARS: usize = 60;
-/// The project's tools directory, relative to the project.
-const PROJECT_TOOLS: &str = ".agents/tools";
 
-pub(crate) async fn run(command: ToolsCommand, project: &Path) -> anyhow::Result<ExitCode> {
-    let config = load_config(project);
+pub(crate) async fn run(command: ToolsCommand, root: &Path) -> anyhow::Result<ExitCode> {
+    let project = Project::load(root);
     let reprobe = matches!(command, ToolsCommand::Refresh(_));
     let live = match command {
-        ToolsCommand::New(args) => return new_tool(args, project, &config).await,
-        _ => load_tools(project, &config, reprobe).await?,
+        ToolsCommand::New(args) => return new_tool(args, &project).await,
+        _ => project.tools(reprobe).await?,
     };
     let registry = live.current();
     match command {
         ToolsCommand::List(args) | ToolsCommand::Refresh(args) => {
-            print_list(&live, &registry, project, &args)?
+            print_list(&live, &registry, &project, &args)?
         }
         ToolsCommand::Show(args) => {
             let Some(tool) = registry.get(&args.name) else {
@@ -49,71 +48,27 @@ pub(crate) async fn run(command: ToolsCommand, project: &Path) -> anyhow::Result
                 serde_json::to_string_pretty(tool.spec())?
             )?;
         }
-        ToolsCommand::Call(args) => return call(&registry, args, project, config).await,
+        ToolsCommand::Call(args) => return call(&registry, args, &project).await,
         ToolsCommand::New(_) => {}
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn load_config(project: &Path) -> Arc<ToolsConfig> {
-    let settings = Settings::load(&Settings::default_paths(
-        project,
-        paths::user_config_dir().as_deref(),
-    ));
-    let (config, warnings) = ToolsConfig::from_settings(&settings);
-    for warning in settings.warnings.iter().chain(&warnings) {
-        tracing::warn!("{warning}");
-    }
-    Arc::new(config)
-}
-
-fn tool_dirs(project: &Path) -> ToolDirs {
-    ToolDirs {
-        project: Some(project.join(PROJECT_TOOLS)),
-        user: paths::user_config_dir().map(|dir| dir.join("tools")),
-        system: paths::system_tools_dir(),
-    }
-}
-
-async fn load_tools(
-    project: &Path,
-    config: &ToolsConfig,
-    reprobe: bool,
-) -> anyhow::Result<LiveRegistry> {
-    let cache = match paths::user_cache_dir() {
-        Some(dir) => SpecCache::persistent(dir.join("tool-specs.json")),
-        None => SpecCache::in_memory(),
-    };
-    let live = LiveRegistry::load(tool_dirs(project), cache, config.external.clone()).await?;
-    if reprobe {
-        live.refresh(true).await?;
-    }
-    Ok(live)
-}
-
-fn names(registry: &Registry) -> String {
+pub(crate) fn names(registry: &Registry) -> String {
     registry.names().collect::<Vec<_>>().join(", ")
 }
 
-/// A path shown relative to the project when it is inside it.
-fn display_path(path: &Path, project: &Path) -> String {
-    path.strip_prefix(project)
-        .unwrap_or(path)
-        .display()
-        .to_string()
-}
-
-fn source_label(source: &ToolSource, project: &Path) -> String {
+fn source_label(source: &ToolSource, project: &Project) -> String {
     match source {
         ToolSource::Builtin => "builtin".to_owned(),
-        ToolSource::External { level, path } => format!("{level} {}", display_path(path, project)),
+        ToolSource::External { level, path } => format!("{level} {}", project.display_path(path)),
     }
 }
 
 fn print_list(
     live: &LiveRegistry,
     registry: &Registry,
-    project: &Path,
+    project: &Project,
     args: &ListArgs,
 ) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
@@ -182,7 +137,7 @@ fn print_list(
                 stdout,
                 "  {mark} {} {}: {}",
                 entry.level,
-                display_path(&entry.path, project),
+                project.display_path(&entry.path),
                 entry.reason
             )?;
         }
@@ -190,17 +145,12 @@ fn print_list(
     Ok(())
 }
 
-async fn call(
-    registry: &Registry,
-    args: CallArgs,
-    project: &Path,
-    config: Arc<ToolsConfig>,
-) -> anyhow::Result<ExitCode> {
+async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow::Result<ExitCode> {
     let input = read_input(args.input.as_deref())?;
     let ctx = ToolContext::standalone(
         format!("cli-{}", std::process::id()),
-        project.to_path_buf(),
-        config,
+        project.root.clone(),
+        project.tools_config.clone(),
     );
     let cancel = ctx.cancel.clone();
     tokio::spawn(async move {
@@ -213,7 +163,11 @@ async fn call(
         name: args.name.clone(),
         input,
     };
-    let output = registry.call(&call, &ctx).await;
+    // The user typed this call: "ask" rules need no further consent, but
+    // deny rules and rate limits hold.
+    let output = dispatch(registry, &project.policy, &UserInitiated, &call, &ctx)
+        .await
+        .output;
 
     let mut stdout = std::io::stdout().lock();
     if args.json {
@@ -255,7 +209,7 @@ fn print_results(out: &mut impl Write, output: &ToolOutput) -> anyhow::Result<()
     Ok(())
 }
 
-fn read_input(argument: Option<&str>) -> anyhow::Result<Value> {
+pub(crate) fn read_input(argument: Option<&str>) -> anyhow::Result<Value> {
     let text = match argument {
         Some(text) if text != "-" => text.to_owned(),
         _ => {
@@ -284,7 +238,7 @@ fn read_input(argument: Option<&str>) -> anyhow::Result<Value> {
 
 /// `satchel tools new`: writes the skeleton, then checks that it answers
 /// `--schema` the way discovery will ask it.
-async fn new_tool(args: NewArgs, project: &Path, config: &ToolsConfig) -> anyhow::Result<ExitCode> {
+async fn new_tool(args: NewArgs, project: &Project) -> anyhow::Result<ExitCode> {
     let name = tool_name_for_file(&args.name).map_err(anyhow::Error::msg)?;
     if !is_valid_tool_name(&args.name) {
         bail!(
@@ -296,12 +250,12 @@ async fn new_tool(args: NewArgs, project: &Path, config: &ToolsConfig) -> anyhow
         Lang::Bash => Language::Bash,
         Lang::Python => Language::Python,
     };
-    let dir = project.join(PROJECT_TOOLS);
+    let dir = project.root.join(PROJECT_TOOLS);
     let path = dir.join(&args.name);
     if path.exists() && !args.force {
         bail!(
             "{} already exists; pass --force to overwrite it",
-            display_path(&path, project)
+            project.display_path(&path)
         );
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -314,12 +268,16 @@ async fn new_tool(args: NewArgs, project: &Path, config: &ToolsConfig) -> anyhow
         user: None,
         system: None,
     };
-    let discovery =
-        satchel_tools::external::discover(&dirs, &SpecCache::in_memory(), &config.external).await;
+    let discovery = discover(
+        &dirs,
+        &SpecCache::in_memory(),
+        &project.tools_config.external,
+    )
+    .await;
     if let Some(problem) = discovery.skipped.iter().find(|s| s.path == path) {
         bail!(
             "wrote {}, but it fails its own check: {}",
-            display_path(&path, project),
+            project.display_path(&path),
             problem.reason
         );
     }
@@ -327,7 +285,7 @@ async fn new_tool(args: NewArgs, project: &Path, config: &ToolsConfig) -> anyhow
     writeln!(
         stdout,
         "created {} ({language}): tool `{name}`",
-        display_path(&path, project)
+        project.display_path(&path)
     )?;
     writeln!(
         stdout,

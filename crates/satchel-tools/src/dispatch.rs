@@ -1,0 +1,221 @@
+//! [`dispatch`]: one tool call from any caller (CLI, MCP server, agent
+//! loop) through lookup, validation, policy, consent, limits and the run.
+//!
+//! Every caller goes through here, so every call gets the same checks and
+//! leaves the same record ([`Dispatched`]), whoever made it.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+use async_trait::async_trait;
+use satchel_core::{ErrorCode, Resource, ToolCall, ToolOutput};
+use serde_json::{Map, json};
+
+use crate::policy::{Decision, Policy, Verdict};
+use crate::{Registry, ToolContext, ToolSource};
+
+/// The user's answer to a consent request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConsentAnswer {
+    /// Run this call.
+    AllowOnce,
+    /// Run this call and, for the rest of the conversation, calls like it.
+    AllowForConversation,
+    /// Refuse, optionally saying why (the model is told).
+    Deny {
+        /// The user's reason.
+        reason: Option<String>,
+    },
+}
+
+/// Who answers when policy says "ask".
+#[async_trait]
+pub trait Consent: Send + Sync {
+    /// Asks about `call`, which `decision` says needs consent.
+    async fn ask(&self, call: &ToolCall, decision: &Decision) -> ConsentAnswer;
+}
+
+/// Nobody can answer (`satchel run`, MCP server): "ask" means refused.
+pub struct NonInteractive;
+
+#[async_trait]
+impl Consent for NonInteractive {
+    async fn ask(&self, _call: &ToolCall, _decision: &Decision) -> ConsentAnswer {
+        ConsentAnswer::Deny { reason: None }
+    }
+}
+
+/// The user made the call themselves (`satchel tools call`): asking them
+/// again would be noise, so "ask" means allowed; "deny" still refuses.
+pub struct UserInitiated;
+
+#[async_trait]
+impl Consent for UserInitiated {
+    async fn ask(&self, _call: &ToolCall, _decision: &Decision) -> ConsentAnswer {
+        ConsentAnswer::AllowOnce
+    }
+}
+
+/// Remembers "allow for this conversation" answers, keyed by what was
+/// judged (the tool, or each command line), in front of another consent.
+pub struct RememberingConsent<C> {
+    inner: C,
+    allowed: Mutex<Vec<String>>,
+}
+
+impl<C: Consent> RememberingConsent<C> {
+    /// Wraps `inner`, remembering nothing yet.
+    pub fn new(inner: C) -> RememberingConsent<C> {
+        RememberingConsent {
+            inner,
+            allowed: Mutex::default(),
+        }
+    }
+
+    fn keys(call: &ToolCall, decision: &Decision) -> Vec<String> {
+        decision
+            .judgements
+            .iter()
+            .filter(|j| j.verdict == Verdict::Ask)
+            .map(|j| format!("{}\u{1f}{}", call.name, j.subject))
+            .collect()
+    }
+}
+
+#[async_trait]
+impl<C: Consent> Consent for RememberingConsent<C> {
+    async fn ask(&self, call: &ToolCall, decision: &Decision) -> ConsentAnswer {
+        let keys = Self::keys(call, decision);
+        {
+            let allowed = self
+                .allowed
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if keys.iter().all(|key| allowed.contains(key)) {
+                return ConsentAnswer::AllowForConversation;
+            }
+        }
+        let answer = self.inner.ask(call, decision).await;
+        if answer == ConsentAnswer::AllowForConversation {
+            self.allowed
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .extend(keys);
+        }
+        answer
+    }
+}
+
+/// What happened to one call, for the caller and the audit trail.
+#[derive(Debug, Clone)]
+pub struct Dispatched {
+    /// What the model (or the CLI user) gets.
+    pub output: ToolOutput,
+    /// The policy's decision; `None` when the call never reached policy
+    /// (unknown tool, invalid input).
+    pub decision: Option<Decision>,
+    /// The user's answer, when they were asked.
+    pub answer: Option<ConsentAnswer>,
+    /// When the call arrived.
+    pub started_at: SystemTime,
+    /// How long it took, checks included.
+    pub duration: Duration,
+}
+
+impl Dispatched {
+    /// How the call was decided, in words for the audit row: the rule, or
+    /// the user's answer.
+    pub fn decision_label(&self) -> Option<String> {
+        let decision = self.decision.as_ref()?;
+        let rule = decision.rule_label();
+        Some(match &self.answer {
+            None => format!("{} by {rule}", decision.verdict),
+            Some(ConsentAnswer::AllowOnce) => format!("ask by {rule}; user allowed once"),
+            Some(ConsentAnswer::AllowForConversation) => {
+                format!("ask by {rule}; user allowed for the conversation")
+            }
+            Some(ConsentAnswer::Deny { reason: None }) => {
+                format!("ask by {rule}; nobody could consent")
+            }
+            Some(ConsentAnswer::Deny {
+                reason: Some(reason),
+            }) => format!("ask by {rule}; user refused: {reason}"),
+        })
+    }
+}
+
+/// True for tools that start processes and so count against the cap.
+fn starts_process(source: &ToolSource, writes_execution: bool) -> bool {
+    matches!(source, ToolSource::External { .. }) || writes_execution
+}
+
+/// Runs one call through every check. Never fails: each refusal is an
+/// error output the model can act on.
+pub async fn dispatch(
+    registry: &Registry,
+    policy: &Policy,
+    consent: &dyn Consent,
+    call: &ToolCall,
+    ctx: &ToolContext,
+) -> Dispatched {
+    let started_at = SystemTime::now();
+    let clock = Instant::now();
+    let finish = |output: ToolOutput, decision: Option<Decision>, answer: Option<ConsentAnswer>| {
+        Dispatched {
+            output,
+            decision,
+            answer,
+            started_at,
+            duration: clock.elapsed(),
+        }
+    };
+    let tool = match registry.check(&call.name, &call.input) {
+        Ok(tool) => tool,
+        Err(output) => return finish(*output, None, None),
+    };
+    let spec = tool.spec();
+    let decision = policy.decide(spec, &call.input);
+    let mut answer = None;
+    match decision.verdict {
+        Verdict::Allow => {}
+        Verdict::Deny => {
+            let output = decision.refusal();
+            return finish(output, Some(decision), None);
+        }
+        Verdict::Ask => {
+            let given = consent.ask(call, &decision).await;
+            if let ConsentAnswer::Deny { reason } = &given {
+                let output = match reason {
+                    None => decision.refusal(),
+                    Some(reason) => {
+                        let mut details = Map::new();
+                        details.insert("user_reason".into(), json!(reason));
+                        ToolOutput::error_with(
+                            ErrorCode::PermissionDenied,
+                            format!(
+                                "The user refused this call: {reason}. Do not retry it; adapt to their answer."
+                            ),
+                            details,
+                        )
+                    }
+                };
+                return finish(output, Some(decision), Some(given));
+            }
+            answer = Some(given);
+        }
+    }
+    let writes_execution = spec.capabilities.writes.contains(&Resource::EXECUTION);
+    let _permit = match policy
+        .admit(
+            spec,
+            starts_process(&tool.source(), writes_execution),
+            Instant::now(),
+        )
+        .await
+    {
+        Ok(permit) => permit,
+        Err(output) => return finish(output, Some(decision), answer),
+    };
+    let output = Registry::run_checked(tool, call, ctx).await;
+    finish(output, Some(decision), answer)
+}

@@ -1,0 +1,458 @@
+//! Policy: which tool calls may run, which need the user's consent, which
+//! are refused, and how often tools may be called.
+//!
+//! Rules come from `permissions: {allow, ask, deny, mode}` in every
+//! agent.json layer (lists add up across files; each rule remembers its
+//! file). A call is matched against deny rules, then ask, then allow; what
+//! no rule matches gets the mode's default: in `default` mode, `allow` for
+//! read-only tools and `ask` for destructive or open-world ones; `readonly`
+//! refuses everything that is not read-only; `trust` allows it. A bash
+//! command is judged command by command, after parsing (see [`shell`]);
+//! the strictest verdict wins.
+//!
+//! This module decides; callers act: an interactive caller asks the user
+//! on [`Verdict::Ask`], a non-interactive one answers `PERMISSION_DENIED`
+//! ([`Decision::refusal`]).
+
+mod rate;
+mod rule;
+pub mod shell;
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use satchel_core::{ErrorCode, ToolOutput, ToolSpec};
+use serde_json::{Map, Value, json};
+use tokio::sync::OwnedSemaphorePermit;
+
+pub use rate::{Limit, ProcessSlots, RateLimiter};
+pub use rule::{Rule, RuleKind, glob_matches};
+
+use crate::Settings;
+
+/// What a call may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Verdict {
+    /// Run it.
+    Allow,
+    /// Run it only if the user agrees.
+    Ask,
+    /// Refuse it.
+    Deny,
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Verdict::Allow => "allow",
+            Verdict::Ask => "ask",
+            Verdict::Deny => "deny",
+        })
+    }
+}
+
+/// The default for calls no rule matches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// Read-only tools run; destructive or open-world ones ask.
+    #[default]
+    Default,
+    /// Only read-only tools run; the rest are refused.
+    ReadOnly,
+    /// Everything runs.
+    Trust,
+}
+
+impl Mode {
+    fn parse(text: &str) -> Option<Mode> {
+        match text {
+            "default" => Some(Mode::Default),
+            "readonly" => Some(Mode::ReadOnly),
+            "trust" => Some(Mode::Trust),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mode::Default => "default",
+            Mode::ReadOnly => "readonly",
+            Mode::Trust => "trust",
+        })
+    }
+}
+
+/// The verdict on one part of a call: the call itself, or one command of
+/// a bash script.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judgement {
+    /// What was judged: the tool name, or a command line.
+    pub subject: String,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The rule that decided, if a rule did.
+    pub rule: Option<Rule>,
+    /// Why, in words.
+    pub reason: String,
+}
+
+/// The verdict on a whole call, with the judgements behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// The tool called.
+    pub tool: String,
+    /// The strictest verdict among the judgements.
+    pub verdict: Verdict,
+    /// Every part judged, in order.
+    pub judgements: Vec<Judgement>,
+}
+
+impl Decision {
+    /// The judgement that decided the verdict (the first of the strictest).
+    pub fn deciding(&self) -> Option<&Judgement> {
+        self.judgements.iter().find(|j| j.verdict == self.verdict)
+    }
+
+    /// What decided, for the audit trail: ``deny rule `bash(rm *)` `` or
+    /// `mode default` when no rule matched.
+    pub fn rule_label(&self) -> String {
+        match self.deciding().and_then(|j| j.rule.as_ref()) {
+            Some(rule) => format!("{} rule `{}`", rule.kind, rule.text),
+            None => "mode default".to_owned(),
+        }
+    }
+
+    /// One sentence explaining the verdict.
+    pub fn explanation(&self) -> String {
+        self.deciding().map_or_else(
+            || format!("`{}` is allowed", self.tool),
+            |j| j.reason.clone(),
+        )
+    }
+
+    /// The model's answer when the call is refused: denied by policy, or
+    /// needing consent that nobody can give (non-interactive modes).
+    pub fn refusal(&self) -> ToolOutput {
+        let explanation = self.explanation();
+        let message = match self.verdict {
+            Verdict::Ask => format!(
+                "Permission denied: {explanation}, so this call needs the user's approval, and no one can approve it \
+                 in this non-interactive session. Do not retry it; do without it or tell the user what you need."
+            ),
+            Verdict::Deny | Verdict::Allow => format!(
+                "Permission denied: {explanation}. Do not retry this call; choose another approach or ask the user."
+            ),
+        };
+        let mut details = Map::new();
+        details.insert("verdict".into(), json!(self.verdict.to_string()));
+        details.insert("rule".into(), json!(self.rule_label()));
+        ToolOutput::error_with(ErrorCode::PermissionDenied, message, details)
+            .with_user_message(format!("refused `{}`: {explanation}", self.tool))
+    }
+}
+
+/// Rules, mode and limits, as configured.
+#[derive(Debug)]
+pub struct Policy {
+    rules: Vec<Rule>,
+    mode: Mode,
+    rate: RateLimiter,
+    slots: ProcessSlots,
+    process_wait: Duration,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy::new(
+            Vec::new(),
+            Mode::Default,
+            Vec::new(),
+            DEFAULT_MAX_PROCESSES,
+            DEFAULT_PROCESS_WAIT,
+        )
+    }
+}
+
+/// Tool processes that may run at once unless configured.
+const DEFAULT_MAX_PROCESSES: usize = 8;
+/// How long a call waits for a process slot before it is refused.
+const DEFAULT_PROCESS_WAIT: Duration = Duration::from_secs(10);
+
+impl Policy {
+    /// A policy from its parts; rules are tried deny, then ask, then allow,
+    /// each list in the order given.
+    pub fn new(
+        mut rules: Vec<Rule>,
+        mode: Mode,
+        limits: Vec<(String, Limit)>,
+        max_processes: usize,
+        process_wait: Duration,
+    ) -> Policy {
+        rules.sort_by_key(|rule| rule.kind);
+        Policy {
+            rules,
+            mode,
+            rate: RateLimiter::new(limits),
+            slots: ProcessSlots::new(max_processes.max(1)),
+            process_wait,
+        }
+    }
+
+    /// Reads `permissions`, `rateLimits`, `maxConcurrentProcesses` and
+    /// `processWaitMs`; what cannot be understood is a warning and left out.
+    pub fn from_settings(settings: &Settings) -> (Policy, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut rules = Vec::new();
+        for (path, layer) in &settings.layers {
+            let Some(permissions) = layer.get("permissions") else {
+                continue;
+            };
+            let Some(permissions) = permissions.as_object() else {
+                warnings.push(format!(
+                    "{}: `permissions` must be an object",
+                    path.display()
+                ));
+                continue;
+            };
+            for (key, kind) in [
+                ("deny", RuleKind::Deny),
+                ("ask", RuleKind::Ask),
+                ("allow", RuleKind::Allow),
+            ] {
+                let Some(list) = permissions.get(key) else {
+                    continue;
+                };
+                let Some(list) = list.as_array() else {
+                    warnings.push(format!(
+                        "{}: `permissions.{key}` must be a list of rules",
+                        path.display()
+                    ));
+                    continue;
+                };
+                for item in list {
+                    match item
+                        .as_str()
+                        .map(|text| Rule::parse(kind, text, Some(path.clone())))
+                    {
+                        Some(Ok(rule)) => rules.push(rule),
+                        Some(Err(error)) => {
+                            warnings.push(format!("{}: {error}; rule ignored", path.display()))
+                        }
+                        None => warnings.push(format!(
+                            "{}: `permissions.{key}` holds {item}, not a rule",
+                            path.display()
+                        )),
+                    }
+                }
+            }
+        }
+        let mode = match settings.value.get("permissions").and_then(|p| p.get("mode")) {
+            None => Mode::Default,
+            Some(value) => value.as_str().and_then(Mode::parse).unwrap_or_else(|| {
+                warnings.push(format!("permissions.mode {value} is not one of \"default\", \"readonly\", \"trust\"; using default"));
+                Mode::Default
+            }),
+        };
+        let mut limits = Vec::new();
+        if let Some(map) = settings.value.get("rateLimits").and_then(Value::as_object) {
+            for (tool, limit) in map {
+                match limit.as_str().map(Limit::parse) {
+                    Some(Ok(limit)) => limits.push((tool.clone(), limit)),
+                    Some(Err(error)) => warnings.push(format!("rateLimits.{tool}: {error}")),
+                    None => warnings.push(format!(
+                        "rateLimits.{tool}: {limit} is not a limit like \"10/min\""
+                    )),
+                }
+            }
+        }
+        let max_processes = settings
+            .value
+            .get("maxConcurrentProcesses")
+            .and_then(Value::as_u64)
+            .map_or(DEFAULT_MAX_PROCESSES, |n| {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            });
+        let process_wait = settings
+            .value
+            .get("processWaitMs")
+            .and_then(Value::as_u64)
+            .map_or(DEFAULT_PROCESS_WAIT, Duration::from_millis);
+        (
+            Policy::new(rules, mode, limits, max_processes, process_wait),
+            warnings,
+        )
+    }
+
+    /// The mode for unmatched calls.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The rules, in the order they are tried.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// Decides on a call without running it.
+    pub fn decide(&self, spec: &ToolSpec, input: &Value) -> Decision {
+        let tool = spec.name.as_str();
+        let mut judgements = Vec::new();
+        let command = (tool == "bash")
+            .then(|| input.get("command").and_then(Value::as_str))
+            .flatten();
+        match command.map(shell::simple_commands) {
+            None => judgements.push(self.judge(spec, tool, None)),
+            Some(Ok(commands)) if commands.is_empty() => {
+                judgements.push(self.judge(spec, tool, None))
+            }
+            Some(Ok(commands)) => {
+                for command in commands {
+                    judgements.push(self.judge(spec, &command.text(), Some(&command.text())));
+                }
+            }
+            Some(Err(why)) => {
+                judgements.push(self.judge_opaque(spec, command.unwrap_or_default(), why))
+            }
+        }
+        let verdict = judgements
+            .iter()
+            .map(|j| j.verdict)
+            .max()
+            .unwrap_or(Verdict::Allow);
+        Decision {
+            tool: tool.to_owned(),
+            verdict,
+            judgements,
+        }
+    }
+
+    fn judge(&self, spec: &ToolSpec, subject: &str, command: Option<&str>) -> Judgement {
+        let applies = |rule: &Rule| {
+            rule.matches_tool(&spec.name)
+                && command.map_or(rule.is_tool_wide(), |c| rule.matches_command(c))
+        };
+        if let Some(rule) = self.rules.iter().find(|rule| applies(rule)) {
+            let verdict = match rule.kind {
+                RuleKind::Deny => Verdict::Deny,
+                RuleKind::Ask => Verdict::Ask,
+                RuleKind::Allow => Verdict::Allow,
+            };
+            return Judgement {
+                subject: subject.to_owned(),
+                verdict,
+                reason: format!("`{subject}` matches the {rule}"),
+                rule: Some(rule.clone()),
+            };
+        }
+        let (verdict, why) = self.mode_default(spec);
+        Judgement {
+            subject: subject.to_owned(),
+            verdict,
+            rule: None,
+            reason: format!("no rule matches `{subject}`; {why}"),
+        }
+    }
+
+    /// A bash script the parser could not see through: only a tool-wide
+    /// deny (or the trust mode) can decide it; otherwise ask.
+    fn judge_opaque(&self, spec: &ToolSpec, script: &str, why: String) -> Judgement {
+        let subject = script.to_owned();
+        if let Some(rule) = self
+            .rules
+            .iter()
+            .find(|r| r.kind == RuleKind::Deny && r.is_tool_wide() && r.matches_tool(&spec.name))
+        {
+            return Judgement {
+                subject,
+                verdict: Verdict::Deny,
+                reason: format!("`bash` matches the {rule}"),
+                rule: Some(rule.clone()),
+            };
+        }
+        let verdict = match self.mode {
+            Mode::Trust => Verdict::Allow,
+            Mode::ReadOnly => Verdict::Deny,
+            Mode::Default => Verdict::Ask,
+        };
+        Judgement {
+            subject,
+            verdict,
+            rule: None,
+            reason: format!("the command cannot be checked before it runs ({why})"),
+        }
+    }
+
+    fn mode_default(&self, spec: &ToolSpec) -> (Verdict, String) {
+        let hints = &spec.annotations;
+        let read_only = hints.read_only_hint == Some(true);
+        // MCP's defaults: a tool not marked read-only may destroy and may reach out.
+        let destructive = !read_only && hints.destructive_hint.unwrap_or(true);
+        let open_world = hints.open_world_hint.unwrap_or(true);
+        let nature = match (read_only, destructive, open_world) {
+            (true, _, _) => "the tool is read-only".to_owned(),
+            (false, true, true) => {
+                "the tool may change or destroy data and reach the outside world".to_owned()
+            }
+            (false, true, false) => "the tool may change or destroy data".to_owned(),
+            (false, false, true) => "the tool reaches the outside world".to_owned(),
+            (false, false, false) => "the tool changes only what it owns".to_owned(),
+        };
+        let verdict = match self.mode {
+            Mode::Trust => Verdict::Allow,
+            Mode::ReadOnly if read_only => Verdict::Allow,
+            Mode::ReadOnly => Verdict::Deny,
+            Mode::Default if read_only || !(destructive || open_world) => Verdict::Allow,
+            Mode::Default => Verdict::Ask,
+        };
+        (
+            verdict,
+            format!("{nature}, and the mode is `{}`", self.mode),
+        )
+    }
+
+    /// Admits a call under the rate limits and, for tools that start
+    /// processes, the process cap; the permit is held for the call's run.
+    /// A refusal is the `RATE_LIMITED` output for the model.
+    pub async fn admit(
+        &self,
+        spec: &ToolSpec,
+        starts_process: bool,
+        now: Instant,
+    ) -> Result<Option<OwnedSemaphorePermit>, ToolOutput> {
+        if let Err(wait) = self.rate.acquire(&spec.name, now) {
+            let secs = wait.as_secs_f64().ceil().max(1.0);
+            let mut details = Map::new();
+            details.insert("retry_after_secs".into(), json!(secs));
+            return Err(ToolOutput::error_with(
+                ErrorCode::RateLimited,
+                format!(
+                    "`{}` is over its rate limit; retry in {secs} s or do without it",
+                    spec.name
+                ),
+                details,
+            ));
+        }
+        if !starts_process {
+            return Ok(None);
+        }
+        match self.slots.acquire(self.process_wait).await {
+            Some(permit) => Ok(Some(permit)),
+            None => {
+                self.rate.refund(&spec.name, now);
+                let mut details = Map::new();
+                details.insert("retry_after_secs".into(), json!(1));
+                Err(ToolOutput::error_with(
+                    ErrorCode::RateLimited,
+                    format!(
+                        "{} tool processes are already running (the limit); retry `{}` when one has finished",
+                        self.slots.capacity(),
+                        spec.name
+                    ),
+                    details,
+                ))
+            }
+        }
+    }
+}
