@@ -35,6 +35,9 @@ pub(crate) enum Command {
     /// List, inspect and call tools.
     #[command(subcommand, after_help = EXAMPLES)]
     Tools(ToolsCommand),
+    /// Search the web or the news with the configured backends.
+    #[command(after_help = SEARCH_EXAMPLES)]
+    Search(SearchArgs),
     /// Explain permission decisions.
     #[command(subcommand, after_help = POLICY_EXAMPLES)]
     Policy(PolicyCommand),
@@ -44,6 +47,30 @@ const POLICY_EXAMPLES: &str = "\
 Examples:
   satchel policy check bash '{\"command\": \"git push --force\"}'
   satchel policy check memory '{\"action\": \"forget\", \"memory_id\": \"m1\"}' --json";
+
+const SEARCH_EXAMPLES: &str = "\
+Examples:
+  SEARXNG_URL=http://localhost:8888 satchel search \"rust async runtime\"
+  satchel search \"sqlite release\" --news -n 3
+  satchel search \"tokio\" --json | jq '.results[].url'
+
+Backends: SEARXNG_URL, BRAVE_API_KEY, TAVILY_API_KEY in the environment, or
+\"search\": {\"backends\": [\"searxng\", \"brave\", \"tavily\", \"duckduckgo\"]} in .agents/agent.json.";
+
+#[derive(Debug, Args)]
+pub(crate) struct SearchArgs {
+    /// What to search for.
+    pub(crate) query: String,
+    /// Search news instead of web pages.
+    #[arg(long)]
+    pub(crate) news: bool,
+    /// Number of results (1-10).
+    #[arg(short = 'n', long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..=10))]
+    pub(crate) max_results: u8,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum PolicyCommand {

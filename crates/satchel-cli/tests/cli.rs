@@ -278,6 +278,7 @@ fn child_dies_when_satchel_is_killed() {
     let mut satchel = sandbox
         .command(&["tools", "call", "bash", &command])
         .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let pid: i32 = wait_for(&pid_file).trim().parse().unwrap();
@@ -302,6 +303,7 @@ fn interrupt_cancels_the_running_tool() {
     let satchel = sandbox
         .command(&["tools", "call", "bash", &command])
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     wait_for(&pid_file);
@@ -309,6 +311,11 @@ fn interrupt_cancels_the_running_tool() {
     let output = satchel.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(stdout_json(&output)["error_code"], "CANCELLED");
+    assert!(
+        stderr(&output).contains("interrupted: stopping the tool"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 /// Sends a signal with the system's `kill` command.
@@ -491,4 +498,60 @@ fn tools_call_honours_deny_rules() {
     // What only asks for consent runs: the user typed the call themselves.
     let output = sandbox.run(&["tools", "call", "bash", r#"{"command": "echo fine"}"#]);
     assert_eq!(stdout_json(&output)["stdout"], "fine\n");
+}
+
+/// A SearXNG stand-in on a loopback port, served from its own thread.
+fn fake_searxng() -> String {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let router = axum::Router::new().route(
+                "/search",
+                axum::routing::get(|| async {
+                    axum::Json(json!({"results": [
+                        {"url": "https://www.rust-lang.org/", "title": "Rust", "content": "A <b>fast</b> language"}
+                    ]}))
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            sender.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, router).await.unwrap();
+        });
+    });
+    format!("http://{}", receiver.recv().unwrap())
+}
+
+#[test]
+fn search_command_uses_the_configured_backend() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .command(&["search", "rust", "--json"])
+        .env("SEARXNG_URL", fake_searxng())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = stdout_json(&output);
+    assert_eq!(results["backend"], "searxng");
+    assert_eq!(
+        results["results"][0],
+        json!({"title": "Rust", "url": "https://www.rust-lang.org/", "snippet": "A fast language"})
+    );
+
+    let output = sandbox
+        .command(&["search", "rust"])
+        .env_remove("SEARXNG_URL")
+        .env_remove("BRAVE_API_KEY")
+        .env_remove("TAVILY_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("search is not configured: set SEARXNG_URL"),
+        "{}",
+        stderr(&output)
+    );
 }

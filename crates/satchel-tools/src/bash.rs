@@ -126,16 +126,17 @@ impl Tool for BashTool {
             env: Vec::new(),
             timeout: Duration::from_secs(timeout_secs),
         };
-        let outcome = satchel_exec::run(&request, &ctx.config.runner, &ctx.cancel).await.map_err(|error| match error {
-            ExecError::MissingWorkingDir { path } => ToolError::new(
-                ErrorCode::InvalidParams,
-                format!(
-                    "working_dir `{requested_dir}` does not exist (resolved to `{}`); use an existing directory",
-                    path.display()
+        let outcome =
+            satchel_exec::run(&request, &ctx.config.runner, &ctx.cancel).await.map_err(|error| match error {
+                ExecError::MissingWorkingDir { path } => ToolError::new(
+                    ErrorCode::InvalidParams,
+                    format!(
+                        "working_dir `{requested_dir}` does not exist (resolved to `{}`); use an existing directory",
+                        path.display()
+                    ),
                 ),
-            ),
-            other => ToolError::new(ErrorCode::ToolCrashed, other.to_string()),
-        })?;
+                other => ToolError::new(ErrorCode::ToolCrashed, other.to_string()),
+            })?;
         Ok(output_of(&input.command, timeout_secs, &outcome))
     }
 
@@ -323,11 +324,9 @@ fn truncation_note(stream: &str, captured: &Captured) -> Option<String> {
             " The full {stream} is in {}; read parts of it with `sed -n` or `grep` rather than all at once.",
             spill.path.display()
         )),
-        Some(spill) => note.push_str(&format!(
-            " The first {} bytes of {stream} are in {}.",
-            spill.bytes,
-            spill.path.display()
-        )),
+        Some(spill) => {
+            note.push_str(&format!(" The first {} bytes of {stream} are in {}.", spill.bytes, spill.path.display()))
+        }
         None => note.push_str(&format!(" The rest of {stream} was not kept; redirect it to a file to see it all.")),
     }
     Some(note)

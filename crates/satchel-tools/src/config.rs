@@ -8,6 +8,7 @@
 //!
 //! Paths are passed in, never read from the environment here.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -31,6 +32,9 @@ pub struct Settings {
     pub layers: Vec<(PathBuf, Map<String, Value>)>,
     /// Problems found, each naming its file (and line, for syntax errors).
     pub warnings: Vec<String>,
+    /// The environment variables settings may refer to (API keys named in
+    /// config); given by the caller, never read here.
+    pub env: BTreeMap<String, String>,
 }
 
 impl Settings {
@@ -82,6 +86,12 @@ impl Settings {
         settings
     }
 
+    /// Adds the environment variables settings may refer to.
+    pub fn with_env(mut self, vars: impl IntoIterator<Item = (String, String)>) -> Settings {
+        self.env.extend(vars);
+        self
+    }
+
     /// Deserialises the section under `key`; a missing section is the
     /// default, a malformed one is the default plus a warning.
     pub fn section<T: DeserializeOwned + Default>(&self, key: &str) -> (T, Option<String>) {
@@ -128,6 +138,8 @@ pub struct ToolsConfig {
     pub runner: RunnerConfig,
     /// Discovery and calls of external tools.
     pub external: ExternalConfig,
+    /// Search backends and their limits.
+    pub search: crate::search::SearchConfig,
 }
 
 impl ToolsConfig {
@@ -135,14 +147,16 @@ impl ToolsConfig {
     pub fn from_settings(settings: &Settings) -> (ToolsConfig, Vec<String>) {
         let (exec, exec_warning) = settings.section::<ExecSettings>("exec");
         let (external, external_warning) = settings.section::<ExternalSettings>("externalTools");
+        let (search, search_warnings) =
+            crate::search::SearchConfig::from_settings(settings, &settings.env);
         let config = ToolsConfig {
             runner: exec.into_runner(),
             external: external.into_config(),
+            search,
         };
-        (
-            config,
-            exec_warning.into_iter().chain(external_warning).collect(),
-        )
+        let mut warnings: Vec<String> = exec_warning.into_iter().chain(external_warning).collect();
+        warnings.extend(search_warnings);
+        (config, warnings)
     }
 }
 

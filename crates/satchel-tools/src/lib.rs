@@ -12,6 +12,8 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+use std::sync::Arc;
+
 pub mod bash;
 pub mod config;
 mod dispatch;
@@ -20,6 +22,7 @@ pub mod format;
 mod live;
 pub mod policy;
 mod registry;
+pub mod search;
 mod tool;
 mod validation;
 
@@ -37,5 +40,8 @@ pub use validation::SchemaViolation;
 pub fn builtin_registry() -> Result<Registry, RegistryError> {
     let mut registry = Registry::new();
     registry.register(bash::BashTool::new())?;
+    registry.register(search::SearchTool::new(Arc::new(
+        search::MemoryCache::default(),
+    )))?;
     Ok(registry)
 }

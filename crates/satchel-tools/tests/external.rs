@@ -166,7 +166,11 @@ async fn inputs_are_validated_before_the_tool_runs() {
 #[tokio::test]
 async fn broken_hanging_and_non_tools_are_skipped_with_reasons() {
     let fx = Fixture::new();
-    fx.script("project", "broken-schema", "#!/bin/bash\necho '{\"inputSchema\": {\"type\": \"object\", \"properties\": {\"a\": {\"type\": 7}}}}'\n");
+    fx.script(
+        "project",
+        "broken-schema",
+        "#!/bin/bash\necho '{\"inputSchema\": {\"type\": \"object\", \"properties\": {\"a\": {\"type\": 7}}}}'\n",
+    );
     fx.script("project", "hangs", "#!/bin/bash\nsleep 1000\n");
     fx.script(
         "project",

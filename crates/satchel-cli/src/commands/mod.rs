@@ -2,6 +2,7 @@
 
 mod policy;
 mod project;
+mod search;
 mod tools;
 
 use std::process::ExitCode;
@@ -14,5 +15,6 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Tools(command) => tools::run(command, &project).await,
         Command::Policy(command) => policy::run(command, &project).await,
+        Command::Search(args) => search::run(args, &project).await,
     }
 }

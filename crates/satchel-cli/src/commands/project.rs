@@ -26,10 +26,14 @@ pub(crate) struct Project {
 impl Project {
     /// Reads the agent.json layers for `root`.
     pub(crate) fn load(root: &Path) -> Project {
-        let settings = Settings::load(&Settings::default_paths(
-            root,
-            paths::user_config_dir().as_deref(),
-        ));
+        let settings =
+            Settings::load(&Settings::default_paths(
+                root,
+                paths::user_config_dir().as_deref(),
+            ))
+            .with_env(std::env::vars_os().filter_map(|(key, value)| {
+                Some((key.into_string().ok()?, value.into_string().ok()?))
+            }));
         let (tools_config, tools_warnings) = ToolsConfig::from_settings(&settings);
         let (policy, policy_warnings) = Policy::from_settings(&settings);
         for warning in settings

@@ -251,7 +251,9 @@ impl Policy {
         let mode = match settings.value.get("permissions").and_then(|p| p.get("mode")) {
             None => Mode::Default,
             Some(value) => value.as_str().and_then(Mode::parse).unwrap_or_else(|| {
-                warnings.push(format!("permissions.mode {value} is not one of \"default\", \"readonly\", \"trust\"; using default"));
+                warnings.push(format!(
+                    "permissions.mode {value} is not one of \"default\", \"readonly\", \"trust\"; using default"
+                ));
                 Mode::Default
             }),
         };

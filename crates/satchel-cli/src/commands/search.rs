@@ -1,0 +1,64 @@
+//! `satchel search`: the search tool from a shell.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+use satchel_core::ToolCall;
+use satchel_tools::{Style, ToolContext, UserInitiated, dispatch};
+use serde_json::json;
+
+use super::project::Project;
+use crate::cli::SearchArgs;
+
+pub(crate) async fn run(args: SearchArgs, root: &Path) -> anyhow::Result<ExitCode> {
+    let project = Project::load(root);
+    let registry = project.tools(false).await?.current();
+    let input = json!({
+        "query": args.query,
+        "type": if args.news { "news" } else { "web" },
+        "max_results": args.max_results,
+    });
+    let ctx = ToolContext::standalone(
+        "cli-search",
+        project.root.clone(),
+        project.tools_config.clone(),
+    );
+    let call = ToolCall {
+        id: ctx.call_id.clone(),
+        name: "search".into(),
+        input,
+    };
+    let output = dispatch(&registry, &project.policy, &UserInitiated, &call, &ctx)
+        .await
+        .output;
+    let mut stdout = std::io::stdout().lock();
+    if output.is_error && !args.json {
+        let reason = output
+            .results
+            .structured()
+            .and_then(|v| v.get("error"))
+            .and_then(|e| e.as_str());
+        anyhow::bail!("{}", reason.unwrap_or(&output.user_message).to_owned());
+    }
+    if args.json {
+        let value = output
+            .results
+            .structured()
+            .cloned()
+            .unwrap_or_else(|| json!(output.results.to_text()));
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
+    } else if let Some(tool) = registry.get("search") {
+        let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        writeln!(
+            stdout,
+            "{}",
+            tool.format_result(&output, Style::Terminal { color })
+        )?;
+    }
+    Ok(if output.is_error {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
