@@ -10,7 +10,7 @@
 use std::fs::{DirBuilder, OpenOptions};
 use std::io::ErrorKind;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
@@ -81,14 +81,49 @@ fn open_existing_read_only(path: &Path, options: &StoreOptions) -> Result<Connec
             reason: "no such file".into(),
         });
     }
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|error| classify(error, path))?;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|error| classify(error, path))?;
     conn.busy_timeout(options.busy_timeout)
         .map_err(|error| classify(error, path))?;
+    let probe = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()));
+    let Err(error) = probe else {
+        return Ok(conn);
+    };
+    // A WAL database needs its -shm file to be read; in a directory we may
+    // not write, SQLite cannot create it. When there is no -wal file either,
+    // the main file holds every commit and can be read as immutable.
+    let wal = PathBuf::from(format!("{}-wal", path.display()));
+    let cannot_init = matches!(
+        error.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen)
+    );
+    if !cannot_init || wal.exists() {
+        return Err(classify(error, path));
+    }
+    drop(conn);
+    let uri = format!("file:{}?immutable=1", uri_path(path));
+    let conn = Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)
+        .map_err(|error| classify(error, path))?;
+    tracing::debug!(path = %path.display(), "reading a database in a read-only directory as immutable");
     Ok(conn)
+}
+
+/// `path` percent-encoded for an SQLite `file:` URI.
+fn uri_path(path: &Path) -> String {
+    use std::fmt::Write;
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = String::new();
+    for byte in absolute.as_os_str().as_encoded_bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                out.push(char::from(*byte));
+            }
+            other => {
+                let _ = write!(out, "%{other:02X}");
+            }
+        }
+    }
+    out
 }
 
 fn open_read_write(
@@ -323,6 +358,14 @@ mod tests {
             MIGRATIONS.last().map(|m| m.version),
             Some(SCHEMA_VERSION),
             "SCHEMA_VERSION must name the last migration"
+        );
+    }
+
+    #[test]
+    fn uri_paths_are_percent_encoded() {
+        assert_eq!(
+            uri_path(Path::new("/tmp/a b/c?d#e%f/ü.db")),
+            "/tmp/a%20b/c%3Fd%23e%25f/%C3%BC.db"
         );
     }
 
