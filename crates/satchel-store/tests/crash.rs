@@ -82,7 +82,7 @@ async fn write_forever(path: &Path, start: u64) {
     let mut n = start;
     let mut batch = start;
     loop {
-        let size = if batch % 3 == 0 { BATCH } else { 1 };
+        let size = if batch.is_multiple_of(3) { BATCH } else { 1 };
         let calls: Vec<_> = (n..n + size).map(|k| writer_call(k, batch, size)).collect();
         if size == 1 {
             store
