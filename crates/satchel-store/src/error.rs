@@ -102,8 +102,8 @@ pub enum StoreError {
         /// The database file.
         path: PathBuf,
     },
-    /// The disk is full, a file-size limit was hit, or the database reached
-    /// its configured maximum size. Produced by writes; retryable once space
+    /// The disk is full, a quota or file-size limit was hit, or the database
+    /// reached its configured maximum size. Produced by writes; retryable once space
     /// is freed. The failed transaction left nothing behind.
     #[error(
         "cannot write to `{}`: the disk is full or the database reached its size limit",
@@ -151,7 +151,7 @@ pub enum StoreError {
     Closed,
     /// An operating-system error on a path the store manages (creating the
     /// database directory). Retryability depends on the cause.
-    #[error("`{}`: {source}", path.display())]
+    #[error("cannot prepare the database location `{}`: {source}", path.display())]
     Io {
         /// The path concerned.
         path: PathBuf,

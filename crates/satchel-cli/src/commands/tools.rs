@@ -1,24 +1,25 @@
 //! `satchel tools ...`: list, show and call tools from a shell.
 
 use std::io::{IsTerminal, Read, Write};
-use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::{Context, bail};
 use satchel_core::{ToolCall, ToolOutput, ToolResults};
+use satchel_store::{AuditSource, Clock, NewToolCall, SystemClock, ToolCallStore};
 use satchel_tools::format::truncate_chars;
 use satchel_tools::{Registry, Settings, Style, ToolContext, ToolsConfig, builtin_registry};
 use serde_json::Value;
 
 use crate::cli::{CallArgs, ToolsCommand};
-use crate::paths;
+use crate::commands::{Env, db};
 
 /// Characters of a description shown by `tools list`.
 const LIST_DESCRIPTION_CHARS: usize = 72;
 
-pub(crate) async fn run(command: ToolsCommand, project: &Path) -> anyhow::Result<ExitCode> {
-    let config = load_config(project);
+pub(crate) async fn run(command: ToolsCommand, env: &Env) -> anyhow::Result<ExitCode> {
+    let config = load_config(&env.settings);
     let registry = builtin_registry()?;
     let mut stdout = std::io::stdout().lock();
     match command {
@@ -52,19 +53,15 @@ pub(crate) async fn run(command: ToolsCommand, project: &Path) -> anyhow::Result
         }
         ToolsCommand::Call(args) => {
             drop(stdout);
-            return call(&registry, args, project, config).await;
+            return call(&registry, args, env, config).await;
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn load_config(project: &Path) -> Arc<ToolsConfig> {
-    let settings = Settings::load(&Settings::default_paths(
-        project,
-        paths::user_config_dir().as_deref(),
-    ));
-    let (config, warnings) = ToolsConfig::from_settings(&settings);
-    for warning in settings.warnings.iter().chain(&warnings) {
+fn load_config(settings: &Settings) -> Arc<ToolsConfig> {
+    let (config, warnings) = ToolsConfig::from_settings(settings);
+    for warning in &warnings {
         tracing::warn!("{warning}");
     }
     Arc::new(config)
@@ -77,13 +74,19 @@ fn names(registry: &Registry) -> String {
 async fn call(
     registry: &Registry,
     args: CallArgs,
-    project: &Path,
+    env: &Env,
     config: Arc<ToolsConfig>,
 ) -> anyhow::Result<ExitCode> {
     let input = read_input(args.input.as_deref())?;
+    // The database opens while the tool runs; a failure to open costs the
+    // record, never the result.
+    let store = tokio::spawn(db::open_for_recording(
+        env.db.clone(),
+        db::redactor(&env.settings),
+    ));
     let ctx = ToolContext::standalone(
         format!("cli-{}", std::process::id()),
-        project.to_path_buf(),
+        env.project.clone(),
         config,
     );
     let cancel = ctx.cancel.clone();
@@ -97,7 +100,23 @@ async fn call(
         name: args.name.clone(),
         input,
     };
+    let started_at = SystemClock.now();
+    let clock = Instant::now();
     let output = registry.call(&call, &ctx).await;
+    let duration_us = u64::try_from(clock.elapsed().as_micros()).unwrap_or(u64::MAX);
+    let record = NewToolCall {
+        source: AuditSource::Cli,
+        conversation_id: None,
+        statement_id: None,
+        turn: None,
+        call: call.clone(),
+        output: output.clone(),
+        started_at,
+        finished_at: SystemClock.now(),
+        duration_us,
+    };
+    // Recorded before printing, so that a closed stdout cannot lose the record.
+    record_call(store, record).await;
 
     let mut stdout = std::io::stdout().lock();
     if args.json {
@@ -127,6 +146,30 @@ async fn call(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Records a finished call; any failure is a warning, never an error.
+async fn record_call(
+    store: tokio::task::JoinHandle<Result<satchel_store::SqliteStore, String>>,
+    record: NewToolCall,
+) {
+    let store = match store.await {
+        Ok(Ok(store)) => store,
+        Ok(Err(reason)) => {
+            tracing::warn!("this call was not recorded: {reason}");
+            return;
+        }
+        Err(error) => {
+            tracing::warn!("this call was not recorded: opening the database failed: {error}");
+            return;
+        }
+    };
+    if let Err(error) = store.record_tool_call(record).await {
+        tracing::warn!("this call was not recorded: {error}");
+    }
+    if let Err(error) = store.close().await {
+        tracing::warn!("closing the database: {error}");
+    }
 }
 
 /// The results alone: a JSON value pretty-printed, text as it is.

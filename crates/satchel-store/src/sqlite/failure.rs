@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use rusqlite::ffi;
+use rusqlite::{Connection, ffi};
 
 use crate::StoreError;
 
@@ -85,6 +85,28 @@ pub(crate) fn classify(error: rusqlite::Error, path: &Path) -> StoreError {
             source: Box::new(error),
         },
     }
+}
+
+/// Like [`classify`], but an I/O error whose cause was a full disk, a quota
+/// or a file-size limit (`EFBIG` makes SQLite report a generic write error)
+/// becomes [`StoreError::Full`].
+pub(crate) fn classify_on(conn: &Connection, error: rusqlite::Error, path: &Path) -> StoreError {
+    if error.sqlite_error_code() == Some(rusqlite::ErrorCode::SystemIoFailure) {
+        // SAFETY: `conn` is open, so its handle is valid; sqlite3_system_errno
+        // only reads the error number the VFS saved on that handle.
+        let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(conn.handle()) };
+        let no_space = [
+            rustix::io::Errno::NOSPC,
+            rustix::io::Errno::FBIG,
+            rustix::io::Errno::DQUOT,
+        ];
+        if no_space.iter().any(|code| code.raw_os_error() == errno) {
+            return StoreError::Full {
+                path: path.to_path_buf(),
+            };
+        }
+    }
+    classify(error, path)
 }
 
 /// A decoding failure of column `index`, in rusqlite's terms.

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::StoreError;
-use crate::sqlite::failure::classify;
+use crate::sqlite::failure::{classify, classify_on};
 use crate::sqlite::{Access, StoreOptions};
 
 /// The SQLite `application_id` header field of every Satchel database ("SACH").
@@ -140,6 +140,7 @@ fn open_read_write(
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(sql)?;
+    let sql = |error| classify_on(&conn, error, path);
     conn.busy_timeout(options.busy_timeout).map_err(sql)?;
     // SQLite quietly falls back to read-only when the file is write-protected.
     if conn.is_readonly(rusqlite::MAIN_DB).map_err(sql)? {
@@ -272,6 +273,7 @@ fn inspect(conn: &Connection, path: &Path) -> Result<Option<u32>, StoreError> {
 /// Applies every migration the file lacks, all in one transaction.
 fn migrate(conn: &mut Connection, path: &Path, now_millis: i64) -> Result<(), StoreError> {
     let sql = |error| classify(error, path);
+    // Cannot use `classify_on` here: the transaction holds `conn` mutably.
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql)?;

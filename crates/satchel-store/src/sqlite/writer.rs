@@ -13,7 +13,7 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 use uuid::{ContextV7, Uuid};
 
-use crate::sqlite::failure::{Failure, classify};
+use crate::sqlite::failure::{Failure, classify, classify_on};
 use crate::sqlite::schema;
 use crate::sqlite::{StoreOptions, failure};
 use crate::{Clock, StoreError, Timestamp};
@@ -82,8 +82,14 @@ impl Writer {
             now: clock.now(),
             ids,
         };
-        let value = body(&tx, &ctx).map_err(|failure| failure.into_store_error(path))?;
-        tx.commit().map_err(|error| classify(error, path))?;
+        let value = match body(&tx, &ctx) {
+            Ok(value) => value,
+            Err(Failure::Sql(error)) => return Err(classify_on(&tx, error, path)),
+            Err(failure) => return Err(failure.into_store_error(path)),
+        };
+        if let Err(error) = tx.commit() {
+            return Err(classify_on(conn, error, path));
+        }
         Ok(value)
     }
 }
