@@ -1,7 +1,7 @@
 //! End-to-end: the built `satchel` binary, run as a user would run it.
 //!
-//! Every run gets its own project and config directories, so a developer's
-//! own `~/.config/satchel` never leaks into a test.
+//! Every run gets its own project, config and data directories, so a
+//! developer's own `~/.config/satchel` and database never leak into a test.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
 
@@ -35,7 +35,9 @@ impl Sandbox {
             .args(args)
             .current_dir(self.project())
             .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
+            .env("XDG_DATA_HOME", self.dir.path().join("data"))
             .env("TMPDIR", self.dir.path())
+            .env_remove("SATCHEL_DB")
             .env_remove("RUST_LOG");
         command
     }
@@ -217,6 +219,10 @@ fn every_command_has_help_with_examples() {
         &["tools", "list", "--help"],
         &["tools", "show", "--help"],
         &["tools", "call", "--help"],
+        &["log", "--help"],
+        &["conversations", "--help"],
+        &["audit", "--help"],
+        &["export", "--help"],
     ] {
         let output = Sandbox::new().run(args);
         assert!(output.status.success(), "{args:?}");

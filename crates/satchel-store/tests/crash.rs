@@ -318,7 +318,20 @@ fn a_database_the_process_cannot_write_gives_a_clear_error() {
     let mut command = command;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
     std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o555)).unwrap();
-    let output = command.output().unwrap();
+    // A child forked by another test thread may hold the fresh copy's write
+    // descriptor for a moment (ETXTBSY): retry.
+    let mut attempts = 0;
+    let output = loop {
+        match command.output() {
+            Err(error)
+                if error.kind() == std::io::ErrorKind::ExecutableFileBusy && attempts < 100 =>
+            {
+                attempts += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            other => break other.unwrap(),
+        }
+    };
     std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
