@@ -335,7 +335,7 @@ fn a_full_disk_is_reported_and_the_call_still_returns() {
     // writes past 36 KiB fail (SIGXFSZ ignored, so they fail with EFBIG).
     let satchel = env!("CARGO_BIN_EXE_satchel");
     let script = format!(
-        "trap '' XFSZ; ulimit -f 36; exec '{satchel}' tools call bash '{{\"command\": \"seq 1 2000\"}}'"
+        "trap '' XFSZ; ulimit -f 36; exec '{satchel}' tools call bash '{{\"command\": \"seq 1 2000; seq 1 900 >&2\"}}'"
     );
     let output = sandbox
         .command_with(Path::new("bash"), &["-c", &script])
