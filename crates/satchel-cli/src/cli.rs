@@ -20,6 +20,9 @@ pub(crate) struct Cli {
     /// More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG wins.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub(crate) verbose: u8,
+    /// The database file [default: $XDG_DATA_HOME/satchel/satchel.db].
+    #[arg(long, global = true, value_name = "PATH", env = "SATCHEL_DB")]
+    pub(crate) db: Option<PathBuf>,
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -28,12 +31,20 @@ const EXAMPLES: &str = "\
 Examples:
   satchel tools list
   satchel tools call bash '{\"command\": \"ls -la\"}'
+  echo '{\"command\": \"git status\"}' | satchel tools call bash --json
+  satchel audit --since 1d --failed
+  satchel --db /tmp/scratch.db tools call bash '{\"command\": \"date\"}'";
+
+const TOOLS_EXAMPLES: &str = "\
+Examples:
+  satchel tools list
+  satchel tools call bash '{\"command\": \"ls -la\"}'
   echo '{\"command\": \"git status\"}' | satchel tools call bash --json";
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// List, inspect and call tools.
-    #[command(subcommand, after_help = EXAMPLES)]
+    #[command(subcommand, after_help = TOOLS_EXAMPLES)]
     Tools(ToolsCommand),
     /// Search the web or the news with the configured backends.
     #[command(after_help = SEARCH_EXAMPLES)]
@@ -41,6 +52,28 @@ pub(crate) enum Command {
     /// Explain permission decisions.
     #[command(subcommand, after_help = POLICY_EXAMPLES)]
     Policy(PolicyCommand),
+    /// Print a conversation's log as the user saw it.
+    ///
+    /// Tool calls are shown with each tool's own formatter. Without a
+    /// CONVERSATION, the most recently updated one is shown.
+    #[command(after_help = LOG_EXAMPLES)]
+    Log(LogArgs),
+    /// List conversations, most recently updated first.
+    #[command(
+        after_help = "Examples:\n  satchel conversations\n  satchel conversations --limit 5\n  satchel conversations --json | jq -r '.[0].id'"
+    )]
+    Conversations(ConversationsArgs),
+    /// List recorded tool calls from every source (CLI, REPL, runs, MCP).
+    ///
+    /// The most recent calls are shown, oldest first.
+    #[command(after_help = AUDIT_EXAMPLES)]
+    Audit(AuditArgs),
+    /// Write everything recorded about a conversation as JSON lines.
+    ///
+    /// One JSON object per line, each with a `type`: the conversation, then
+    /// its statements, log entries, LLM messages and tool calls.
+    #[command(after_help = EXPORT_EXAMPLES)]
+    Export(ExportArgs),
 }
 
 const POLICY_EXAMPLES: &str = "\
@@ -93,6 +126,136 @@ pub(crate) struct CheckArgs {
     /// Print the decision as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+const LOG_EXAMPLES: &str = "\
+Examples:
+  satchel log
+  satchel log 0196f0c2-8a3b
+  satchel log 0196f0c2-8a3b --format md > conversation.md
+  satchel log --json | jq '.entries[].kind'";
+
+const AUDIT_EXAMPLES: &str = "\
+Examples:
+  satchel audit
+  satchel audit --tool bash --since 2h
+  satchel audit --failed --since 1d
+  satchel audit --source mcp --limit 500 --json | jq '.[].input'";
+
+const EXPORT_EXAMPLES: &str = "\
+Examples:
+  satchel export 0196f0c2-8a3b > conversation.jsonl
+  satchel export 0196f0c2-8a3b -o conversation.jsonl
+  satchel export \"$(satchel conversations --json | jq -r '.[0].id')\" | jq -c 'select(.type == \"tool_call\")'";
+
+/// How `satchel log` renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogFormat {
+    /// For a terminal (colour when stdout is one).
+    Terminal,
+    /// Markdown.
+    Md,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LogArgs {
+    /// The conversation's id or a unique prefix of it; the latest when absent.
+    pub(crate) conversation: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Terminal, conflicts_with = "json")]
+    pub(crate) format: LogFormat,
+    /// Print the conversation, its entries and its tool calls as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ConversationsArgs {
+    /// Show at most this many.
+    #[arg(long, default_value_t = 20)]
+    pub(crate) limit: usize,
+    /// Print them as a JSON array.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct AuditArgs {
+    /// Only calls of this tool.
+    #[arg(long, value_name = "TOOL")]
+    pub(crate) tool: Option<String>,
+    /// Only calls started this long ago or later: 30s, 15m, 2h, 1d, 1w, or an
+    /// RFC 3339 time (2025-01-02T03:04:05Z).
+    #[arg(long, value_name = "AGE", value_parser = parse_since)]
+    pub(crate) since: Option<Since>,
+    /// Only failed calls.
+    #[arg(long)]
+    pub(crate) failed: bool,
+    /// Only calls from this source.
+    #[arg(long, value_enum)]
+    pub(crate) source: Option<SourceArg>,
+    /// Show at most this many (the most recent).
+    #[arg(long, default_value_t = 50)]
+    pub(crate) limit: usize,
+    /// Print the rows as a JSON array.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// Where a call came from, as `--source` spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SourceArg {
+    /// `satchel tools call`.
+    Cli,
+    /// The REPL.
+    Repl,
+    /// One-shot runs.
+    Run,
+    /// MCP clients.
+    Mcp,
+}
+
+/// A `--since` value: an age back from now, or a fixed time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Since {
+    /// This long before now.
+    Ago(std::time::Duration),
+    /// This time.
+    At(satchel_store::Timestamp),
+}
+
+/// Parses `30s`, `15m`, `2h`, `1d`, `1w` or an RFC 3339 UTC time.
+pub(crate) fn parse_since(text: &str) -> Result<Since, String> {
+    if let Some(at) = satchel_store::Timestamp::parse_rfc3339(text) {
+        return Ok(Since::At(at));
+    }
+    let error = || {
+        format!(
+            "`{text}` is not an age like 30s, 15m, 2h, 1d, 1w or an RFC 3339 time like 2025-01-02T03:04:05Z"
+        )
+    };
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(error)?;
+    let (digits, unit) = text.split_at(split);
+    let count: u64 = digits.parse().map_err(|_| error())?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => return Err(error()),
+    };
+    let seconds = count.checked_mul(seconds).ok_or_else(error)?;
+    Ok(Since::Ago(std::time::Duration::from_secs(seconds)))
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ExportArgs {
+    /// The conversation's id or a unique prefix of it.
+    pub(crate) conversation: String,
+    /// Write to this file (created user-only) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -181,4 +344,35 @@ pub(crate) struct CallArgs {
     /// Print the call and its result as a person would read them.
     #[arg(long)]
     pub(crate) human: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn since_takes_ages_and_times() {
+        assert_eq!(parse_since("30s"), Ok(Since::Ago(Duration::from_secs(30))));
+        assert_eq!(parse_since("15m"), Ok(Since::Ago(Duration::from_secs(900))));
+        assert_eq!(parse_since("2h"), Ok(Since::Ago(Duration::from_secs(7200))));
+        assert_eq!(
+            parse_since("1d"),
+            Ok(Since::Ago(Duration::from_secs(86_400)))
+        );
+        assert_eq!(
+            parse_since("1w"),
+            Ok(Since::Ago(Duration::from_secs(604_800)))
+        );
+        assert_eq!(
+            parse_since("2025-01-02T03:04:05Z"),
+            Ok(Since::At(satchel_store::Timestamp::from_millis(
+                1_735_787_045_000
+            )))
+        );
+        for bad in ["", "d", "1", "1y", "-1d", "1.5h", "99999999999999999999d"] {
+            assert!(parse_since(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -7,6 +7,12 @@ pub(crate) fn user_config_dir() -> Option<PathBuf> {
     xdg_dir("XDG_CONFIG_HOME", ".config").map(|dir| dir.join("satchel"))
 }
 
+/// `$XDG_DATA_HOME/satchel/satchel.db`, falling back to
+/// `~/.local/share/satchel/satchel.db`.
+pub(crate) fn default_db() -> Option<PathBuf> {
+    xdg_dir("XDG_DATA_HOME", ".local/share").map(|dir| dir.join("satchel").join("satchel.db"))
+}
+
 fn xdg_dir(variable: &str, home_fallback: &str) -> Option<PathBuf> {
     std::env::var_os(variable)
         .map(PathBuf::from)

@@ -1,7 +1,7 @@
 //! End-to-end: the built `satchel` binary, run as a user would run it.
 //!
-//! Every run gets its own project and config directories, so a developer's
-//! own `~/.config/satchel` never leaks into a test.
+//! Every run gets its own project, config and data directories, so a
+//! developer's own `~/.config/satchel` and database never leak into a test.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
 
@@ -37,7 +37,9 @@ impl Sandbox {
             .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
             .env("XDG_CACHE_HOME", self.dir.path().join("cache"))
             .env("SATCHEL_LIBEXEC_DIR", self.dir.path().join("libexec"))
+            .env("XDG_DATA_HOME", self.dir.path().join("data"))
             .env("TMPDIR", self.dir.path())
+            .env_remove("SATCHEL_DB")
             .env_remove("RUST_LOG");
         command
     }
@@ -219,6 +221,10 @@ fn every_command_has_help_with_examples() {
         &["tools", "list", "--help"],
         &["tools", "show", "--help"],
         &["tools", "call", "--help"],
+        &["log", "--help"],
+        &["conversations", "--help"],
+        &["audit", "--help"],
+        &["export", "--help"],
     ] {
         let output = Sandbox::new().run(args);
         assert!(output.status.success(), "{args:?}");
@@ -553,5 +559,29 @@ fn search_command_uses_the_configured_backend() {
         stderr(&output).contains("search is not configured: set SEARXNG_URL"),
         "{}",
         stderr(&output)
+    );
+}
+
+#[test]
+fn audit_rows_carry_the_policy_decision() {
+    let sandbox = Sandbox::new();
+    sandbox.write_config(r#"{"permissions": {"allow": ["bash(echo *)"], "deny": ["bash(rm *)"]}}"#);
+    sandbox.run(&["tools", "call", "bash", r#"{"command": "echo ok"}"#]);
+    sandbox.run(&["tools", "call", "bash", r#"{"command": "rm -rf nothing"}"#]);
+    sandbox.run(&["tools", "call", "bash", r#"{"command": "true"}"#]);
+    let rows = stdout_json(&sandbox.run(&["audit", "--json"]));
+    let decisions: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            "allow by allow rule `bash(echo *)`",
+            "deny by deny rule `bash(rm *)`",
+            "ask by mode default; user allowed once"
+        ]
     );
 }

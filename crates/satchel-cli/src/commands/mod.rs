@@ -1,20 +1,34 @@
 //! One module per command group; [`run`] dispatches.
 
+mod db;
+mod log;
 mod policy;
 mod project;
+mod records;
 mod search;
 mod tools;
 
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
+use crate::paths;
+use project::Project;
 
 /// Runs the parsed command line.
 pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let project = std::path::absolute(&cli.project)?;
+    let root = std::path::absolute(&cli.project)?;
+    let db = match cli.db.filter(|path| !path.as_os_str().is_empty()) {
+        Some(path) => Some(std::path::absolute(path)?),
+        None => paths::default_db(),
+    };
+    let project = Project::load(&root, db);
     match cli.command {
         Command::Tools(command) => tools::run(command, &project).await,
         Command::Policy(command) => policy::run(command, &project).await,
         Command::Search(args) => search::run(args, &project).await,
+        Command::Log(args) => log::run(args, &project).await,
+        Command::Conversations(args) => records::conversations(args, &project).await,
+        Command::Audit(args) => records::audit(args, &project).await,
+        Command::Export(args) => records::export(args, &project).await,
     }
 }

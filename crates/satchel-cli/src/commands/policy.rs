@@ -1,7 +1,6 @@
 //! `satchel policy ...`: explain what policy would do with a call.
 
 use std::io::Write;
-use std::path::Path;
 use std::process::ExitCode;
 
 use satchel_tools::policy::Decision;
@@ -11,10 +10,9 @@ use super::project::Project;
 use super::tools::{names, read_input};
 use crate::cli::{CheckArgs, PolicyCommand};
 
-pub(crate) async fn run(command: PolicyCommand, root: &Path) -> anyhow::Result<ExitCode> {
-    let project = Project::load(root);
+pub(crate) async fn run(command: PolicyCommand, project: &Project) -> anyhow::Result<ExitCode> {
     match command {
-        PolicyCommand::Check(args) => check(&project, args).await,
+        PolicyCommand::Check(args) => check(project, args).await,
     }
 }
 

@@ -17,6 +17,11 @@ pub(crate) const PROJECT_TOOLS: &str = ".agents/tools";
 pub(crate) struct Project {
     /// The project directory (absolute).
     pub(crate) root: PathBuf,
+    /// agent.json layers, merged, with the environment.
+    pub(crate) settings: Settings,
+    /// The database file, absolute; `None` when no location can be found
+    /// (no `--db`, `SATCHEL_DB`, `XDG_DATA_HOME` or `HOME`).
+    pub(crate) db: Option<PathBuf>,
     /// Limits for tools.
     pub(crate) tools_config: Arc<ToolsConfig>,
     /// Permission rules and rate limits.
@@ -25,7 +30,7 @@ pub(crate) struct Project {
 
 impl Project {
     /// Reads the agent.json layers for `root`.
-    pub(crate) fn load(root: &Path) -> Project {
+    pub(crate) fn load(root: &Path, db: Option<PathBuf>) -> Project {
         let settings =
             Settings::load(&Settings::default_paths(
                 root,
@@ -46,6 +51,8 @@ impl Project {
         }
         Project {
             root: root.to_path_buf(),
+            db,
+            settings,
             tools_config: Arc::new(tools_config),
             policy: Arc::new(policy),
         }

@@ -1,7 +1,6 @@
 //! `satchel search`: the search tool from a shell.
 
 use std::io::{IsTerminal, Write};
-use std::path::Path;
 use std::process::ExitCode;
 
 use satchel_core::ToolCall;
@@ -11,8 +10,7 @@ use serde_json::json;
 use super::project::Project;
 use crate::cli::SearchArgs;
 
-pub(crate) async fn run(args: SearchArgs, root: &Path) -> anyhow::Result<ExitCode> {
-    let project = Project::load(root);
+pub(crate) async fn run(args: SearchArgs, project: &Project) -> anyhow::Result<ExitCode> {
     let registry = project.tools(false).await?.current();
     let input = json!({
         "query": args.query,

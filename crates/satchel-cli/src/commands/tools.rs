@@ -2,7 +2,6 @@
 
 use std::io::{IsTerminal, Read, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
@@ -16,23 +15,25 @@ use satchel_tools::{
 };
 use serde_json::{Value, json};
 
+use satchel_store::{AuditSource, Clock, NewToolCall, SqliteStore, SystemClock, ToolCallStore};
+
+use super::db;
 use super::project::{PROJECT_TOOLS, Project};
 use crate::cli::{CallArgs, Lang, ListArgs, NewArgs, ToolsCommand};
 
 /// Characters of a description shown by `tools list`.
 const LIST_DESCRIPTION_CHARS: usize = 60;
 
-pub(crate) async fn run(command: ToolsCommand, root: &Path) -> anyhow::Result<ExitCode> {
-    let project = Project::load(root);
+pub(crate) async fn run(command: ToolsCommand, project: &Project) -> anyhow::Result<ExitCode> {
     let reprobe = matches!(command, ToolsCommand::Refresh(_));
     let live = match command {
-        ToolsCommand::New(args) => return new_tool(args, &project).await,
+        ToolsCommand::New(args) => return new_tool(args, project).await,
         _ => project.tools(reprobe).await?,
     };
     let registry = live.current();
     match command {
         ToolsCommand::List(args) | ToolsCommand::Refresh(args) => {
-            print_list(&live, &registry, &project, &args)?
+            print_list(&live, &registry, project, &args)?
         }
         ToolsCommand::Show(args) => {
             let Some(tool) = registry.get(&args.name) else {
@@ -48,7 +49,7 @@ pub(crate) async fn run(command: ToolsCommand, root: &Path) -> anyhow::Result<Ex
                 serde_json::to_string_pretty(tool.spec())?
             )?;
         }
-        ToolsCommand::Call(args) => return call(&registry, args, &project).await,
+        ToolsCommand::Call(args) => return call(&registry, args, project).await,
         ToolsCommand::New(_) => {}
     }
     Ok(ExitCode::SUCCESS)
@@ -147,6 +148,12 @@ fn print_list(
 
 async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow::Result<ExitCode> {
     let input = read_input(args.input.as_deref())?;
+    // The database opens while the tool runs; a failure to open costs the
+    // record, never the result.
+    let store = tokio::spawn(db::open_for_recording(
+        project.db.clone(),
+        db::redactor(&project.settings),
+    ));
     let ctx = ToolContext::standalone(
         format!("cli-{}", std::process::id()),
         project.root.clone(),
@@ -165,9 +172,23 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
     };
     // The user typed this call: "ask" rules need no further consent, but
     // deny rules and rate limits hold.
-    let output = dispatch(registry, &project.policy, &UserInitiated, &call, &ctx)
-        .await
-        .output;
+    let started_at = SystemClock.now();
+    let dispatched = dispatch(registry, &project.policy, &UserInitiated, &call, &ctx).await;
+    let record = NewToolCall {
+        source: AuditSource::Cli,
+        conversation_id: None,
+        statement_id: None,
+        turn: None,
+        call: call.clone(),
+        output: dispatched.output.clone(),
+        decision: dispatched.decision_label(),
+        started_at,
+        finished_at: SystemClock.now(),
+        duration_us: u64::try_from(dispatched.duration.as_micros()).unwrap_or(u64::MAX),
+    };
+    // Recorded before printing, so that a closed stdout cannot lose the record.
+    record_call(store, record).await;
+    let output = dispatched.output;
 
     let mut stdout = std::io::stdout().lock();
     if args.json {
@@ -197,6 +218,30 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Records a finished call; any failure is a warning, never an error.
+async fn record_call(
+    store: tokio::task::JoinHandle<Result<SqliteStore, String>>,
+    record: NewToolCall,
+) {
+    let store = match store.await {
+        Ok(Ok(store)) => store,
+        Ok(Err(reason)) => {
+            tracing::warn!("this call was not recorded: {reason}");
+            return;
+        }
+        Err(error) => {
+            tracing::warn!("this call was not recorded: opening the database failed: {error}");
+            return;
+        }
+    };
+    if let Err(error) = store.record_tool_call(record).await {
+        tracing::warn!("this call was not recorded: {error}");
+    }
+    if let Err(error) = store.close().await {
+        tracing::warn!("closing the database: {error}");
+    }
 }
 
 /// The results alone: a JSON value pretty-printed, text as it is.

@@ -1,0 +1,505 @@
+//! The plain record types every store backend reads and writes.
+//!
+//! `New*` types are what a caller hands in; the store assigns ids, sequence
+//! numbers and creation times and hands back the full record. Ids are
+//! UUIDv7 text (time-sortable; a native `uuid` in PostgreSQL). Records
+//! serialise with snake_case field names and RFC 3339 times, which is the
+//! format of `satchel export`.
+
+use satchel_core::{ToolCall, ToolOutput};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::Timestamp;
+
+/// One conversation: the container of a log, a history and tool calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Conversation {
+    /// Store-assigned id.
+    pub id: String,
+    /// A short title, once one is known.
+    pub title: Option<String>,
+    /// The conversation goal, set once.
+    pub goal: Option<String>,
+    /// When the conversation was created.
+    pub created_at: Timestamp,
+    /// When anything was last added to it.
+    pub updated_at: Timestamp,
+}
+
+/// What a caller gives to create a conversation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NewConversation {
+    /// A title, if known already.
+    pub title: Option<String>,
+    /// A goal, if known already.
+    pub goal: Option<String>,
+}
+
+/// A conversation with counts, for listings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConversationSummary {
+    /// The conversation.
+    #[serde(flatten)]
+    pub conversation: Conversation,
+    /// Number of log entries.
+    pub log_entries: u64,
+    /// Number of tool calls.
+    pub tool_calls: u64,
+}
+
+/// One user message and the work done to answer it, with its objective.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Statement {
+    /// Store-assigned id.
+    pub id: String,
+    /// The conversation it belongs to.
+    pub conversation_id: String,
+    /// 1-based position in the conversation.
+    pub seq: u32,
+    /// What the agent is trying to achieve for this statement.
+    pub objective: Option<String>,
+    /// When it was recorded.
+    pub created_at: Timestamp,
+}
+
+/// What a caller gives to record a statement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewStatement {
+    /// The conversation it belongs to.
+    pub conversation_id: String,
+    /// Its objective, if known.
+    pub objective: Option<String>,
+}
+
+/// The kind of a conversation-log entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogKind {
+    /// What the user typed.
+    User,
+    /// What the assistant answered.
+    Assistant,
+    /// A tool call, as shown to the user.
+    ToolUse,
+    /// A tool call's outcome, as shown to the user.
+    ToolResult,
+    /// Side information: a title, a goal, a summary, a notice.
+    Auxiliary,
+    /// An error the user was shown.
+    Error,
+}
+
+impl LogKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [LogKind; 6] = [
+        LogKind::User,
+        LogKind::Assistant,
+        LogKind::ToolUse,
+        LogKind::ToolResult,
+        LogKind::Auxiliary,
+        LogKind::Error,
+    ];
+
+    /// The stored name, e.g. `"tool_use"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogKind::User => "user",
+            LogKind::Assistant => "assistant",
+            LogKind::ToolUse => "tool_use",
+            LogKind::ToolResult => "tool_result",
+            LogKind::Auxiliary => "auxiliary",
+            LogKind::Error => "error",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(name: &str) -> Option<LogKind> {
+        LogKind::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+}
+
+/// One entry of the conversation log: what the user saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogEntry {
+    /// Store-assigned id.
+    pub id: String,
+    /// The conversation it belongs to.
+    pub conversation_id: String,
+    /// 1-based position in the conversation's log.
+    pub seq: u32,
+    /// What kind of entry it is.
+    pub kind: LogKind,
+    /// The formatted text the user saw.
+    pub text: String,
+    /// The entry this one answers or belongs under, if any.
+    pub parent_id: Option<String>,
+    /// The side conversation this entry is part of; `None` for the main thread.
+    pub side_conversation: Option<String>,
+    /// The statement it was produced for, if any.
+    pub statement_id: Option<String>,
+    /// For `tool_use`/`tool_result`: the model's id of the call, which links
+    /// to the tool-call record.
+    pub call_id: Option<String>,
+    /// When it was recorded.
+    pub created_at: Timestamp,
+}
+
+/// What a caller gives to append a log entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewLogEntry {
+    /// The conversation it belongs to.
+    pub conversation_id: String,
+    /// What kind of entry it is.
+    pub kind: LogKind,
+    /// The formatted text the user saw.
+    pub text: String,
+    /// The entry this one belongs under, if any.
+    pub parent_id: Option<String>,
+    /// The side conversation this entry is part of, if any.
+    pub side_conversation: Option<String>,
+    /// The statement it was produced for, if any.
+    pub statement_id: Option<String>,
+    /// The model's id of the tool call, for tool entries.
+    pub call_id: Option<String>,
+}
+
+impl NewLogEntry {
+    /// An entry on the main thread with no links.
+    pub fn new(conversation_id: impl Into<String>, kind: LogKind, text: impl Into<String>) -> Self {
+        NewLogEntry {
+            conversation_id: conversation_id.into(),
+            kind,
+            text: text.into(),
+            parent_id: None,
+            side_conversation: None,
+            statement_id: None,
+            call_id: None,
+        }
+    }
+}
+
+/// One message of the LLM history: exactly what was sent, with its turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlmMessage {
+    /// Store-assigned id.
+    pub id: String,
+    /// The conversation it belongs to.
+    pub conversation_id: String,
+    /// The statement whose turn sent it, if any.
+    pub statement_id: Option<String>,
+    /// The turn (1-based within the statement) that first sent it.
+    pub turn: u32,
+    /// 1-based position in the conversation's history.
+    pub seq: u32,
+    /// `system`, `user`, `assistant`, `tool`...
+    pub role: String,
+    /// The message body exactly as sent to the provider.
+    pub content: Value,
+    /// When it was recorded.
+    pub created_at: Timestamp,
+}
+
+/// What a caller gives to append a message to the history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewLlmMessage {
+    /// The conversation it belongs to.
+    pub conversation_id: String,
+    /// The statement whose turn sent it, if any.
+    pub statement_id: Option<String>,
+    /// The turn that sent it.
+    pub turn: u32,
+    /// The message's role.
+    pub role: String,
+    /// The message body exactly as sent.
+    pub content: Value,
+}
+
+/// Where a tool call came from, for the audit trail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditSource {
+    /// `satchel tools call`.
+    Cli,
+    /// The interactive REPL.
+    Repl,
+    /// A one-shot `satchel run`.
+    Run,
+    /// An MCP client.
+    Mcp,
+}
+
+impl AuditSource {
+    /// Every source, in declaration order.
+    pub const ALL: [AuditSource; 4] = [
+        AuditSource::Cli,
+        AuditSource::Repl,
+        AuditSource::Run,
+        AuditSource::Mcp,
+    ];
+
+    /// The stored name, e.g. `"cli"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditSource::Cli => "cli",
+            AuditSource::Repl => "repl",
+            AuditSource::Run => "run",
+            AuditSource::Mcp => "mcp",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(name: &str) -> Option<AuditSource> {
+        AuditSource::ALL
+            .into_iter()
+            .find(|source| source.as_str() == name)
+    }
+}
+
+/// A finished tool call as stored: the call, its three-part output, timing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    /// Store-assigned id.
+    pub id: String,
+    /// The conversation, when the call was made in one.
+    pub conversation_id: Option<String>,
+    /// The statement, when the call was made for one.
+    pub statement_id: Option<String>,
+    /// The turn (1-based within the statement), when known.
+    pub turn: Option<u32>,
+    /// The model's (or Satchel's) id of the call.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The input as given.
+    pub input: Value,
+    /// Results, response, user message, error flag and code, exactly as the
+    /// tool returned them.
+    #[serde(flatten)]
+    pub output: ToolOutput,
+    /// When the call started.
+    pub started_at: Timestamp,
+    /// When it finished.
+    pub finished_at: Timestamp,
+    /// How long it ran, in microseconds (monotonic clock).
+    pub duration_us: u64,
+}
+
+impl ToolCallRecord {
+    /// The call as the model made it.
+    pub fn call(&self) -> ToolCall {
+        ToolCall {
+            id: self.call_id.clone(),
+            name: self.tool.clone(),
+            input: self.input.clone(),
+        }
+    }
+}
+
+/// What a caller gives to record a finished tool call. Recording one also
+/// writes its audit row, in the same transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewToolCall {
+    /// Where the call came from.
+    pub source: AuditSource,
+    /// The conversation, when there is one (one-off CLI calls have none).
+    pub conversation_id: Option<String>,
+    /// The statement, when there is one.
+    pub statement_id: Option<String>,
+    /// The turn, when there is one.
+    pub turn: Option<u32>,
+    /// The call: id, tool name, input.
+    pub call: ToolCall,
+    /// What the call returned.
+    pub output: ToolOutput,
+    /// How policy decided on the call (the rule, or the user's answer),
+    /// recorded on its audit row.
+    pub decision: Option<String>,
+    /// When it started (wall clock).
+    pub started_at: Timestamp,
+    /// When it finished (wall clock).
+    pub finished_at: Timestamp,
+    /// How long it ran, in microseconds (monotonic clock).
+    pub duration_us: u64,
+}
+
+/// One row of the audit trail: a tool call made from anywhere.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    /// Store-assigned id.
+    pub id: String,
+    /// Where the call came from.
+    pub source: AuditSource,
+    /// The tool's name.
+    pub tool: String,
+    /// The input (redacted like everything stored).
+    pub input: Value,
+    /// True when the call failed.
+    pub is_error: bool,
+    /// The failure's code, as its wire name (`TOOL_TIMEOUT`...).
+    pub error_code: Option<String>,
+    /// A policy decision about the call, once policies exist.
+    pub decision: Option<String>,
+    /// The conversation, when there was one.
+    pub conversation_id: Option<String>,
+    /// The tool-call record, when there is one.
+    pub tool_call_id: Option<String>,
+    /// When the call started.
+    pub started_at: Timestamp,
+    /// When it finished.
+    pub finished_at: Timestamp,
+    /// How long it ran, in microseconds.
+    pub duration_us: u64,
+}
+
+/// What a caller gives to add an audit row on its own (a call refused
+/// before it ran, a call whose full record lives elsewhere).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewAudit {
+    /// Where the call came from.
+    pub source: AuditSource,
+    /// The tool's name.
+    pub tool: String,
+    /// The input.
+    pub input: Value,
+    /// True when the call failed.
+    pub is_error: bool,
+    /// The failure's code wire name.
+    pub error_code: Option<String>,
+    /// A policy decision, if any.
+    pub decision: Option<String>,
+    /// The conversation, if any.
+    pub conversation_id: Option<String>,
+    /// When the call started.
+    pub started_at: Timestamp,
+    /// When it finished.
+    pub finished_at: Timestamp,
+    /// How long it ran, in microseconds.
+    pub duration_us: u64,
+}
+
+/// Which audit rows to list. The default lists everything.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AuditQuery {
+    /// Only calls of this tool.
+    pub tool: Option<String>,
+    /// Only calls from this source.
+    pub source: Option<AuditSource>,
+    /// Only calls started at or after this time.
+    pub since: Option<Timestamp>,
+    /// Only failed calls.
+    pub failed_only: bool,
+    /// At most this many rows: the most recent ones.
+    pub limit: Option<usize>,
+}
+
+/// Everything recorded about one conversation, read in one consistent
+/// snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationDump {
+    /// The conversation.
+    pub conversation: Conversation,
+    /// Its statements and objectives, in order.
+    pub statements: Vec<Statement>,
+    /// Its log, in order.
+    pub log_entries: Vec<LogEntry>,
+    /// Its LLM history, in order.
+    pub messages: Vec<LlmMessage>,
+    /// Its tool calls, in the order they started.
+    pub tool_calls: Vec<ToolCallRecord>,
+}
+
+impl ConversationDump {
+    /// The dump as export lines: the conversation first, then statements,
+    /// log entries, messages and tool calls.
+    pub fn into_records(self) -> Vec<ExportRecord> {
+        let mut records = vec![ExportRecord::Conversation(self.conversation)];
+        records.extend(self.statements.into_iter().map(ExportRecord::Statement));
+        records.extend(self.log_entries.into_iter().map(ExportRecord::LogEntry));
+        records.extend(self.messages.into_iter().map(ExportRecord::Message));
+        records.extend(self.tool_calls.into_iter().map(ExportRecord::ToolCall));
+        records
+    }
+}
+
+/// One line of a JSONL export: a record tagged with its `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ExportRecord {
+    /// The conversation.
+    Conversation(Conversation),
+    /// A statement and its objective.
+    Statement(Statement),
+    /// A log entry.
+    LogEntry(LogEntry),
+    /// An LLM message.
+    Message(LlmMessage),
+    /// A tool call.
+    ToolCall(ToolCallRecord),
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use satchel_core::ErrorCode;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for kind in LogKind::ALL {
+            assert_eq!(LogKind::parse(kind.as_str()), Some(kind));
+            assert_eq!(serde_json::to_value(kind).unwrap(), json!(kind.as_str()));
+        }
+        for source in AuditSource::ALL {
+            assert_eq!(AuditSource::parse(source.as_str()), Some(source));
+            assert_eq!(
+                serde_json::to_value(source).unwrap(),
+                json!(source.as_str())
+            );
+        }
+        assert_eq!(LogKind::parse("tool-use"), None);
+        assert_eq!(AuditSource::parse("CLI"), None);
+    }
+
+    #[test]
+    fn tool_call_export_line_is_flat_and_round_trips() {
+        let record = ToolCallRecord {
+            id: "t1".into(),
+            conversation_id: Some("c1".into()),
+            statement_id: None,
+            turn: Some(2),
+            call_id: "call_1".into(),
+            tool: "bash".into(),
+            input: json!({"command": "ls"}),
+            output: ToolOutput::error(ErrorCode::ToolTimeout, "too slow"),
+            started_at: Timestamp::from_millis(1000),
+            finished_at: Timestamp::from_millis(2500),
+            duration_us: 1_500_000,
+        };
+        let line = serde_json::to_value(ExportRecord::ToolCall(record.clone())).unwrap();
+        assert_eq!(
+            line,
+            json!({
+                "type": "tool_call",
+                "id": "t1",
+                "conversation_id": "c1",
+                "statement_id": null,
+                "turn": 2,
+                "call_id": "call_1",
+                "tool": "bash",
+                "input": {"command": "ls"},
+                "results": [{"type": "json", "json": {"error": "too slow", "error_code": "TOOL_TIMEOUT"}}],
+                "user_message": "too slow",
+                "is_error": true,
+                "error_code": "TOOL_TIMEOUT",
+                "started_at": "1970-01-01T00:00:01.000Z",
+                "finished_at": "1970-01-01T00:00:02.500Z",
+                "duration_us": 1_500_000,
+            })
+        );
+        let back: ExportRecord = serde_json::from_value(line).unwrap();
+        assert_eq!(back, ExportRecord::ToolCall(record));
+    }
+}

@@ -1,0 +1,250 @@
+//! [`SqliteStore`]: the embedded backend, one SQLite file in WAL mode.
+//!
+//! Writes go to one writer thread that owns the only write connection
+//! (`writer`); reads run on read-only connections from a small pool inside
+//! `tokio::task::spawn_blocking`, so no SQLite call ever runs on an async
+//! worker thread. Opening applies the embedded migrations (`schema`).
+//!
+//! Durability: WAL with `synchronous=NORMAL` by default. A committed write
+//! survives the process being killed at any point (the WAL is written
+//! before `COMMIT` returns); a power cut or kernel crash can lose the last
+//! few commits but never corrupts the file. [`Durability::Full`] syncs the
+//! WAL on every commit for those who need power-cut durability too.
+
+mod failure;
+mod repo;
+mod schema;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{Connection, Transaction};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::redact::Redactor;
+use crate::sqlite::failure::Failure;
+use crate::sqlite::writer::{Flow, Job, WriteCtx};
+use crate::{Clock, StoreError, SystemClock};
+
+pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
+
+/// Whether the store may write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Access {
+    /// Create the file if missing, migrate it, write to it.
+    #[default]
+    ReadWrite,
+    /// Only read an existing, up-to-date file; every write fails with
+    /// [`StoreError::ReadOnly`]. Works on read-only files and file systems.
+    ReadOnly,
+}
+
+/// How hard a commit tries to reach the disk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// `synchronous=NORMAL`: commits survive a killed process; a power cut
+    /// may lose the last few.
+    #[default]
+    Normal,
+    /// `synchronous=FULL`: every commit is synced to disk before it returns.
+    Full,
+}
+
+impl Durability {
+    fn pragma_value(self) -> &'static str {
+        match self {
+            Durability::Normal => "NORMAL",
+            Durability::Full => "FULL",
+        }
+    }
+}
+
+/// How to open a [`SqliteStore`].
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Read-write (the default) or read-only.
+    pub access: Access,
+    /// Applied to every string before it is stored.
+    pub redactor: Redactor,
+    /// Source of the times the store assigns.
+    pub clock: Arc<dyn Clock>,
+    /// Commit durability.
+    pub durability: Durability,
+    /// Largest size the database may grow to; writes beyond it fail with
+    /// [`StoreError::Full`]. `None`: no limit but the disk's.
+    pub max_size_bytes: Option<u64>,
+    /// How long to wait for another process's lock before failing with
+    /// [`StoreError::Busy`].
+    pub busy_timeout: Duration,
+    /// Idle read connections kept open.
+    pub read_connections: usize,
+}
+
+impl Default for StoreOptions {
+    fn default() -> StoreOptions {
+        StoreOptions {
+            access: Access::ReadWrite,
+            redactor: Redactor::none(),
+            clock: Arc::new(SystemClock),
+            durability: Durability::Normal,
+            max_size_bytes: None,
+            busy_timeout: Duration::from_secs(5),
+            read_connections: 4,
+        }
+    }
+}
+
+/// Values that pass through redaction on their way in.
+pub(crate) trait Redact {
+    /// The value with every secret replaced.
+    fn redact(self, redactor: &Redactor) -> Self;
+}
+
+/// The SQLite store; cheap to clone, every clone shares one writer.
+///
+/// Must be used inside a Tokio runtime (reads use `spawn_blocking`).
+///
+/// # Caveats
+/// A write whose future is dropped after it was queued still runs and
+/// commits; only its reply is lost. Dropping the last clone lets the writer
+/// finish the queued writes and close the file; [`SqliteStore::close`]
+/// waits for that.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    jobs: mpsc::Sender<Job>,
+    path: PathBuf,
+    options: StoreOptions,
+    idle_readers: Mutex<Vec<Connection>>,
+    closed: AtomicBool,
+}
+
+impl SqliteStore {
+    /// Opens (creating and migrating when `options.access` allows) the
+    /// database at `path`.
+    ///
+    /// A missing directory is created with mode 0700 and a missing file with
+    /// mode 0600. A file that is not a database, belongs to another program
+    /// or was made by a newer Satchel is refused with an error naming it,
+    /// and left exactly as it was.
+    pub async fn open(path: &Path, options: StoreOptions) -> Result<SqliteStore, StoreError> {
+        let jobs = writer::start(path, &options).await?;
+        Ok(SqliteStore {
+            inner: Arc::new(Inner {
+                jobs,
+                path: path.to_path_buf(),
+                options,
+                idle_readers: Mutex::new(Vec::new()),
+                closed: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The options the store was opened with.
+    pub fn options(&self) -> &StoreOptions {
+        &self.inner.options
+    }
+
+    /// Waits for queued writes, then closes the database (checkpointing the
+    /// WAL into the main file). Every later operation on any clone fails
+    /// with [`StoreError::Closed`].
+    pub async fn close(&self) -> Result<(), StoreError> {
+        if self.inner.closed.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.inner
+            .idle_readers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        let (done_tx, done_rx) = oneshot::channel::<()>();
+        let stop: Job = Box::new(move |_| Flow::Stop(done_tx));
+        if self.inner.jobs.send(stop).await.is_err() {
+            return Ok(());
+        }
+        let _ = done_rx.await;
+        Ok(())
+    }
+
+    /// Runs `body` as one write transaction on the writer thread, after
+    /// redacting `input`; `Ok` means committed.
+    async fn write<T, R>(
+        &self,
+        input: T,
+        body: impl FnOnce(&Transaction<'_>, &WriteCtx<'_>, T) -> Result<R, Failure> + Send + 'static,
+    ) -> Result<R, StoreError>
+    where
+        T: Redact + Send + 'static,
+        R: Send + 'static,
+    {
+        if self.inner.closed.load(Ordering::SeqCst) {
+            return Err(StoreError::Closed);
+        }
+        let input = input.redact(&self.inner.options.redactor);
+        let (reply_tx, reply_rx) = oneshot::channel();
+        let job: Job = Box::new(move |writer| {
+            let result = writer.transact(|tx, ctx| body(tx, ctx, input));
+            let _ = reply_tx.send(result);
+            Flow::Continue
+        });
+        self.inner
+            .jobs
+            .send(job)
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        reply_rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Runs `body` on a read-only connection on a blocking thread.
+    async fn read<R>(
+        &self,
+        body: impl FnOnce(&Connection) -> Result<R, Failure> + Send + 'static,
+    ) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        let task = tokio::task::spawn_blocking(move || {
+            if inner.closed.load(Ordering::SeqCst) {
+                return Err(StoreError::Closed);
+            }
+            let idle = inner
+                .idle_readers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop();
+            let conn = match idle {
+                Some(conn) => conn,
+                None => schema::open_reader(&inner.path, &inner.options)?,
+            };
+            let result = body(&conn).map_err(|failure| failure.into_store_error(&inner.path));
+            if !inner.closed.load(Ordering::SeqCst) {
+                let mut idle = inner
+                    .idle_readers
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                if idle.len() < inner.options.read_connections {
+                    idle.push(conn);
+                }
+            }
+            result
+        });
+        match task.await {
+            Ok(result) => result,
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            Err(_) => Err(StoreError::Closed),
+        }
+    }
+}

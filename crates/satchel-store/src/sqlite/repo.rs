@@ -1,0 +1,785 @@
+//! The repository traits on [`SqliteStore`]: the SQL, the row mapping, and
+//! what passes through redaction on the way in.
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use satchel_core::{Content, ErrorCode, ToolOutput, ToolResults};
+use serde_json::Value;
+
+use crate::redact::Redactor;
+use crate::sqlite::failure::{Failure, column_error};
+use crate::sqlite::writer::WriteCtx;
+use crate::sqlite::{Redact, SqliteStore};
+use crate::{
+    AuditQuery, AuditRecord, AuditSource, AuditStore, Conversation, ConversationDump,
+    ConversationStore, ConversationSummary, LlmMessage, LogEntry, LogKind, LogStore, MessageStore,
+    NewAudit, NewConversation, NewLlmMessage, NewLogEntry, NewStatement, NewToolCall, Statement,
+    StatementStore, StoreError, Timestamp, ToolCallRecord, ToolCallStore,
+};
+
+const CONVERSATION_COLUMNS: &str = "id, title, goal, created_at, updated_at";
+const STATEMENT_COLUMNS: &str = "id, conversation_id, seq, objective, created_at";
+const LOG_COLUMNS: &str = "id, conversation_id, seq, kind, text, parent_id, side_conversation, statement_id, call_id, created_at";
+const MESSAGE_COLUMNS: &str =
+    "id, conversation_id, statement_id, turn, seq, role, content, created_at";
+const TOOL_CALL_COLUMNS: &str = "id, conversation_id, statement_id, turn, call_id, tool, input, results, response, user_message, is_error, error_code, started_at, finished_at, duration_us";
+const AUDIT_COLUMNS: &str = "id, source, tool, input, is_error, error_code, decision, conversation_id, tool_call_id, started_at, finished_at, duration_us";
+
+const INSERT_TOOL_CALL: &str = "INSERT INTO tool_calls (id, conversation_id, statement_id, turn, call_id, tool, input, results, response, user_message, is_error, error_code, started_at, finished_at, duration_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
+const INSERT_AUDIT: &str = "INSERT INTO audit (id, source, tool, input, is_error, error_code, decision, conversation_id, tool_call_id, started_at, finished_at, duration_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+
+/// A stored name this build does not know.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown {what} `{value}`")]
+struct UnknownName {
+    what: &'static str,
+    value: String,
+}
+
+// ---------------------------------------------------------------- redaction
+
+impl Redact for String {
+    fn redact(self, redactor: &Redactor) -> String {
+        redactor.redact_string(self)
+    }
+}
+
+impl<T: Redact> Redact for Option<T> {
+    fn redact(self, redactor: &Redactor) -> Option<T> {
+        self.map(|value| value.redact(redactor))
+    }
+}
+
+impl<T: Redact> Redact for Vec<T> {
+    fn redact(self, redactor: &Redactor) -> Vec<T> {
+        self.into_iter().map(|item| item.redact(redactor)).collect()
+    }
+}
+
+impl Redact for Value {
+    fn redact(mut self, redactor: &Redactor) -> Value {
+        redactor.redact_json(&mut self);
+        self
+    }
+}
+
+impl Redact for NewConversation {
+    fn redact(self, redactor: &Redactor) -> NewConversation {
+        NewConversation {
+            title: self.title.redact(redactor),
+            goal: self.goal.redact(redactor),
+        }
+    }
+}
+
+impl Redact for NewStatement {
+    fn redact(self, redactor: &Redactor) -> NewStatement {
+        NewStatement {
+            objective: self.objective.redact(redactor),
+            ..self
+        }
+    }
+}
+
+impl Redact for NewLogEntry {
+    fn redact(self, redactor: &Redactor) -> NewLogEntry {
+        NewLogEntry {
+            text: self.text.redact(redactor),
+            side_conversation: self.side_conversation.redact(redactor),
+            ..self
+        }
+    }
+}
+
+impl Redact for NewLlmMessage {
+    fn redact(self, redactor: &Redactor) -> NewLlmMessage {
+        NewLlmMessage {
+            content: self.content.redact(redactor),
+            ..self
+        }
+    }
+}
+
+impl Redact for ToolResults {
+    fn redact(self, redactor: &Redactor) -> ToolResults {
+        match self {
+            ToolResults::Text(text) => ToolResults::Text(text.redact(redactor)),
+            ToolResults::Parts(parts) => ToolResults::Parts(
+                parts
+                    .into_iter()
+                    .map(|part| match part {
+                        Content::Text { text } => Content::Text {
+                            text: text.redact(redactor),
+                        },
+                        Content::Json { json } => Content::Json {
+                            json: json.redact(redactor),
+                        },
+                        // Base64 image bytes cannot hold a readable secret.
+                        image @ Content::Image { .. } => image,
+                    })
+                    .collect(),
+            ),
+        }
+    }
+}
+
+impl Redact for NewToolCall {
+    fn redact(mut self, redactor: &Redactor) -> NewToolCall {
+        if redactor.is_empty() {
+            return self;
+        }
+        self.call.input = self.call.input.redact(redactor);
+        self.output = ToolOutput {
+            results: self.output.results.redact(redactor),
+            response: self.output.response.redact(redactor),
+            user_message: self.output.user_message.redact(redactor),
+            ..self.output
+        };
+        self.decision = self.decision.redact(redactor);
+        self
+    }
+}
+
+impl Redact for NewAudit {
+    fn redact(self, redactor: &Redactor) -> NewAudit {
+        NewAudit {
+            input: self.input.redact(redactor),
+            ..self
+        }
+    }
+}
+
+// ---------------------------------------------------------------- rows
+
+fn timestamp(row: &Row<'_>, index: usize) -> rusqlite::Result<Timestamp> {
+    Ok(Timestamp::from_millis(row.get(index)?))
+}
+
+fn json(row: &Row<'_>, index: usize) -> rusqlite::Result<Value> {
+    let text: String = row.get(index)?;
+    serde_json::from_str(&text).map_err(|error| column_error(index, error))
+}
+
+fn conversation_row(row: &Row<'_>) -> rusqlite::Result<Conversation> {
+    Ok(Conversation {
+        id: row.get(0)?,
+        title: row.get(1)?,
+        goal: row.get(2)?,
+        created_at: timestamp(row, 3)?,
+        updated_at: timestamp(row, 4)?,
+    })
+}
+
+fn statement_row(row: &Row<'_>) -> rusqlite::Result<Statement> {
+    Ok(Statement {
+        id: row.get(0)?,
+        conversation_id: row.get(1)?,
+        seq: row.get(2)?,
+        objective: row.get(3)?,
+        created_at: timestamp(row, 4)?,
+    })
+}
+
+fn log_row(row: &Row<'_>) -> rusqlite::Result<LogEntry> {
+    let kind: String = row.get(3)?;
+    Ok(LogEntry {
+        id: row.get(0)?,
+        conversation_id: row.get(1)?,
+        seq: row.get(2)?,
+        kind: LogKind::parse(&kind).ok_or_else(|| {
+            column_error(
+                3,
+                UnknownName {
+                    what: "log entry kind",
+                    value: kind.clone(),
+                },
+            )
+        })?,
+        text: row.get(4)?,
+        parent_id: row.get(5)?,
+        side_conversation: row.get(6)?,
+        statement_id: row.get(7)?,
+        call_id: row.get(8)?,
+        created_at: timestamp(row, 9)?,
+    })
+}
+
+fn message_row(row: &Row<'_>) -> rusqlite::Result<LlmMessage> {
+    Ok(LlmMessage {
+        id: row.get(0)?,
+        conversation_id: row.get(1)?,
+        statement_id: row.get(2)?,
+        turn: row.get(3)?,
+        seq: row.get(4)?,
+        role: row.get(5)?,
+        content: json(row, 6)?,
+        created_at: timestamp(row, 7)?,
+    })
+}
+
+fn tool_call_row(row: &Row<'_>) -> rusqlite::Result<ToolCallRecord> {
+    let results: String = row.get(7)?;
+    let error_code: Option<String> = row.get(11)?;
+    let error_code = error_code.and_then(|name| {
+        let code = ErrorCode::parse(&name);
+        if code.is_none() {
+            tracing::warn!(code = %name, "a stored tool call has an error code this build does not know");
+        }
+        code
+    });
+    Ok(ToolCallRecord {
+        id: row.get(0)?,
+        conversation_id: row.get(1)?,
+        statement_id: row.get(2)?,
+        turn: row.get(3)?,
+        call_id: row.get(4)?,
+        tool: row.get(5)?,
+        input: json(row, 6)?,
+        output: ToolOutput {
+            results: serde_json::from_str(&results).map_err(|error| column_error(7, error))?,
+            response: row.get(8)?,
+            user_message: row.get(9)?,
+            is_error: row.get(10)?,
+            error_code,
+        },
+        started_at: timestamp(row, 12)?,
+        finished_at: timestamp(row, 13)?,
+        duration_us: row.get(14)?,
+    })
+}
+
+fn audit_row(row: &Row<'_>) -> rusqlite::Result<AuditRecord> {
+    let source: String = row.get(1)?;
+    Ok(AuditRecord {
+        id: row.get(0)?,
+        source: AuditSource::parse(&source).ok_or_else(|| {
+            column_error(
+                1,
+                UnknownName {
+                    what: "audit source",
+                    value: source.clone(),
+                },
+            )
+        })?,
+        tool: row.get(2)?,
+        input: json(row, 3)?,
+        is_error: row.get(4)?,
+        error_code: row.get(5)?,
+        decision: row.get(6)?,
+        conversation_id: row.get(7)?,
+        tool_call_id: row.get(8)?,
+        started_at: timestamp(row, 9)?,
+        finished_at: timestamp(row, 10)?,
+        duration_us: row.get(11)?,
+    })
+}
+
+/// Runs a query and collects every row.
+fn all<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    map: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>, Failure> {
+    let mut statement = conn.prepare_cached(sql)?;
+    let rows = statement.query_map(params, map)?;
+    Ok(rows.collect::<Result<Vec<T>, _>>()?)
+}
+
+// ---------------------------------------------------------------- writes
+
+/// Bumps a conversation's `updated_at`; fails when it does not exist.
+fn touch_conversation(tx: &Transaction<'_>, id: &str, now: Timestamp) -> Result<(), Failure> {
+    let changed = tx
+        .prepare_cached("UPDATE conversations SET updated_at = max(updated_at, ?2) WHERE id = ?1")?
+        .execute(params![id, now.as_millis()])?;
+    if changed == 0 {
+        return Err(StoreError::NotFound {
+            kind: "conversation",
+            id: id.to_owned(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// The next 1-based position in one of a conversation's ordered tables.
+fn next_seq(tx: &Transaction<'_>, table: &str, conversation_id: &str) -> Result<u32, Failure> {
+    let sql = format!("SELECT coalesce(max(seq), 0) + 1 FROM {table} WHERE conversation_id = ?1");
+    Ok(tx
+        .prepare_cached(&sql)?
+        .query_row([conversation_id], |row| row.get(0))?)
+}
+
+fn insert_tool_call(
+    tx: &Transaction<'_>,
+    ctx: &WriteCtx<'_>,
+    new: NewToolCall,
+) -> Result<String, Failure> {
+    if let Some(conversation_id) = &new.conversation_id {
+        touch_conversation(tx, conversation_id, ctx.now())?;
+    }
+    let id = ctx.new_id();
+    let input = serde_json::to_string(&new.call.input)?;
+    let results = serde_json::to_string(&new.output.results)?;
+    let error_code = new.output.error_code.map(ErrorCode::as_str);
+    tx.prepare_cached(INSERT_TOOL_CALL)?.execute(params![
+        id,
+        new.conversation_id,
+        new.statement_id,
+        new.turn,
+        new.call.id,
+        new.call.name,
+        input,
+        results,
+        new.output.response,
+        new.output.user_message,
+        new.output.is_error,
+        error_code,
+        new.started_at.as_millis(),
+        new.finished_at.as_millis(),
+        new.duration_us,
+    ])?;
+    tx.prepare_cached(INSERT_AUDIT)?.execute(params![
+        ctx.new_id(),
+        new.source.as_str(),
+        new.call.name,
+        input,
+        new.output.is_error,
+        error_code,
+        new.decision,
+        new.conversation_id,
+        id,
+        new.started_at.as_millis(),
+        new.finished_at.as_millis(),
+        new.duration_us,
+    ])?;
+    Ok(id)
+}
+
+// ---------------------------------------------------------------- traits
+
+#[async_trait]
+impl ConversationStore for SqliteStore {
+    async fn create_conversation(&self, new: NewConversation) -> Result<Conversation, StoreError> {
+        self.write(new, |tx, ctx, new| {
+            let conversation = Conversation {
+                id: ctx.new_id(),
+                title: new.title,
+                goal: new.goal,
+                created_at: ctx.now(),
+                updated_at: ctx.now(),
+            };
+            tx.prepare_cached(
+                "INSERT INTO conversations (id, title, goal, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![
+                conversation.id,
+                conversation.title,
+                conversation.goal,
+                conversation.created_at.as_millis(),
+                conversation.updated_at.as_millis(),
+            ])?;
+            Ok(conversation)
+        })
+        .await
+    }
+
+    async fn conversation(&self, id: &str) -> Result<Option<Conversation>, StoreError> {
+        let id = id.to_owned();
+        self.read(move |conn| {
+            let sql = format!("SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id = ?1");
+            Ok(conn
+                .prepare_cached(&sql)?
+                .query_row([id], conversation_row)
+                .optional()?)
+        })
+        .await
+    }
+
+    async fn find_conversations(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<Conversation>, StoreError> {
+        let prefix = prefix.to_ascii_lowercase();
+        // Ids are lowercase hex and hyphens; anything else matches nothing
+        // (and cannot smuggle GLOB syntax in).
+        if prefix.is_empty() || !prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            return Ok(Vec::new());
+        }
+        self.read(move |conn| {
+            let sql = format!(
+                "SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id GLOB ?1 ORDER BY updated_at DESC, id DESC LIMIT ?2"
+            );
+            all(
+                conn,
+                &sql,
+                params![format!("{prefix}*"), limit],
+                conversation_row,
+            )
+        })
+        .await
+    }
+
+    async fn latest_conversation(&self) -> Result<Option<Conversation>, StoreError> {
+        self.read(|conn| {
+            let sql = format!(
+                "SELECT {CONVERSATION_COLUMNS} FROM conversations ORDER BY updated_at DESC, id DESC LIMIT 1"
+            );
+            Ok(conn
+                .prepare_cached(&sql)?
+                .query_row([], conversation_row)
+                .optional()?)
+        })
+        .await
+    }
+
+    async fn list_conversations(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<ConversationSummary>, StoreError> {
+        self.read(move |conn| {
+            let sql = "SELECT c.id, c.title, c.goal, c.created_at, c.updated_at,
+                    (SELECT count(*) FROM log_entries e WHERE e.conversation_id = c.id),
+                    (SELECT count(*) FROM tool_calls t WHERE t.conversation_id = c.id)
+                FROM conversations c ORDER BY c.updated_at DESC, c.id DESC LIMIT ?1";
+            all(conn, sql, [limit], |row| {
+                Ok(ConversationSummary {
+                    conversation: conversation_row(row)?,
+                    log_entries: row.get(5)?,
+                    tool_calls: row.get(6)?,
+                })
+            })
+        })
+        .await
+    }
+
+    async fn set_title(&self, id: &str, title: String) -> Result<(), StoreError> {
+        let id = id.to_owned();
+        self.write(title, move |tx, ctx, title| {
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE conversations SET title = ?2, updated_at = max(updated_at, ?3) WHERE id = ?1",
+                )?
+                .execute(params![id, title, ctx.now().as_millis()])?;
+            if changed == 0 {
+                return Err(StoreError::NotFound {
+                    kind: "conversation",
+                    id,
+                }
+                .into());
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn set_goal(&self, id: &str, goal: String) -> Result<(), StoreError> {
+        let id = id.to_owned();
+        self.write(goal, move |tx, ctx, goal| {
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE conversations SET goal = ?2, updated_at = max(updated_at, ?3) WHERE id = ?1 AND goal IS NULL",
+                )?
+                .execute(params![id, goal, ctx.now().as_millis()])?;
+            if changed == 1 {
+                return Ok(());
+            }
+            let exists = tx
+                .prepare_cached("SELECT 1 FROM conversations WHERE id = ?1")?
+                .exists([&id])?;
+            Err(if exists {
+                StoreError::GoalAlreadySet { id }
+            } else {
+                StoreError::NotFound {
+                    kind: "conversation",
+                    id,
+                }
+            }
+            .into())
+        })
+        .await
+    }
+
+    async fn dump_conversation(&self, id: &str) -> Result<Option<ConversationDump>, StoreError> {
+        let id = id.to_owned();
+        self.read(move |conn| {
+            // One read transaction: every list comes from the same snapshot.
+            let tx = conn.unchecked_transaction()?;
+            let sql = format!("SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id = ?1");
+            let Some(conversation) = tx
+                .prepare_cached(&sql)?
+                .query_row([&id], conversation_row)
+                .optional()?
+            else {
+                return Ok(None);
+            };
+            let dump = ConversationDump {
+                conversation,
+                statements: select_statements(&tx, &id)?,
+                log_entries: select_log(&tx, &id)?,
+                messages: select_messages(&tx, &id)?,
+                tool_calls: select_tool_calls(&tx, &id)?,
+            };
+            tx.commit()?;
+            Ok(Some(dump))
+        })
+        .await
+    }
+}
+
+fn select_statements(conn: &Connection, conversation_id: &str) -> Result<Vec<Statement>, Failure> {
+    let sql = format!(
+        "SELECT {STATEMENT_COLUMNS} FROM statements WHERE conversation_id = ?1 ORDER BY seq"
+    );
+    all(conn, &sql, [conversation_id], statement_row)
+}
+
+fn select_log(conn: &Connection, conversation_id: &str) -> Result<Vec<LogEntry>, Failure> {
+    let sql =
+        format!("SELECT {LOG_COLUMNS} FROM log_entries WHERE conversation_id = ?1 ORDER BY seq");
+    all(conn, &sql, [conversation_id], log_row)
+}
+
+fn select_messages(conn: &Connection, conversation_id: &str) -> Result<Vec<LlmMessage>, Failure> {
+    let sql = format!(
+        "SELECT {MESSAGE_COLUMNS} FROM llm_messages WHERE conversation_id = ?1 ORDER BY seq"
+    );
+    all(conn, &sql, [conversation_id], message_row)
+}
+
+fn select_tool_calls(
+    conn: &Connection,
+    conversation_id: &str,
+) -> Result<Vec<ToolCallRecord>, Failure> {
+    let sql = format!(
+        "SELECT {TOOL_CALL_COLUMNS} FROM tool_calls WHERE conversation_id = ?1 ORDER BY started_at, id"
+    );
+    all(conn, &sql, [conversation_id], tool_call_row)
+}
+
+#[async_trait]
+impl StatementStore for SqliteStore {
+    async fn add_statement(&self, new: NewStatement) -> Result<Statement, StoreError> {
+        self.write(new, |tx, ctx, new| {
+            touch_conversation(tx, &new.conversation_id, ctx.now())?;
+            let statement = Statement {
+                id: ctx.new_id(),
+                seq: next_seq(tx, "statements", &new.conversation_id)?,
+                conversation_id: new.conversation_id,
+                objective: new.objective,
+                created_at: ctx.now(),
+            };
+            tx.prepare_cached(
+                "INSERT INTO statements (id, conversation_id, seq, objective, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![
+                statement.id,
+                statement.conversation_id,
+                statement.seq,
+                statement.objective,
+                statement.created_at.as_millis(),
+            ])?;
+            Ok(statement)
+        })
+        .await
+    }
+
+    async fn statements(&self, conversation_id: &str) -> Result<Vec<Statement>, StoreError> {
+        let id = conversation_id.to_owned();
+        self.read(move |conn| select_statements(conn, &id)).await
+    }
+
+    async fn current_objective(&self, conversation_id: &str) -> Result<Option<String>, StoreError> {
+        let id = conversation_id.to_owned();
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached(
+                    "SELECT objective FROM statements WHERE conversation_id = ?1 AND objective IS NOT NULL ORDER BY seq DESC LIMIT 1",
+                )?
+                .query_row([id], |row| row.get(0))
+                .optional()?)
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl LogStore for SqliteStore {
+    async fn append_log_entry(&self, new: NewLogEntry) -> Result<LogEntry, StoreError> {
+        self.write(new, |tx, ctx, new| {
+            touch_conversation(tx, &new.conversation_id, ctx.now())?;
+            let entry = LogEntry {
+                id: ctx.new_id(),
+                seq: next_seq(tx, "log_entries", &new.conversation_id)?,
+                conversation_id: new.conversation_id,
+                kind: new.kind,
+                text: new.text,
+                parent_id: new.parent_id,
+                side_conversation: new.side_conversation,
+                statement_id: new.statement_id,
+                call_id: new.call_id,
+                created_at: ctx.now(),
+            };
+            tx.prepare_cached(
+                "INSERT INTO log_entries (id, conversation_id, seq, kind, text, parent_id, side_conversation, statement_id, call_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )?
+            .execute(params![
+                entry.id,
+                entry.conversation_id,
+                entry.seq,
+                entry.kind.as_str(),
+                entry.text,
+                entry.parent_id,
+                entry.side_conversation,
+                entry.statement_id,
+                entry.call_id,
+                entry.created_at.as_millis(),
+            ])?;
+            Ok(entry)
+        })
+        .await
+    }
+
+    async fn log_entries(&self, conversation_id: &str) -> Result<Vec<LogEntry>, StoreError> {
+        let id = conversation_id.to_owned();
+        self.read(move |conn| select_log(conn, &id)).await
+    }
+}
+
+#[async_trait]
+impl MessageStore for SqliteStore {
+    async fn append_messages(
+        &self,
+        new: Vec<NewLlmMessage>,
+    ) -> Result<Vec<LlmMessage>, StoreError> {
+        self.write(new, |tx, ctx, new| {
+            let mut stored = Vec::with_capacity(new.len());
+            for message in new {
+                touch_conversation(tx, &message.conversation_id, ctx.now())?;
+                let record = LlmMessage {
+                    id: ctx.new_id(),
+                    seq: next_seq(tx, "llm_messages", &message.conversation_id)?,
+                    conversation_id: message.conversation_id,
+                    statement_id: message.statement_id,
+                    turn: message.turn,
+                    role: message.role,
+                    content: message.content,
+                    created_at: ctx.now(),
+                };
+                tx.prepare_cached(
+                    "INSERT INTO llm_messages (id, conversation_id, statement_id, turn, seq, role, content, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                )?
+                .execute(params![
+                    record.id,
+                    record.conversation_id,
+                    record.statement_id,
+                    record.turn,
+                    record.seq,
+                    record.role,
+                    serde_json::to_string(&record.content)?,
+                    record.created_at.as_millis(),
+                ])?;
+                stored.push(record);
+            }
+            Ok(stored)
+        })
+        .await
+    }
+
+    async fn messages(&self, conversation_id: &str) -> Result<Vec<LlmMessage>, StoreError> {
+        let id = conversation_id.to_owned();
+        self.read(move |conn| select_messages(conn, &id)).await
+    }
+}
+
+#[async_trait]
+impl ToolCallStore for SqliteStore {
+    async fn record_tool_call(&self, new: NewToolCall) -> Result<String, StoreError> {
+        self.write(new, insert_tool_call).await
+    }
+
+    async fn record_tool_calls(&self, new: Vec<NewToolCall>) -> Result<Vec<String>, StoreError> {
+        self.write(new, |tx, ctx, new| {
+            new.into_iter()
+                .map(|call| insert_tool_call(tx, ctx, call))
+                .collect()
+        })
+        .await
+    }
+
+    async fn tool_call(&self, id: &str) -> Result<Option<ToolCallRecord>, StoreError> {
+        let id = id.to_owned();
+        self.read(move |conn| {
+            let sql = format!("SELECT {TOOL_CALL_COLUMNS} FROM tool_calls WHERE id = ?1");
+            Ok(conn
+                .prepare_cached(&sql)?
+                .query_row([id], tool_call_row)
+                .optional()?)
+        })
+        .await
+    }
+
+    async fn tool_calls(&self, conversation_id: &str) -> Result<Vec<ToolCallRecord>, StoreError> {
+        let id = conversation_id.to_owned();
+        self.read(move |conn| select_tool_calls(conn, &id)).await
+    }
+}
+
+#[async_trait]
+impl AuditStore for SqliteStore {
+    async fn record_audit(&self, new: NewAudit) -> Result<String, StoreError> {
+        self.write(new, |tx, ctx, new| {
+            let id = ctx.new_id();
+            tx.prepare_cached(INSERT_AUDIT)?.execute(params![
+                id,
+                new.source.as_str(),
+                new.tool,
+                serde_json::to_string(&new.input)?,
+                new.is_error,
+                new.error_code,
+                new.decision,
+                new.conversation_id,
+                None::<String>,
+                new.started_at.as_millis(),
+                new.finished_at.as_millis(),
+                new.duration_us,
+            ])?;
+            Ok(id)
+        })
+        .await
+    }
+
+    async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditRecord>, StoreError> {
+        self.read(move |conn| {
+            let sql = format!(
+                "SELECT {AUDIT_COLUMNS} FROM audit
+                 WHERE (?1 IS NULL OR tool = ?1)
+                   AND (?2 IS NULL OR source = ?2)
+                   AND (?3 IS NULL OR started_at >= ?3)
+                   AND (?4 = 0 OR is_error = 1)
+                 ORDER BY started_at DESC, id DESC
+                 LIMIT ?5"
+            );
+            let limit = query
+                .limit
+                .map_or(-1, |limit| i64::try_from(limit).unwrap_or(i64::MAX));
+            let mut rows = all(
+                conn,
+                &sql,
+                params![
+                    query.tool,
+                    query.source.map(AuditSource::as_str),
+                    query.since.map(Timestamp::as_millis),
+                    query.failed_only,
+                    limit,
+                ],
+                audit_row,
+            )?;
+            rows.reverse();
+            Ok(rows)
+        })
+        .await
+    }
+}

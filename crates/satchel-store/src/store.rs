@@ -1,0 +1,126 @@
+//! The repository traits a backend implements, one per kind of record, and
+//! [`Store`], which groups them.
+//!
+//! They speak only in the plain records of [`crate::records`], so that a
+//! PostgreSQL backend can implement them later and several Satchel
+//! instances can share one database. Every write is one transaction: when a
+//! write returns `Ok`, it is committed; when it fails, nothing of it was
+//! stored. Every string written passes through the backend's redactor first.
+
+use async_trait::async_trait;
+
+use crate::{
+    AuditQuery, AuditRecord, Conversation, ConversationDump, ConversationSummary, LlmMessage,
+    LogEntry, NewAudit, NewConversation, NewLlmMessage, NewLogEntry, NewStatement, NewToolCall,
+    Statement, StoreError, ToolCallRecord,
+};
+
+/// Conversations: creation, lookup, listing, title and goal, export.
+#[async_trait]
+pub trait ConversationStore: Send + Sync {
+    /// Creates a conversation.
+    async fn create_conversation(&self, new: NewConversation) -> Result<Conversation, StoreError>;
+
+    /// The conversation with this exact id.
+    async fn conversation(&self, id: &str) -> Result<Option<Conversation>, StoreError>;
+
+    /// Conversations whose id starts with `prefix` (case-insensitive), at
+    /// most `limit`, newest first.
+    async fn find_conversations(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<Conversation>, StoreError>;
+
+    /// The conversation updated most recently.
+    async fn latest_conversation(&self) -> Result<Option<Conversation>, StoreError>;
+
+    /// The `limit` conversations updated most recently, newest first, with counts.
+    async fn list_conversations(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<ConversationSummary>, StoreError>;
+
+    /// Sets (or replaces) the title.
+    async fn set_title(&self, id: &str, title: String) -> Result<(), StoreError>;
+
+    /// Sets the goal; fails with [`StoreError::GoalAlreadySet`] if it has one.
+    async fn set_goal(&self, id: &str, goal: String) -> Result<(), StoreError>;
+
+    /// Everything recorded about a conversation, read in one snapshot.
+    async fn dump_conversation(&self, id: &str) -> Result<Option<ConversationDump>, StoreError>;
+}
+
+/// Statements and their objectives.
+#[async_trait]
+pub trait StatementStore: Send + Sync {
+    /// Records a statement; its `seq` follows the conversation's last one.
+    async fn add_statement(&self, new: NewStatement) -> Result<Statement, StoreError>;
+
+    /// A conversation's statements, in order.
+    async fn statements(&self, conversation_id: &str) -> Result<Vec<Statement>, StoreError>;
+
+    /// The objective of the conversation's latest statement that has one:
+    /// the current focus.
+    async fn current_objective(&self, conversation_id: &str) -> Result<Option<String>, StoreError>;
+}
+
+/// The conversation log: what the user saw.
+#[async_trait]
+pub trait LogStore: Send + Sync {
+    /// Appends an entry; its `seq` follows the conversation's last one.
+    async fn append_log_entry(&self, new: NewLogEntry) -> Result<LogEntry, StoreError>;
+
+    /// A conversation's log, in order.
+    async fn log_entries(&self, conversation_id: &str) -> Result<Vec<LogEntry>, StoreError>;
+}
+
+/// The LLM history: exactly what was sent.
+#[async_trait]
+pub trait MessageStore: Send + Sync {
+    /// Appends messages in one transaction (all or none), in order.
+    async fn append_messages(&self, new: Vec<NewLlmMessage>)
+    -> Result<Vec<LlmMessage>, StoreError>;
+
+    /// A conversation's history, in order.
+    async fn messages(&self, conversation_id: &str) -> Result<Vec<LlmMessage>, StoreError>;
+}
+
+/// Finished tool calls; each recording also writes the call's audit row.
+#[async_trait]
+pub trait ToolCallStore: Send + Sync {
+    /// Records one call and its audit row; returns the call's record id.
+    async fn record_tool_call(&self, new: NewToolCall) -> Result<String, StoreError>;
+
+    /// Records many calls (and their audit rows) in one transaction, all or
+    /// none; returns their record ids in order.
+    async fn record_tool_calls(&self, new: Vec<NewToolCall>) -> Result<Vec<String>, StoreError>;
+
+    /// The call with this record id.
+    async fn tool_call(&self, id: &str) -> Result<Option<ToolCallRecord>, StoreError>;
+
+    /// A conversation's calls, in the order they started.
+    async fn tool_calls(&self, conversation_id: &str) -> Result<Vec<ToolCallRecord>, StoreError>;
+}
+
+/// The audit trail of every tool call, from every source.
+#[async_trait]
+pub trait AuditStore: Send + Sync {
+    /// Adds an audit row that has no tool-call record; returns its id.
+    async fn record_audit(&self, new: NewAudit) -> Result<String, StoreError>;
+
+    /// The rows `query` selects: the most recent ones, oldest first.
+    async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditRecord>, StoreError>;
+}
+
+/// Everything Satchel stores; implemented by every type that implements
+/// all the repository traits.
+pub trait Store:
+    ConversationStore + StatementStore + LogStore + MessageStore + ToolCallStore + AuditStore
+{
+}
+
+impl<T> Store for T where
+    T: ConversationStore + StatementStore + LogStore + MessageStore + ToolCallStore + AuditStore
+{
+}

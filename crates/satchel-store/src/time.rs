@@ -1,0 +1,295 @@
+//! Time as the store records it: [`Timestamp`] (unix milliseconds, shown
+//! as RFC 3339 UTC) and the injectable [`Clock`] that says what "now" is.
+//!
+//! Timestamps are stored as integer unix milliseconds (sortable, cheap to
+//! compare, a `BIGINT` in PostgreSQL) and written as RFC 3339 UTC text
+//! (`2025-01-02T03:04:05.678Z`) wherever a person or another program reads
+//! them: JSON exports, `--json` output. No time zone database is involved.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A point in time: milliseconds since 1970-01-01T00:00:00Z.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(i64);
+
+impl Timestamp {
+    /// The timestamp `millis` milliseconds after the unix epoch.
+    pub const fn from_millis(millis: i64) -> Timestamp {
+        Timestamp(millis)
+    }
+
+    /// Milliseconds since the unix epoch.
+    pub const fn as_millis(self) -> i64 {
+        self.0
+    }
+
+    /// The timestamp `duration` earlier, saturating at the representable range.
+    pub fn saturating_sub(self, duration: Duration) -> Timestamp {
+        let millis = i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
+        Timestamp(self.0.saturating_sub(millis))
+    }
+
+    /// RFC 3339 in UTC with milliseconds, e.g. `2025-01-02T03:04:05.678Z`.
+    pub fn to_rfc3339(self) -> String {
+        let days = self.0.div_euclid(86_400_000);
+        let in_day = self.0.rem_euclid(86_400_000);
+        let (year, month, day) = civil_from_days(days);
+        let (hour, minute) = (in_day / 3_600_000, in_day / 60_000 % 60);
+        let (second, milli) = (in_day / 1000 % 60, in_day % 1000);
+        format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{milli:03}Z")
+    }
+
+    /// Parses RFC 3339 UTC text (`YYYY-MM-DDTHH:MM:SS[.fraction]Z`, `+00:00`
+    /// accepted for `Z`); fractions finer than a millisecond are dropped.
+    pub fn parse_rfc3339(text: &str) -> Option<Timestamp> {
+        let body = text
+            .strip_suffix('Z')
+            .or_else(|| text.strip_suffix("+00:00"))?;
+        let (date, time) = body.split_once(['T', ' '])?;
+        let mut date_parts = date.splitn(3, '-');
+        let year: i64 = number(date_parts.next()?, 4)?;
+        let month: i64 = number(date_parts.next()?, 2)?;
+        let day: i64 = number(date_parts.next()?, 2)?;
+        let (clock, fraction) = match time.split_once('.') {
+            Some((clock, fraction)) => (clock, Some(fraction)),
+            None => (time, None),
+        };
+        let mut clock_parts = clock.splitn(3, ':');
+        let hour: i64 = number(clock_parts.next()?, 2)?;
+        let minute: i64 = number(clock_parts.next()?, 2)?;
+        let second: i64 = number(clock_parts.next()?, 2)?;
+        let millis = match fraction {
+            Some(digits) if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
+                let padded = format!("{digits:0<3}");
+                padded[..3].parse::<i64>().ok()?
+            }
+            Some(_) => return None,
+            None => 0,
+        };
+        let valid = (1..=12).contains(&month)
+            && (1..=days_in_month(year, month)).contains(&day)
+            && hour < 24
+            && minute < 60
+            && second < 60;
+        valid.then(|| {
+            let days = days_from_civil(year, month, day);
+            Timestamp(((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis)
+        })
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_rfc3339())
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_rfc3339())
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Timestamp, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Timestamp::parse_rfc3339(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "`{text}` is not an RFC 3339 UTC time like 2025-01-02T03:04:05.678Z"
+            ))
+        })
+    }
+}
+
+/// Parses exactly `width` ASCII digits.
+fn number(text: &str, width: usize) -> Option<i64> {
+    (text.len() == width && text.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| text.parse().ok())
+        .flatten()
+}
+
+fn is_leap(year: i64) -> bool {
+    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if is_leap(year) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Year, month, day of a day number counted from 1970-01-01 (Howard
+/// Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// The inverse of [`civil_from_days`].
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let yoe = year.rem_euclid(400);
+    let mp = if month > 2 { month - 3 } else { month + 9 };
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// What "now" is, for timestamps the store assigns. Injected so that tests
+/// can pin time.
+pub trait Clock: Send + Sync + fmt::Debug + 'static {
+    /// The current time.
+    fn now(&self) -> Timestamp;
+}
+
+/// The system's wall clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        let millis = match SystemTime::now().duration_since(UNIX_EPOCH) {
+            Ok(since) => i64::try_from(since.as_millis()).unwrap_or(i64::MAX),
+            Err(before) => -i64::try_from(before.duration().as_millis()).unwrap_or(i64::MAX),
+        };
+        Timestamp(millis)
+    }
+}
+
+/// A clock that only moves when told to; clones share the same time.
+#[derive(Debug, Clone)]
+pub struct ManualClock(Arc<AtomicI64>);
+
+impl ManualClock {
+    /// A clock showing `start`.
+    pub fn new(start: Timestamp) -> ManualClock {
+        ManualClock(Arc::new(AtomicI64::new(start.as_millis())))
+    }
+
+    /// Sets the time.
+    pub fn set(&self, now: Timestamp) {
+        self.0.store(now.as_millis(), Ordering::SeqCst);
+    }
+
+    /// Moves the time forward by `duration`.
+    pub fn advance(&self, duration: Duration) {
+        let millis = i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
+        self.0.fetch_add(millis, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        Timestamp(self.0.load(Ordering::SeqCst))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    #[test]
+    fn formats_known_instants() {
+        assert_eq!(
+            Timestamp::from_millis(0).to_rfc3339(),
+            "1970-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            Timestamp::from_millis(951_782_400_123).to_rfc3339(),
+            "2000-02-29T00:00:00.123Z"
+        );
+        assert_eq!(
+            Timestamp::from_millis(1_735_787_045_678).to_rfc3339(),
+            "2025-01-02T03:04:05.678Z"
+        );
+        assert_eq!(
+            Timestamp::from_millis(-1).to_rfc3339(),
+            "1969-12-31T23:59:59.999Z"
+        );
+    }
+
+    #[test]
+    fn parse_inverts_format_across_many_days() {
+        // Every 7 hours and a bit from 1968 to 2104: leap years, century
+        // rules and negative times all round-trip.
+        let step = 7 * 3_600_000 + 1_234;
+        let mut millis = -63_158_400_000;
+        while millis < 4_260_000_000_000 {
+            let time = Timestamp::from_millis(millis);
+            assert_eq!(
+                Timestamp::parse_rfc3339(&time.to_rfc3339()),
+                Some(time),
+                "{time}"
+            );
+            millis += step * 97;
+        }
+    }
+
+    #[test]
+    fn parse_accepts_variants_and_rejects_nonsense() {
+        let expected = Some(Timestamp::from_millis(1_735_787_045_000));
+        assert_eq!(Timestamp::parse_rfc3339("2025-01-02T03:04:05Z"), expected);
+        assert_eq!(
+            Timestamp::parse_rfc3339("2025-01-02 03:04:05+00:00"),
+            expected
+        );
+        assert_eq!(
+            Timestamp::parse_rfc3339("2025-01-02T03:04:05.6789Z"),
+            Some(Timestamp::from_millis(1_735_787_045_678))
+        );
+        for bad in [
+            "2025-01-02T03:04:05",
+            "2025-02-30T00:00:00Z",
+            "2025-13-01T00:00:00Z",
+            "2025-01-02T24:00:00Z",
+            "2025-1-02T03:04:05Z",
+            "2025-01-02T03:04:05.Z",
+            "yesterday",
+        ] {
+            assert_eq!(Timestamp::parse_rfc3339(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn serialises_as_rfc3339_text() {
+        let time = Timestamp::from_millis(1_735_787_045_678);
+        let json = serde_json::to_string(&time).unwrap();
+        assert_eq!(json, "\"2025-01-02T03:04:05.678Z\"");
+        assert_eq!(serde_json::from_str::<Timestamp>(&json).unwrap(), time);
+        assert!(serde_json::from_str::<Timestamp>("\"soon\"").is_err());
+    }
+
+    #[test]
+    fn manual_clock_moves_only_when_told() {
+        let clock = ManualClock::new(Timestamp::from_millis(1000));
+        let shared = clock.clone();
+        assert_eq!(clock.now(), Timestamp::from_millis(1000));
+        shared.advance(Duration::from_secs(2));
+        assert_eq!(clock.now(), Timestamp::from_millis(3000));
+        clock.set(Timestamp::from_millis(5));
+        assert_eq!(shared.now().as_millis(), 5);
+        assert_eq!(
+            Timestamp::from_millis(5).saturating_sub(Duration::from_millis(10)),
+            Timestamp::from_millis(-5)
+        );
+    }
+}

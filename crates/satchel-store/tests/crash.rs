@@ -1,0 +1,363 @@
+//! The store against a hostile world, in child processes: a writer killed
+//! with SIGKILL in the middle of a stream of writes, and a database the
+//! process has no right to write.
+//!
+//! The children are this test binary run again with `--exact
+//! child_process` and an environment variable choosing what the child
+//! does; in a normal run, `child_process` does nothing.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use pretty_assertions::assert_eq;
+use rusqlite::Connection;
+use satchel_core::ToolResults;
+use satchel_store::{Access, AuditQuery, AuditStore, SqliteStore, StoreOptions, ToolCallStore};
+use serde_json::{Value, json};
+use support::{TempDb, sample_call};
+
+/// Selects the child's job: `writer` or `read-only`.
+const CHILD_MODE: &str = "SATCHEL_STORE_TEST_CHILD";
+/// The database the child works on.
+const CHILD_DB: &str = "SATCHEL_STORE_TEST_DB";
+/// The first call number the writer uses.
+const CHILD_START: &str = "SATCHEL_STORE_TEST_START";
+
+/// Rows a writer must report committed before it is killed.
+const COMMITS_BEFORE_KILL: usize = 300;
+/// Every third write is a batch of this many calls in one transaction.
+const BATCH: u64 = 5;
+
+/// The results of call `n`: big enough to span overflow pages, and
+/// checkable byte for byte.
+fn payload(n: u64) -> String {
+    let unit = format!("<{n}>");
+    unit.repeat(6000 / unit.len())
+}
+
+fn writer_call(n: u64, batch: u64, batch_size: u64) -> satchel_store::NewToolCall {
+    let mut call = sample_call(n);
+    call.call.input = json!({"n": n, "batch": batch, "batch_size": batch_size});
+    call.output.results = ToolResults::Text(payload(n));
+    call.output.user_message = format!("message {n}");
+    call
+}
+
+/// Not a test: the body of the child processes.
+#[test]
+fn child_process() {
+    let Ok(mode) = std::env::var(CHILD_MODE) else {
+        return;
+    };
+    let path = PathBuf::from(std::env::var(CHILD_DB).unwrap());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    match mode.as_str() {
+        "writer" => {
+            let start: u64 = std::env::var(CHILD_START).unwrap().parse().unwrap();
+            runtime.block_on(write_forever(&path, start));
+        }
+        "read-only" => runtime.block_on(try_read_only(&path)),
+        other => panic!("unknown child mode {other}"),
+    }
+}
+
+/// Writes calls until killed, printing each committed call number.
+async fn write_forever(path: &Path, start: u64) {
+    let store = SqliteStore::open(path, StoreOptions::default())
+        .await
+        .unwrap();
+    let mut n = start;
+    let mut batch = start;
+    loop {
+        let size = if batch.is_multiple_of(3) { BATCH } else { 1 };
+        let calls: Vec<_> = (n..n + size).map(|k| writer_call(k, batch, size)).collect();
+        if size == 1 {
+            store
+                .record_tool_call(calls.into_iter().next().unwrap())
+                .await
+                .unwrap();
+        } else {
+            store.record_tool_calls(calls).await.unwrap();
+        }
+        for k in n..n + size {
+            println!("committed {k}");
+        }
+        n += size;
+        batch += 1;
+    }
+}
+
+/// Reports what opening a database it may not write does.
+async fn try_read_only(path: &Path) {
+    match SqliteStore::open(path, StoreOptions::default()).await {
+        Ok(_) => println!("open read-write: ok"),
+        Err(error) => println!("open read-write: {error:?} | {error}"),
+    }
+    let options = StoreOptions {
+        access: Access::ReadOnly,
+        ..StoreOptions::default()
+    };
+    let store = match SqliteStore::open(path, options).await {
+        Ok(store) => store,
+        Err(error) => {
+            println!("open read-only: {error:?}");
+            return;
+        }
+    };
+    match store.audit(AuditQuery::default()).await {
+        Ok(rows) => println!("read: {} rows", rows.len()),
+        Err(error) => println!("read: {error:?}"),
+    }
+    match store.record_tool_call(sample_call(99)).await {
+        Ok(_) => println!("write: ok"),
+        Err(error) => println!("write: {error:?}"),
+    }
+}
+
+/// This test binary (or `program`, a copy of it) running `child_process`.
+fn child(program: Option<&Path>, mode: &str, path: &Path, start: u64) -> Command {
+    let exe = std::env::current_exe().unwrap();
+    let mut command = Command::new(program.unwrap_or(&exe));
+    command
+        .args([
+            "--exact",
+            "child_process",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_MODE, mode)
+        .env(CHILD_DB, path)
+        .env(CHILD_START, start.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped());
+    command
+}
+
+/// Lines of the child's stdout, read on a thread so the parent can time out.
+fn lines(child: &mut Child) -> mpsc::Receiver<String> {
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// One stored call, read straight from the file.
+struct Row {
+    id: String,
+    call_id: String,
+    input: Value,
+    results: String,
+    user_message: String,
+}
+
+fn stored_rows(path: &Path) -> (Vec<Row>, BTreeMap<String, usize>) {
+    let conn = Connection::open(path).unwrap();
+    let integrity: String = conn
+        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(integrity, "ok");
+    let rows = conn
+        .prepare("SELECT id, call_id, input, results, user_message FROM tool_calls")
+        .unwrap()
+        .query_map([], |row| {
+            let input: String = row.get(2)?;
+            Ok(Row {
+                id: row.get(0)?,
+                call_id: row.get(1)?,
+                input: serde_json::from_str(&input).unwrap(),
+                results: row.get(3)?,
+                user_message: row.get(4)?,
+            })
+        })
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let mut audit = BTreeMap::new();
+    let linked: Vec<Option<String>> = conn
+        .prepare("SELECT tool_call_id FROM audit")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for id in linked {
+        *audit
+            .entry(id.expect("every audit row links its call"))
+            .or_insert(0) += 1;
+    }
+    (rows, audit)
+}
+
+#[test]
+fn sigkill_mid_stream_keeps_every_committed_row_and_no_partial_one() {
+    let db = TempDb::new();
+    let mut reported = BTreeSet::new();
+    for round in 0..5u64 {
+        let mut writer = child(None, "writer", &db.path, round * 1_000_000)
+            .spawn()
+            .unwrap();
+        let lines = lines(&mut writer);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut this_round = 0;
+        while this_round < COMMITS_BEFORE_KILL {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = lines.recv_timeout(left).unwrap_or_else(|_| {
+                panic!("round {round}: the writer stalled after {this_round} commits")
+            });
+            if let Some(n) = line.strip_prefix("committed ") {
+                reported.insert(n.parse::<u64>().unwrap());
+                this_round += 1;
+            }
+        }
+        writer.kill().unwrap(); // SIGKILL, while it keeps writing.
+        writer.wait().unwrap();
+        // Commits it printed between our last read and its death count too.
+        while let Ok(line) = lines.recv_timeout(Duration::from_secs(5)) {
+            if let Some(n) = line.strip_prefix("committed ") {
+                reported.insert(n.parse::<u64>().unwrap());
+            }
+        }
+
+        let (rows, audit) = stored_rows(&db.path);
+        let mut stored = BTreeSet::new();
+        let mut batches: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+        for row in &rows {
+            let n = row.input["n"].as_u64().unwrap();
+            // Complete rows only: every column is what the writer wrote.
+            assert_eq!(row.call_id, format!("call-{n}"));
+            assert_eq!(
+                serde_json::from_str::<ToolResults>(&row.results).unwrap(),
+                ToolResults::Text(payload(n)),
+                "call {n} has partial results"
+            );
+            assert_eq!(row.user_message, format!("message {n}"));
+            assert_eq!(audit.get(&row.id), Some(&1), "call {n} lacks its audit row");
+            let entry = batches
+                .entry(row.input["batch"].as_u64().unwrap())
+                .or_insert((row.input["batch_size"].as_u64().unwrap(), 0));
+            entry.1 += 1;
+            stored.insert(n);
+        }
+        assert_eq!(audit.values().sum::<usize>(), rows.len());
+        for (batch, (size, found)) in &batches {
+            assert_eq!(size, found, "batch {batch} is partly stored");
+        }
+        let missing: Vec<_> = reported.difference(&stored).collect();
+        assert!(
+            missing.is_empty(),
+            "round {round}: committed but lost: {missing:?}"
+        );
+        // Rows committed but killed before the child printed them may be
+        // there too; nothing else may.
+        assert!(stored.len() >= reported.len());
+        assert!(
+            stored.len() - reported.len() <= 2 * BATCH as usize,
+            "{} stored, {} reported",
+            stored.len(),
+            reported.len()
+        );
+    }
+}
+
+/// Makes `path` unwritable for the child: permissions, and when the tests
+/// run as root (whom permissions do not stop), a child running as nobody.
+#[test]
+fn a_database_the_process_cannot_write_gives_a_clear_error() {
+    let db = TempDb::new();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = db.open().await;
+        store
+            .record_tool_calls((0..3).map(sample_call).collect())
+            .await
+            .unwrap();
+        store.close().await.unwrap();
+    });
+    let data = db.dir().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let path = data.join("satchel.db");
+    std::fs::rename(&db.path, &path).unwrap();
+    let before = std::fs::read(&path).unwrap();
+
+    let command = if rustix::process::getuid().is_root() {
+        // Root ignores permissions: run a copy of this binary (the original
+        // may sit where nobody cannot reach) as the unprivileged `nobody`.
+        let exe = db.dir().join("child-test-binary");
+        std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(db.dir(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut command = child(Some(&exe), "read-only", &path, 0);
+        command.uid(65534).gid(65534);
+        command
+    } else {
+        child(None, "read-only", &path, 0)
+    };
+    let mut command = command;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o555)).unwrap();
+    // A child forked by another test thread may hold the fresh copy's write
+    // descriptor for a moment (ETXTBSY): retry.
+    let mut attempts = 0;
+    let output = loop {
+        match command.output() {
+            Err(error)
+                if error.kind() == std::io::ErrorKind::ExecutableFileBusy && attempts < 100 =>
+            {
+                attempts += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            other => break other.unwrap(),
+        }
+    };
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    // libtest prints `test child_process ... ` before the child's first line.
+    let report: Vec<&str> = stdout
+        .lines()
+        .filter_map(|line| {
+            ["open ", "read: ", "write: "]
+                .iter()
+                .filter_map(|marker| line.find(marker))
+                .min()
+                .map(|at| &line[at..])
+        })
+        .collect();
+    assert_eq!(report.len(), 3, "{stdout}");
+    // Opening for writing says which file and why, ...
+    assert!(
+        report[0].starts_with("open read-write: ReadOnly {"),
+        "{stdout}"
+    );
+    assert!(
+        report[0].contains(&format!("cannot write to `{}`", path.display())),
+        "{stdout}"
+    );
+    // ... opening read-only still reads, and a write fails cleanly.
+    assert_eq!(report[1], "read: 3 rows", "{stdout}");
+    assert!(report[2].starts_with("write: ReadOnly {"), "{stdout}");
+    assert!(std::fs::read(&path).unwrap() == before, "the file changed");
+}
