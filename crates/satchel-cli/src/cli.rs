@@ -46,6 +46,9 @@ pub(crate) enum Command {
     /// List, inspect and call tools.
     #[command(subcommand, after_help = TOOLS_EXAMPLES)]
     Tools(ToolsCommand),
+    /// What the `code` tool has run: totals and recent failures.
+    #[command(subcommand, after_help = CODE_EXAMPLES)]
+    Code(CodeCommand),
     /// Search the web or the news with the configured backends.
     #[command(after_help = SEARCH_EXAMPLES)]
     Search(SearchArgs),
@@ -80,6 +83,42 @@ const POLICY_EXAMPLES: &str = "\
 Examples:
   satchel policy check bash '{\"command\": \"git push --force\"}'
   satchel policy check memory '{\"action\": \"forget\", \"memory_id\": \"m1\"}' --json";
+
+const CODE_EXAMPLES: &str = "\
+Examples:
+  satchel code stats
+  satchel code stats --days 30 --json
+  satchel code failures -n 10";
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CodeCommand {
+    /// Totals, success rate, durations and the most common error categories.
+    #[command(after_help = CODE_EXAMPLES)]
+    Stats(CodeStatsArgs),
+    /// The most recent failed runs, with their code and error, shortened.
+    #[command(after_help = CODE_EXAMPLES)]
+    Failures(CodeFailuresArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CodeStatsArgs {
+    /// How many days back to count.
+    #[arg(long, default_value_t = 7)]
+    pub(crate) days: u32,
+    /// Print the totals as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CodeFailuresArgs {
+    /// How many failures to show.
+    #[arg(short = 'n', long, default_value_t = 5)]
+    pub(crate) count: usize,
+    /// Print them as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
 
 const SEARCH_EXAMPLES: &str = "\
 Examples:

@@ -585,3 +585,32 @@ fn audit_rows_carry_the_policy_decision() {
         ]
     );
 }
+
+#[test]
+fn code_runs_are_traced_and_summarised() {
+    let sandbox = Sandbox::new();
+    let run = |code: &str| {
+        let input = json!({"action": "execute", "language": "bash", "code": code}).to_string();
+        sandbox.run(&["tools", "call", "code", &input])
+    };
+    assert_eq!(stdout_json(&run("echo one"))["result"]["stdout"], "one\n");
+    run("echo two");
+    let failed = stdout_json(&run("if then fi"));
+    assert_eq!(failed["error_category"], "syntax");
+
+    let stats = stdout_json(&sandbox.run(&["code", "stats", "--json"]));
+    assert_eq!(
+        (stats["total"].as_u64(), stats["failures"].as_u64()),
+        (Some(3), Some(1))
+    );
+    assert_eq!(stats["categories"][0]["category"], "syntax");
+    let failures = stdout_json(&sandbox.run(&["code", "failures", "--json"]));
+    assert_eq!(failures.as_array().unwrap().len(), 1);
+    assert_eq!(failures[0]["code"], "if then fi");
+    assert_eq!(failures[0]["id"], failed["result"]["execution_id"]);
+    let text = String::from_utf8(sandbox.run(&["code", "stats"]).stdout).unwrap();
+    assert!(
+        text.starts_with("Code runs, last 7 days: 3 (2 ok, 1 failed)"),
+        "{text}"
+    );
+}

@@ -34,6 +34,7 @@ CREATE TABLE code_jobs (
     result          TEXT,
     error           TEXT,
     conversation_id TEXT,
+    runner          TEXT NOT NULL,
     created_at      INTEGER NOT NULL,
     started_at      INTEGER,
     finished_at     INTEGER

@@ -147,6 +147,9 @@ pub struct NewCodeJob {
     pub generator: String,
     /// The conversation, when there is one.
     pub conversation_id: Option<String>,
+    /// The process running it (`pid@start-time`), so that another process
+    /// can tell a job whose runner died from one still running.
+    pub runner: String,
 }
 
 /// One generation job.
@@ -170,6 +173,8 @@ pub struct CodeJob {
     pub error: Option<String>,
     /// The conversation.
     pub conversation_id: Option<String>,
+    /// The process running it.
+    pub runner: String,
     /// When it was created.
     pub created_at: Timestamp,
     /// When it started running.
@@ -197,7 +202,6 @@ pub trait CodeStore: Send + Sync {
     ) -> Result<Option<CodeJob>, StoreError>;
     /// One job by id.
     async fn job(&self, id: &str) -> Result<Option<CodeJob>, StoreError>;
-    /// Marks every queued or running job failed with `reason` (after a
-    /// restart nothing is running them); returns how many.
-    async fn fail_unfinished_jobs(&self, reason: &str) -> Result<usize, StoreError>;
+    /// Jobs still queued or running, oldest first.
+    async fn unfinished_jobs(&self) -> Result<Vec<CodeJob>, StoreError>;
 }

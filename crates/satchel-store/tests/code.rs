@@ -96,6 +96,7 @@ async fn jobs_move_through_their_states_and_survive_a_restart_as_failed() {
             .create_job(NewCodeJob {
                 task: "fizzbuzz".into(),
                 generator: "model".into(),
+                runner: "1@1".into(),
                 ..NewCodeJob::default()
             })
             .await
@@ -122,6 +123,7 @@ async fn jobs_move_through_their_states_and_survive_a_restart_as_failed() {
             .create_job(NewCodeJob {
                 task: "slow".into(),
                 generator: "opencode run".into(),
+                runner: "2@2".into(),
                 ..NewCodeJob::default()
             })
             .await
@@ -133,19 +135,21 @@ async fn jobs_move_through_their_states_and_survive_a_restart_as_failed() {
         store.close().await.unwrap();
 
         let reopened = db.open().await;
-        assert_eq!(
-            reopened
-                .fail_unfinished_jobs("Satchel restarted while the job ran")
-                .await
-                .unwrap(),
-            1
-        );
-        let failed = reopened.job(&orphan.id).await.unwrap().unwrap();
+        let unfinished = reopened.unfinished_jobs().await.unwrap();
+        let found: Vec<(&str, &str)> = unfinished
+            .iter()
+            .map(|j| (j.id.as_str(), j.runner.as_str()))
+            .collect();
+        assert_eq!(found, [(orphan.id.as_str(), "2@2")]);
+        let reason = "Satchel restarted while the job ran".to_owned();
+        let failed = reopened
+            .update_job(&orphan.id, JobStatus::Failed, None, Some(reason.clone()))
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(failed.status, JobStatus::Failed);
-        assert_eq!(
-            failed.error.as_deref(),
-            Some("Satchel restarted while the job ran")
-        );
+        assert_eq!(failed.error, Some(reason));
+        assert!(reopened.unfinished_jobs().await.unwrap().is_empty());
         assert_eq!(
             reopened.job(&job.id).await.unwrap().unwrap().status,
             JobStatus::Done

@@ -15,6 +15,7 @@
 use std::sync::Arc;
 
 pub mod bash;
+pub mod code;
 pub mod config;
 mod dispatch;
 pub mod external;
@@ -33,15 +34,38 @@ pub use dispatch::{
 pub use format::Style;
 pub use live::{LiveRegistry, RefreshReport};
 pub use registry::{Registry, RegistryError};
-pub use tool::{Tool, ToolContext, ToolError, ToolLevel, ToolSource};
+pub use tool::{CallTrace, Tool, ToolContext, ToolError, ToolLevel, ToolSource};
 pub use validation::SchemaViolation;
 
-/// A registry holding every built-in tool.
+/// What built-in tools need from their host.
+#[derive(Clone, Default)]
+pub struct BuiltinDeps {
+    /// Where the `code` tool traces runs and keeps jobs.
+    pub code_store: Option<Arc<dyn code::CodeStoreHandle>>,
+    /// The model-backed code generator, when a model is configured.
+    pub model_generator: Option<Arc<dyn code::CodeGenerator>>,
+}
+
+/// Every built-in tool, built once; share them between registries so their
+/// state (search cache, running jobs) is shared too.
+pub fn builtin_tools(deps: &BuiltinDeps) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(bash::BashTool::new()),
+        Arc::new(code::CodeTool::new(
+            deps.code_store.clone(),
+            deps.model_generator.clone(),
+        )),
+        Arc::new(search::SearchTool::new(Arc::new(
+            search::MemoryCache::default(),
+        ))),
+    ]
+}
+
+/// A registry holding every built-in tool, with no host dependencies.
 pub fn builtin_registry() -> Result<Registry, RegistryError> {
     let mut registry = Registry::new();
-    registry.register(bash::BashTool::new())?;
-    registry.register(search::SearchTool::new(Arc::new(
-        search::MemoryCache::default(),
-    )))?;
+    for tool in builtin_tools(&BuiltinDeps::default()) {
+        registry.register_arc(tool)?;
+    }
     Ok(registry)
 }

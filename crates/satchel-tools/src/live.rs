@@ -10,7 +10,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::external::{Discovery, Skipped, SpecCache, ToolDirs, discover};
-use crate::{ExternalConfig, Registry, RegistryError, Tool as _, builtin_registry};
+use crate::{BuiltinDeps, ExternalConfig, Registry, RegistryError, Tool, builtin_tools};
 
 /// A registry snapshot and what discovery skipped to build it.
 struct Snapshot {
@@ -24,6 +24,9 @@ struct Snapshot {
 /// Calls take a snapshot (`current()`) and keep it for their duration, so
 /// a refresh never changes a tool under a running call.
 pub struct LiveRegistry {
+    /// Built once and shared by every snapshot, so their state (caches,
+    /// cool-downs, running jobs) survives a refresh.
+    builtins: Vec<Arc<dyn Tool>>,
     dirs: ToolDirs,
     cache: SpecCache,
     config: ExternalConfig,
@@ -50,15 +53,26 @@ impl RefreshReport {
 }
 
 impl LiveRegistry {
-    /// Discovers the external tools in `dirs` and builds the first snapshot.
+    /// Discovers the external tools in `dirs` and builds the first snapshot
+    /// with the built-in tools that need nothing from their host.
     pub async fn load(
+        dirs: ToolDirs,
+        cache: SpecCache,
+        config: ExternalConfig,
+    ) -> Result<LiveRegistry, RegistryError> {
+        LiveRegistry::load_with(builtin_tools(&BuiltinDeps::default()), dirs, cache, config).await
+    }
+
+    /// Like [`LiveRegistry::load`], with the given built-in tools.
+    pub async fn load_with(
+        builtins: Vec<Arc<dyn Tool>>,
         dirs: ToolDirs,
         cache: SpecCache,
         config: ExternalConfig,
     ) -> Result<LiveRegistry, RegistryError> {
         let fingerprint = fingerprint(&dirs);
         let discovery = discover(&dirs, &cache, &config).await;
-        let (registry, skipped) = build(discovery)?;
+        let (registry, skipped) = build(&builtins, discovery)?;
         save_cache(&cache);
         let snapshot = Snapshot {
             registry: Arc::new(registry),
@@ -66,6 +80,7 @@ impl LiveRegistry {
             fingerprint,
         };
         Ok(LiveRegistry {
+            builtins,
             dirs,
             cache,
             config,
@@ -106,7 +121,7 @@ impl LiveRegistry {
         }
         let fingerprint = fingerprint(&self.dirs);
         let discovery = discover(&self.dirs, &self.cache, &self.config).await;
-        let (registry, skipped) = build(discovery)?;
+        let (registry, skipped) = build(&self.builtins, discovery)?;
         save_cache(&self.cache);
         let report = {
             let mut snapshot = self
@@ -158,8 +173,14 @@ impl LiveRegistry {
 }
 
 /// Built-ins first; an external tool never replaces a built-in one.
-fn build(discovery: Discovery) -> Result<(Registry, Vec<Skipped>), RegistryError> {
-    let mut registry = builtin_registry()?;
+fn build(
+    builtins: &[Arc<dyn Tool>],
+    discovery: Discovery,
+) -> Result<(Registry, Vec<Skipped>), RegistryError> {
+    let mut registry = Registry::new();
+    for tool in builtins {
+        registry.register_arc(tool.clone())?;
+    }
     let mut skipped = discovery.skipped;
     for tool in discovery.tools {
         if registry.get(&tool.spec().name).is_some() {

@@ -103,6 +103,19 @@ pub struct ToolContext {
     pub working_dir: PathBuf,
     /// Configuration as of this call (it may change between calls).
     pub config: Arc<ToolsConfig>,
+    /// Why the call was made, for tools that keep traces.
+    pub trace: CallTrace,
+}
+
+/// What led to a call, as far as the caller knows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallTrace {
+    /// The memory session the call belongs to.
+    pub session_id: Option<String>,
+    /// The user message that started the statement.
+    pub trigger_message: Option<String>,
+    /// The model's reasoning for the call, when the provider gives it.
+    pub reasoning: Option<String>,
 }
 
 impl ToolContext {
@@ -118,6 +131,7 @@ impl ToolContext {
             call_id: call_id.into(),
             working_dir,
             config,
+            trace: CallTrace::default(),
         }
     }
 }

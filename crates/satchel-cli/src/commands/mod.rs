@@ -1,5 +1,6 @@
 //! One module per command group; [`run`] dispatches.
 
+mod code;
 mod db;
 mod log;
 mod policy;
@@ -26,6 +27,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tools(command) => tools::run(command, &project).await,
         Command::Policy(command) => policy::run(command, &project).await,
         Command::Search(args) => search::run(args, &project).await,
+        Command::Code(command) => code::run(command, &project).await,
         Command::Log(args) => log::run(args, &project).await,
         Command::Conversations(args) => records::conversations(args, &project).await,
         Command::Audit(args) => records::audit(args, &project).await,

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use satchel_tools::external::{SpecCache, ToolDirs};
 use satchel_tools::policy::Policy;
-use satchel_tools::{LiveRegistry, Settings, ToolsConfig};
+use satchel_tools::{BuiltinDeps, LiveRegistry, Settings, ToolsConfig, builtin_tools};
 
+use super::db::{self, LazyStore};
 use crate::paths;
 
 /// The project's tools directory, relative to the project.
@@ -17,8 +18,6 @@ pub(crate) const PROJECT_TOOLS: &str = ".agents/tools";
 pub(crate) struct Project {
     /// The project directory (absolute).
     pub(crate) root: PathBuf,
-    /// agent.json layers, merged, with the environment.
-    pub(crate) settings: Settings,
     /// The database file, absolute; `None` when no location can be found
     /// (no `--db`, `SATCHEL_DB`, `XDG_DATA_HOME` or `HOME`).
     pub(crate) db: Option<PathBuf>,
@@ -26,6 +25,8 @@ pub(crate) struct Project {
     pub(crate) tools_config: Arc<ToolsConfig>,
     /// Permission rules and rate limits.
     pub(crate) policy: Arc<Policy>,
+    /// The database, opened when something first records.
+    pub(crate) store: Arc<LazyStore>,
 }
 
 impl Project {
@@ -41,6 +42,7 @@ impl Project {
             }));
         let (tools_config, tools_warnings) = ToolsConfig::from_settings(&settings);
         let (policy, policy_warnings) = Policy::from_settings(&settings);
+        let redactor = db::redactor(&settings);
         for warning in settings
             .warnings
             .iter()
@@ -51,8 +53,8 @@ impl Project {
         }
         Project {
             root: root.to_path_buf(),
+            store: Arc::new(LazyStore::new(db.clone(), redactor)),
             db,
-            settings,
             tools_config: Arc::new(tools_config),
             policy: Arc::new(policy),
         }
@@ -74,8 +76,17 @@ impl Project {
             Some(dir) => SpecCache::persistent(dir.join("tool-specs.json")),
             None => SpecCache::in_memory(),
         };
-        let live =
-            LiveRegistry::load(self.tool_dirs(), cache, self.tools_config.external.clone()).await?;
+        let deps = BuiltinDeps {
+            code_store: Some(self.store.clone()),
+            ..BuiltinDeps::default()
+        };
+        let live = LiveRegistry::load_with(
+            builtin_tools(&deps),
+            self.tool_dirs(),
+            cache,
+            self.tools_config.external.clone(),
+        )
+        .await?;
         if reprobe {
             live.refresh(true).await?;
         }

@@ -15,9 +15,8 @@ use satchel_tools::{
 };
 use serde_json::{Value, json};
 
-use satchel_store::{AuditSource, Clock, NewToolCall, SqliteStore, SystemClock, ToolCallStore};
+use satchel_store::{AuditSource, Clock, NewToolCall, SystemClock, ToolCallStore};
 
-use super::db;
 use super::project::{PROJECT_TOOLS, Project};
 use crate::cli::{CallArgs, Lang, ListArgs, NewArgs, ToolsCommand};
 
@@ -150,10 +149,8 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
     let input = read_input(args.input.as_deref())?;
     // The database opens while the tool runs; a failure to open costs the
     // record, never the result.
-    let store = tokio::spawn(db::open_for_recording(
-        project.db.clone(),
-        db::redactor(&project.settings),
-    ));
+    let opening = project.store.clone();
+    tokio::spawn(async move { opening.get().await.map(drop) });
     let ctx = ToolContext::standalone(
         format!("cli-{}", std::process::id()),
         project.root.clone(),
@@ -187,7 +184,7 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
         duration_us: u64::try_from(dispatched.duration.as_micros()).unwrap_or(u64::MAX),
     };
     // Recorded before printing, so that a closed stdout cannot lose the record.
-    record_call(store, record).await;
+    record_call(project, record).await;
     let output = dispatched.output;
 
     let mut stdout = std::io::stdout().lock();
@@ -221,27 +218,16 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
 }
 
 /// Records a finished call; any failure is a warning, never an error.
-async fn record_call(
-    store: tokio::task::JoinHandle<Result<SqliteStore, String>>,
-    record: NewToolCall,
-) {
-    let store = match store.await {
-        Ok(Ok(store)) => store,
-        Ok(Err(reason)) => {
-            tracing::warn!("this call was not recorded: {reason}");
-            return;
+async fn record_call(project: &Project, record: NewToolCall) {
+    match project.store.get().await {
+        Ok(store) => {
+            if let Err(error) = store.record_tool_call(record).await {
+                tracing::warn!("this call was not recorded: {error}");
+            }
         }
-        Err(error) => {
-            tracing::warn!("this call was not recorded: opening the database failed: {error}");
-            return;
-        }
-    };
-    if let Err(error) = store.record_tool_call(record).await {
-        tracing::warn!("this call was not recorded: {error}");
+        Err(reason) => tracing::warn!("this call was not recorded: {reason}"),
     }
-    if let Err(error) = store.close().await {
-        tracing::warn!("closing the database: {error}");
-    }
+    project.store.close().await;
 }
 
 /// The results alone: a JSON value pretty-printed, text as it is.

@@ -13,7 +13,7 @@ use crate::{
 };
 
 const EXECUTION_COLUMNS: &str = "id, language, runtime, code, stdout, stderr, exit_code, duration_ms, success, error_category, error_message, sandbox, conversation_id, session_id, tool_call_id, trigger_message, reasoning, created_at";
-const JOB_COLUMNS: &str = "id, task, context, language, generator, status, result, error, conversation_id, created_at, started_at, finished_at";
+const JOB_COLUMNS: &str = "id, task, context, language, generator, status, result, error, conversation_id, runner, created_at, started_at, finished_at";
 
 impl Redact for NewCodeExecution {
     fn redact(self, redactor: &Redactor) -> NewCodeExecution {
@@ -54,16 +54,6 @@ impl Redact for JobUpdate {
             error: self.error.redact(redactor),
             ..self
         }
-    }
-}
-
-/// Nothing secret in a bare reason string we wrote ourselves, but it is a
-/// string like any other.
-struct Reason(String);
-
-impl Redact for Reason {
-    fn redact(self, redactor: &Redactor) -> Reason {
-        Reason(self.0.redact(redactor))
     }
 }
 
@@ -112,9 +102,10 @@ fn job_row(row: &Row<'_>) -> rusqlite::Result<CodeJob> {
         result: row.get(6)?,
         error: row.get(7)?,
         conversation_id: row.get(8)?,
-        created_at: timestamp(row, 9)?,
-        started_at: optional_time(10)?,
-        finished_at: optional_time(11)?,
+        runner: row.get(9)?,
+        created_at: timestamp(row, 10)?,
+        started_at: optional_time(11)?,
+        finished_at: optional_time(12)?,
     })
 }
 
@@ -182,10 +173,19 @@ impl CodeStore for SqliteStore {
             let id = ctx.new_id();
             let now = ctx.now();
             tx.prepare_cached(
-                "INSERT INTO code_jobs (id, task, context, language, generator, status, conversation_id, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6, ?7)",
+                "INSERT INTO code_jobs (id, task, context, language, generator, status, conversation_id, runner, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6, ?7, ?8)",
             )?
-            .execute(params![id, new.task, new.context, new.language, new.generator, new.conversation_id, now.as_millis()])?;
+            .execute(params![
+                id,
+                new.task,
+                new.context,
+                new.language,
+                new.generator,
+                new.conversation_id,
+                new.runner,
+                now.as_millis()
+            ])?;
             Ok(CodeJob {
                 id,
                 task: new.task,
@@ -196,6 +196,7 @@ impl CodeStore for SqliteStore {
                 result: None,
                 error: None,
                 conversation_id: new.conversation_id,
+                runner: new.runner,
                 created_at: now,
                 started_at: None,
                 finished_at: None,
@@ -253,15 +254,12 @@ impl CodeStore for SqliteStore {
         .await
     }
 
-    async fn fail_unfinished_jobs(&self, reason: &str) -> Result<usize, StoreError> {
-        self.write(Reason(reason.to_owned()), |tx, ctx, reason| {
-            let changed = tx
-                .prepare_cached(
-                    "UPDATE code_jobs SET status = 'failed', error = ?1, finished_at = ?2
-                     WHERE status IN ('queued', 'running')",
-                )?
-                .execute(params![reason.0, ctx.now().as_millis()])?;
-            Ok(changed)
+    async fn unfinished_jobs(&self) -> Result<Vec<CodeJob>, StoreError> {
+        self.read(move |conn| {
+            let sql = format!(
+                "SELECT {JOB_COLUMNS} FROM code_jobs WHERE status IN ('queued', 'running') ORDER BY created_at, id"
+            );
+            Ok(all(conn, &sql, [], job_row)?)
         })
         .await
     }
