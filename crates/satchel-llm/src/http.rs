@@ -317,7 +317,7 @@ impl Run {
                 return Err(self.decode_failure(error, asm));
             }
             self.emit(&mut out);
-            let done = asm.finish(self.prepared.estimate.clone());
+            let done = asm.finish(self.prepared.estimate().clone());
             let _ = self.tx.send(Ok(StreamEvent::Done(Box::new(done))));
             return Ok(());
         }
@@ -363,7 +363,7 @@ impl Run {
             }
         }
         if finished || asm.has_stopped() {
-            let done = asm.finish(self.prepared.estimate.clone());
+            let done = asm.finish(self.prepared.estimate().clone());
             let _ = self.tx.send(Ok(StreamEvent::Done(Box::new(done))));
             Ok(())
         } else {
@@ -395,7 +395,7 @@ impl Run {
         LlmError::Interrupted {
             url: self.transport.config.base_url.clone(),
             reason,
-            partial: Box::new(asm.partial(self.prepared.estimate.clone())),
+            partial: Box::new(asm.partial(self.prepared.estimate().clone())),
         }
     }
 

@@ -45,6 +45,7 @@ mod error;
 mod http;
 mod models;
 mod openai;
+mod pretokenize;
 mod provider;
 mod request;
 mod response;

@@ -7,13 +7,15 @@
 //! results) starts, so the estimate can attribute every token without a
 //! second serialisation.
 
+use std::sync::{Arc, OnceLock};
+
 use bytes::Bytes;
 use satchel_core::{Message, ToolSpec};
 use serde::Serialize;
 
 use crate::LlmError;
 use crate::config::{ModelConfig, ProviderKind};
-use crate::tokens::{Section, Span, Spans, TokenEstimate, estimate};
+use crate::tokens::{Encoding, Section, Span, Spans, TokenEstimate, estimate};
 
 /// What the model may do with the tools it is given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -67,8 +69,13 @@ pub enum Mode {
 }
 
 /// A request serialised once: the body that will be sent, byte for byte,
-/// and the estimate counted on exactly those bytes.
-#[derive(Debug, Clone, PartialEq)]
+/// and the token estimate counted on exactly those bytes.
+///
+/// The estimate is computed on first use of [`PreparedRequest::estimate`]
+/// and cached (clones made after that share the figure). Sending does not
+/// wait for it: the driver counts when it assembles the answer, so a long
+/// history does not delay the first token.
+#[derive(Debug, Clone)]
 pub struct PreparedRequest {
     /// The wire format.
     pub provider: ProviderKind,
@@ -80,11 +87,35 @@ pub struct PreparedRequest {
     pub mode: Mode,
     /// The JSON body.
     pub body: Bytes,
-    /// Input tokens, counted on `body`.
-    pub estimate: TokenEstimate,
+    counting: Counting,
+}
+
+/// What the estimate needs besides the body.
+#[derive(Debug, Clone)]
+struct Counting {
+    spans: Arc<Spans>,
+    encoding: Encoding,
+    context_window: u64,
+    max_output_tokens: Option<u64>,
+    estimate: OnceLock<TokenEstimate>,
 }
 
 impl PreparedRequest {
+    /// Input tokens, counted on `body` with the model's tokenizer and
+    /// attributed to sections; computed once, then cached.
+    pub fn estimate(&self) -> &TokenEstimate {
+        let counting = &self.counting;
+        counting.estimate.get_or_init(|| {
+            estimate(
+                counting.encoding,
+                &self.body,
+                &counting.spans,
+                counting.context_window,
+                counting.max_output_tokens,
+            )
+        })
+    }
+
     /// The body as text (it is always UTF-8 JSON).
     pub fn body_text(&self) -> &str {
         std::str::from_utf8(&self.body).unwrap_or_default()
@@ -161,7 +192,7 @@ impl BodyWriter {
         Ok(())
     }
 
-    /// Counts the body and packs it with its estimate.
+    /// Packs the body with what its estimate needs.
     pub(crate) fn finish(
         self,
         config: &ModelConfig,
@@ -169,20 +200,19 @@ impl BodyWriter {
         mode: Mode,
         max_output_tokens: Option<u32>,
     ) -> PreparedRequest {
-        let estimate = estimate(
-            config.encoding,
-            &self.buf,
-            &self.spans,
-            u64::from(config.context_window),
-            max_output_tokens.map(u64::from),
-        );
         PreparedRequest {
             provider: config.provider,
             model: config.model.clone(),
             url,
             mode,
             body: Bytes::from(self.buf),
-            estimate,
+            counting: Counting {
+                spans: Arc::new(self.spans),
+                encoding: config.encoding,
+                context_window: u64::from(config.context_window),
+                max_output_tokens: max_output_tokens.map(u64::from),
+                estimate: OnceLock::new(),
+            },
         }
     }
 }

@@ -132,8 +132,8 @@ async fn streams_a_plain_answer_with_usage() {
             "stream": true,
         })
     );
-    assert!(outcome.prepared.estimate.section(Section::System) > 0);
-    assert_eq!(outcome.prepared.estimate.context_window, 200_000);
+    assert!(outcome.prepared.estimate().section(Section::System) > 0);
+    assert_eq!(outcome.prepared.estimate().context_window, 200_000);
 }
 
 #[tokio::test]
@@ -376,7 +376,7 @@ async fn thinking_is_sent_back_only_within_the_current_tool_loop() {
         sent["tool_choice"],
         json!({"type": "any", "disable_parallel_tool_use": true})
     );
-    let estimate = &outcome.prepared.estimate;
+    let estimate = &outcome.prepared.estimate();
     assert_eq!(estimate.images, 1);
     // The image counts as IMAGE_TOKENS, not as its base64 text.
     let without_image = std::str::from_utf8(&server.requests()[0].body)

@@ -146,7 +146,7 @@ pub(crate) fn assert_sent_exactly(server: &Server, prepared: &PreparedRequest) {
             "the server received other bytes than the prepared body"
         );
     }
-    let estimate = &prepared.estimate;
+    let estimate = &prepared.estimate();
     let received = std::str::from_utf8(&requests[0].body).unwrap();
     if estimate.images == 0 {
         assert_eq!(estimate.total, count_tokens(estimate.encoding, received));

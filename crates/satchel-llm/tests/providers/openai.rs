@@ -119,7 +119,7 @@ async fn streams_a_plain_answer_with_usage() {
         })
     );
     // Estimate and usage side by side.
-    assert_eq!(response.estimate, outcome.prepared.estimate);
+    assert_eq!(response.estimate, *outcome.prepared.estimate());
     assert_eq!(
         response.input_estimate_error(),
         Some(response.estimate.total as i64 - 42)
@@ -279,7 +279,7 @@ async fn assembles_one_tool_call_split_across_many_chunks() {
     assert!(
         outcome
             .prepared
-            .estimate
+            .estimate()
             .section(satchel_llm::Section::Tools)
             > 30
     );
@@ -467,7 +467,7 @@ async fn history_tool_choice_and_parallel_flag_follow_the_format() {
     );
     assert_eq!(sent["parallel_tool_calls"], false);
     assert_eq!(sent["temperature"], 0.5);
-    let estimate = &outcome.prepared.estimate;
+    let estimate = &outcome.prepared.estimate();
     for section in satchel_llm::Section::ALL {
         assert!(estimate.section(section) > 0, "{section:?} is empty");
     }
