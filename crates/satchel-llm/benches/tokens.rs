@@ -3,8 +3,9 @@
 //!
 //! 1. Counting throughput on a generated 1 MB corpus of mixed prose, code
 //!    and JSON, one thread: `count_tokens` with o200k and cl100k, against
-//!    a plain byte scan (what any counter must at least do) and the
-//!    `len / 4` heuristic. Target: at least 20 MB/s per core.
+//!    a plain byte scan (what any counter must at least do), the `len / 4`
+//!    heuristic, and `bpe-openai`'s own `count` (same counts, its regex
+//!    pre-tokenizer). Target: at least 20 MB/s per core.
 //! 2. Building and serialising the request for a conversation of 2,000
 //!    messages (1,000 user, 1,000 assistant) carrying 2,000 tool calls
 //!    (each answered by a tool-result message), with 8 tool definitions,
@@ -50,6 +51,27 @@ impl Rng {
 
     fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
         items[(self.next() % items.len() as u64) as usize]
+    }
+
+    /// A made-up word of 1 to 4 syllables: tens of thousands of distinct
+    /// words, so the corpus is not a few dozen words repeated.
+    fn word(&mut self) -> String {
+        const SYLLABLES: &[&str] = &[
+            "ka", "lo", "mi", "ten", "sar", "vol", "qui", "ber", "ston", "ph", "ex", "ul", "dra",
+            "zin", "or", "ta", "gle", "mon", "rith", "cy", "pre", "sub", "tion", "ing", "ous",
+            "ize", "ment", "ly", "ca", "ne", "po", "ru", "wex", "yam", "jo", "fi",
+        ];
+        let mut word = String::new();
+        for _ in 0..(1 + self.next() % 4) {
+            word.push_str(self.pick(SYLLABLES));
+        }
+        word
+    }
+
+    fn hex(&mut self, len: usize) -> String {
+        (0..len)
+            .map(|_| char::from(b"0123456789abcdef"[(self.next() % 16) as usize]))
+            .collect()
     }
 }
 
@@ -120,7 +142,20 @@ fn corpus(size: usize) -> String {
                     if i > 0 {
                         text.push(' ');
                     }
-                    text.push_str(rng.pick(WORDS));
+                    if rng.next() % 2 == 0 {
+                        text.push_str(rng.pick(WORDS));
+                    } else {
+                        let word = rng.word();
+                        if rng.next() % 7 == 0 {
+                            let mut chars = word.chars();
+                            if let Some(first) = chars.next() {
+                                text.extend(first.to_uppercase());
+                                text.push_str(chars.as_str());
+                            }
+                        } else {
+                            text.push_str(&word);
+                        }
+                    }
                     if rng.next() % 11 == 0 {
                         text.push_str(", ");
                         text.push_str(&(rng.next() % 10_000).to_string());
@@ -131,17 +166,26 @@ fn corpus(size: usize) -> String {
             1 => {
                 for _ in 0..(2 + rng.next() % 6) {
                     text.push_str(rng.pick(CODE));
+                    let (a, b) = (rng.word(), rng.word());
+                    text.push_str(&format!(
+                        "    let {a}_{b} = {}::{}(&{a}, {})?;\n",
+                        rng.word().to_uppercase(),
+                        b,
+                        rng.next() % 1000
+                    ));
                 }
             }
             _ => {
                 let value = json!({
-                    "stdout": format!("total {}\ndrwxr-xr-x  2 user user 4096 {} src\n-rw-r--r--  1 user user {} Cargo.toml\n",
-                        rng.next() % 100, rng.pick(WORDS), rng.next() % 100_000),
+                    "id": format!("call_{}", rng.hex(24)),
+                    "stdout": format!("total {}\ndrwxr-xr-x  2 user user 4096 {} {}\n-rw-r--r--  1 user user {} {}.toml\n",
+                        rng.next() % 100, rng.pick(WORDS), rng.word(), rng.next() % 100_000, rng.word()),
                     "stderr": "",
                     "exit_code": rng.next() % 3,
                     "truncated": false,
                     "duration_ms": rng.next() % 5000,
-                    "path": format!("/home/user/project/{}/{}.rs", rng.pick(WORDS), rng.pick(WORDS)),
+                    "sha": rng.hex(40),
+                    "path": format!("/home/user/project/{}/{}.rs", rng.word(), rng.word()),
                 });
                 text.push_str(&serde_json::to_string_pretty(&value).unwrap());
                 text.push('\n');
@@ -197,6 +241,17 @@ fn counting() {
     let cl100k = median(runs, || {
         tokens.1 = count_tokens(Encoding::Cl100k, black_box(&text))
     });
+    let mut reference = (0, 0);
+    let ref_o200k = median(runs, || {
+        reference.0 = bpe_openai::o200k_base().count(black_box(text.as_str())) as u64
+    });
+    let ref_cl100k = median(runs, || {
+        reference.1 = bpe_openai::cl100k_base().count(black_box(text.as_str())) as u64
+    });
+    assert_eq!(
+        tokens, reference,
+        "Satchel's counts differ from bpe-openai's"
+    );
 
     println!(
         "\nToken counting, {:.2} MB mixed prose/code/JSON, one thread, median of {runs}\n",
@@ -209,10 +264,14 @@ fn counting() {
         "|------------------------------------|--------:|----------:|--------:|-------------:|"
     );
     let row = |name: &str, time: Duration, tokens: Option<u64>| {
+        let rate = if time < Duration::from_micros(1) {
+            "-".to_owned()
+        } else {
+            format!("{:.1}", mb / time.as_secs_f64())
+        };
         println!(
-            "| {name:<34} | {:>7} | {:>9.1} | {:>7} | {:>11.1}x |",
+            "| {name:<34} | {:>8} | {rate:>9} | {:>7} | {:>11.1}x |",
             ms(time),
-            mb / time.as_secs_f64().max(1e-9),
             tokens.map_or("-".into(), |t| t.to_string()),
             time.as_secs_f64() / scan.as_secs_f64().max(1e-9)
         );
@@ -225,6 +284,16 @@ fn counting() {
     );
     row("count_tokens o200k_base", o200k, Some(tokens.0));
     row("count_tokens cl100k_base", cl100k, Some(tokens.1));
+    row(
+        "reference: bpe-openai o200k count",
+        ref_o200k,
+        Some(reference.0),
+    );
+    row(
+        "reference: bpe-openai cl100k count",
+        ref_cl100k,
+        Some(reference.1),
+    );
     println!(
         "\nfirst use (vocabulary load): o200k {}, cl100k {}; target ≥ 20 MB/s per core: o200k {}, cl100k {}",
         ms(load_o200k),
