@@ -142,11 +142,11 @@ fn corpus(size: usize) -> String {
                     if i > 0 {
                         text.push(' ');
                     }
-                    if rng.next() % 2 == 0 {
+                    if rng.next().is_multiple_of(2) {
                         text.push_str(rng.pick(WORDS));
                     } else {
                         let word = rng.word();
-                        if rng.next() % 7 == 0 {
+                        if rng.next().is_multiple_of(7) {
                             let mut chars = word.chars();
                             if let Some(first) = chars.next() {
                                 text.extend(first.to_uppercase());
@@ -156,7 +156,7 @@ fn corpus(size: usize) -> String {
                             text.push_str(&word);
                         }
                     }
-                    if rng.next() % 11 == 0 {
+                    if rng.next().is_multiple_of(11) {
                         text.push_str(", ");
                         text.push_str(&(rng.next() % 10_000).to_string());
                     }

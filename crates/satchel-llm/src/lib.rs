@@ -64,4 +64,4 @@ pub use openai::OpenAiProvider;
 pub use provider::{Provider, connect};
 pub use request::{ChatRequest, Mode, PreparedRequest, ToolChoice};
 pub use response::{AssembledToolCall, Response, StopReason, StreamEvent, Usage};
-pub use tokens::{Encoding, IMAGE_TOKENS, Section, TokenEstimate, count_tokens};
+pub use tokens::{Encoding, IMAGE_TOKENS, Section, SectionTokens, TokenEstimate, count_tokens};

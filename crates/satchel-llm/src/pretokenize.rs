@@ -140,7 +140,7 @@ fn ascii_o200k(b: &[u8], pos: usize) -> Step {
     }
     first!(
         // `[^\r\n\p{L}\p{N}]?` then `U* L+` or `U+ L*`, then a contraction.
-        word(b, pos, |b, start| cased_word(b, start), true),
+        word(b, pos, cased_word, true),
         digits(b, pos),
         punctuation(b, pos, true),
         whitespace(b, pos),
@@ -162,7 +162,7 @@ fn ascii_cl100k(b: &[u8], pos: usize) -> Step {
             Step::No
         },
         // `[^\r\n\p{L}\p{N}]?\p{L}+`
-        word(b, pos, |b, start| letters(b, start), false),
+        word(b, pos, letters, false),
         digits(b, pos),
         punctuation(b, pos, false),
         whitespace(b, pos),

@@ -257,15 +257,47 @@ impl Section {
             Section::Framing => "request framing",
         }
     }
+}
 
-    fn slot(self) -> usize {
-        match self {
-            Section::System => 0,
-            Section::Tools => 1,
-            Section::Messages => 2,
-            Section::ToolResults => 3,
-            Section::Framing => 4,
+/// Tokens per [`Section`] of a request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SectionTokens {
+    /// See [`Section::System`].
+    pub system: u64,
+    /// See [`Section::Tools`].
+    pub tools: u64,
+    /// See [`Section::Messages`].
+    pub messages: u64,
+    /// See [`Section::ToolResults`].
+    pub tool_results: u64,
+    /// See [`Section::Framing`].
+    pub framing: u64,
+}
+
+impl SectionTokens {
+    /// Tokens attributed to `section`.
+    pub fn get(&self, section: Section) -> u64 {
+        match section {
+            Section::System => self.system,
+            Section::Tools => self.tools,
+            Section::Messages => self.messages,
+            Section::ToolResults => self.tool_results,
+            Section::Framing => self.framing,
         }
+    }
+
+    fn slot(&mut self, section: Section) -> &mut u64 {
+        match section {
+            Section::System => &mut self.system,
+            Section::Tools => &mut self.tools,
+            Section::Messages => &mut self.messages,
+            Section::ToolResults => &mut self.tool_results,
+            Section::Framing => &mut self.framing,
+        }
+    }
+
+    fn sum(&self) -> u64 {
+        self.system + self.tools + self.messages + self.tool_results + self.framing
     }
 }
 
@@ -276,8 +308,8 @@ pub struct TokenEstimate {
     pub encoding: Encoding,
     /// Input tokens of the whole request: the sum of the sections.
     pub total: u64,
-    /// Tokens per section, indexed like [`Section::ALL`].
-    pub sections: [u64; 5],
+    /// Tokens per section.
+    pub sections: SectionTokens,
     /// Images in the request (each counted as [`IMAGE_TOKENS`]).
     pub images: u32,
     /// Size of the request body.
@@ -291,7 +323,7 @@ pub struct TokenEstimate {
 impl TokenEstimate {
     /// Tokens attributed to `section`.
     pub fn section(&self, section: Section) -> u64 {
-        self.sections[section.slot()]
+        self.sections.get(section)
     }
 
     /// The share of the context window the request fills, 0.0 to 1.0 (or
@@ -350,7 +382,7 @@ pub(crate) fn estimate(
     context_window: u64,
     max_output_tokens: Option<u64>,
 ) -> TokenEstimate {
-    let mut sections = [0u64; 5];
+    let mut sections = SectionTokens::default();
     let mut images = 0u32;
     let text = String::from_utf8_lossy(body);
 
@@ -377,7 +409,7 @@ pub(crate) fn estimate(
     while i < segments.len() {
         if let Span::Image(section) = segments[i].2 {
             images += 1;
-            sections[section.slot()] += IMAGE_TOKENS;
+            *sections.slot(section) += IMAGE_TOKENS;
             i += 1;
             continue;
         }
@@ -395,7 +427,7 @@ pub(crate) fn estimate(
                     k += 1;
                 }
                 if let Span::Text(section) = segments[k].2 {
-                    sections[section.slot()] += counter.count(piece);
+                    *sections.slot(section) += counter.count(piece);
                 }
             });
         }
@@ -404,7 +436,7 @@ pub(crate) fn estimate(
 
     TokenEstimate {
         encoding,
-        total: sections.iter().sum(),
+        total: sections.sum(),
         sections,
         images,
         body_bytes: body.len() as u64,
