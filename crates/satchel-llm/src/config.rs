@@ -449,6 +449,22 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_example_is_a_valid_section() {
+        let readme = include_str!("../../../README.md");
+        let section = readme
+            .split("## Configuring a model")
+            .nth(1)
+            .and_then(|rest| rest.split("```json").nth(1))
+            .and_then(|rest| rest.split("```").next())
+            .expect("README has a JSON example of the llm section");
+        let value: serde_json::Value = serde_json::from_str(section).unwrap();
+        let config: LlmConfig = serde_json::from_value(value["llm"].clone()).unwrap();
+        assert_eq!(config.model.as_deref(), Some("qwen3:30b"));
+        let resolved = config.resolve(&env(&[])).unwrap();
+        assert_eq!(resolved.context_window, 40_960);
+    }
+
+    #[test]
     fn a_key_in_the_file_is_refused() {
         let config: LlmConfig =
             serde_json::from_value(serde_json::json!({"apiKey": "sk-oops"})).unwrap();

@@ -168,12 +168,17 @@ impl Stream for Driven {
 }
 
 /// Drains `stream` to its final [`Response`].
+///
+/// # Caveats
+/// Dropping the future drops the stream, which aborts the request.
 pub async fn collect(mut stream: EventStream) -> Result<Response, LlmError> {
     while let Some(item) = stream.next().await {
         if let StreamEvent::Done(response) = item? {
             return Ok(*response);
         }
     }
+    // A driver always ends with `Done` or an error; only a stream that was
+    // stopped from outside ends otherwise.
     Err(LlmError::Cancelled)
 }
 
@@ -340,7 +345,7 @@ impl Run {
                 Ok(None) => break,
                 Ok(Some(Err(error))) => {
                     let reason = format!("the connection failed: {}", error_chain(&error));
-                    let error = self.transport_error(&error);
+                    let error = self.interrupted(reason.clone(), Assembler::default());
                     return Err(self.cut(asm, reason, error));
                 }
                 Ok(Some(Ok(chunk))) => chunk,
