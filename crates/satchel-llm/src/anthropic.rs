@@ -25,7 +25,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::LlmError;
-use crate::config::ModelConfig;
+use crate::config::{ANTHROPIC_DEFAULT_MAX_OUTPUT, ModelConfig};
 use crate::http::{DecodeError, Decoder, EventStream, Transport};
 use crate::models::model_info;
 use crate::openai::clip;
@@ -100,7 +100,11 @@ impl Provider for AnthropicProvider {
         let max_tokens = request
             .max_output_tokens
             .or(config.max_output_tokens)
-            .unwrap_or_else(|| model_info(&config.model).max_output_tokens.min(16_384));
+            .unwrap_or_else(|| {
+                model_info(&config.model)
+                    .max_output_tokens
+                    .min(ANTHROPIC_DEFAULT_MAX_OUTPUT)
+            });
         let mut w = BodyWriter::new(size_hint(request));
         w.raw("{");
         w.key("model", true);

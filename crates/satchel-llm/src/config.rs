@@ -43,7 +43,7 @@ pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
 /// Largest answer asked of Anthropic (which requires a figure) when the
 /// model's own maximum is larger and none is configured: long enough for
 /// real work, short enough that a non-streaming call stays reasonable.
-const ANTHROPIC_DEFAULT_MAX_OUTPUT: u32 = 16_384;
+pub(crate) const ANTHROPIC_DEFAULT_MAX_OUTPUT: u32 = 16_384;
 
 /// Which wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
