@@ -576,3 +576,104 @@ async fn a_stream_cut_in_the_middle_keeps_the_partial_answer() {
     assert_eq!(partial.stop_reason, StopReason::Interrupted);
     assert_eq!(partial.usage.unwrap().input_tokens, 10);
 }
+
+#[tokio::test]
+async fn streams_one_tool_call_with_its_input_in_many_deltas() {
+    let input = r#"{"command": "cargo test --workspace 2>&1 | tail -n 20", "timeout": 600}"#;
+    let mut events = vec![message_start(120)];
+    events.extend(tool_block(0, "toolu_single", "bash", input, 1));
+    events.extend(end("tool_use", 40));
+    let server = Server::start(vec![Reply::Sse {
+        events,
+        piece: 5,
+        delay: Duration::ZERO,
+        end: End::Clean,
+    }])
+    .await;
+    let provider = provider(ProviderKind::Anthropic, &server, |_| {});
+    let messages = history();
+    let tools = [bash_spec()];
+    let outcome = call(
+        provider.as_ref(),
+        &ChatRequest::new(&messages, &tools),
+        Mode::Stream,
+    )
+    .await;
+    let response = outcome.response();
+    assert_eq!(response.tool_calls.len(), 1);
+    let call = &response.tool_calls[0];
+    assert_eq!(call.arguments, input);
+    assert_eq!(
+        call.input,
+        json!({"command": "cargo test --workspace 2>&1 | tail -n 20", "timeout": 600})
+    );
+    let deltas = outcome
+        .events
+        .iter()
+        .filter(|e| matches!(e, StreamEvent::ToolCallDelta { .. }))
+        .count();
+    assert_eq!(deltas, input.chars().count());
+    assert_eq!(response.stop_reason, StopReason::ToolUse);
+    assert_sent_exactly(&server, &outcome.prepared);
+}
+
+#[tokio::test]
+async fn shared_failures_behave_the_same_for_anthropic() {
+    let messages = history();
+    let request = ChatRequest::new(&messages, &[]);
+    let mut fine = vec![message_start(10)];
+    fine.extend(text_block(0, &["after the wait"]));
+    fine.extend(end("end_turn", 3));
+
+    // 429 with Retry-After, then an answer.
+    let limited = Reply::json(
+        429,
+        json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})
+            .to_string(),
+    )
+    .with_header("retry-after", "1");
+    let server = Server::start(vec![limited, Reply::sse(fine)]).await;
+    let provider = provider(ProviderKind::Anthropic, &server, |_| {});
+    let outcome = call(provider.as_ref(), &request, Mode::Stream).await;
+    assert_eq!(outcome.response().text(), "after the wait");
+    let requests = server.requests();
+    assert!(requests[1].at - requests[0].at >= Duration::from_millis(950));
+
+    // Silence: a timeout, retried, then reported.
+    let server = Server::start(vec![Reply::Hang]).await;
+    let provider = crate::provider(ProviderKind::Anthropic, &server, |c| {
+        c.request_timeout_secs = Some(1);
+        c.max_retries = Some(1);
+    });
+    let outcome = call(provider.as_ref(), &request, Mode::Whole).await;
+    assert!(matches!(outcome.error(), LlmError::Timeout { .. }));
+    assert_eq!(server.requests().len(), 2);
+
+    // Cancellation while the server holds the request.
+    let server = Server::start(vec![Reply::Hang]).await;
+    let provider = crate::provider(ProviderKind::Anthropic, &server, |_| {});
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        trigger.cancel();
+    });
+    let started = std::time::Instant::now();
+    let outcome = crate::call_with(provider.as_ref(), &request, Mode::Stream, cancel).await;
+    assert!(matches!(outcome.error(), LlmError::Cancelled));
+    assert!(started.elapsed() < Duration::from_millis(1_500));
+
+    // Nothing listening at a configured address.
+    let port = crate::closed_port().await;
+    let provider = crate::provider(ProviderKind::Anthropic, &server, |c| {
+        c.base_url = Some(format!("http://127.0.0.1:{port}"));
+        c.max_retries = Some(0);
+    });
+    let outcome = call(provider.as_ref(), &request, Mode::Stream).await;
+    let message = outcome.error().to_string();
+    assert!(
+        message.starts_with(&format!("cannot reach http://127.0.0.1:{port} (")),
+        "{message}"
+    );
+    assert!(message.contains("Connection refused"), "{message}");
+}
