@@ -195,7 +195,7 @@ async fn check_hostile(harness: &Harness, language: &str, config: &Arc<ToolsConf
     let (looping, background, flood, stdin, write, network) = match language {
         "python" => (
             "while True: pass".to_owned(),
-            format!("import subprocess\np = subprocess.Popen(['sleep', '1000'])\nprint(p.pid)"),
+            "import subprocess\np = subprocess.Popen(['sleep', '1000'])\nprint(p.pid)".to_owned(),
             "import sys\nsys.stdout.write('x' * 5_000_000)".to_owned(),
             "import sys\nprint(repr(sys.stdin.read()))".to_owned(),
             format!("open({:?}, 'w').write('escaped')", target.display().to_string()),

@@ -259,7 +259,7 @@ impl CodeStore for SqliteStore {
             let sql = format!(
                 "SELECT {JOB_COLUMNS} FROM code_jobs WHERE status IN ('queued', 'running') ORDER BY created_at, id"
             );
-            Ok(all(conn, &sql, [], job_row)?)
+            all(conn, &sql, [], job_row)
         })
         .await
     }
