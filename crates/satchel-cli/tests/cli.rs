@@ -614,3 +614,87 @@ fn code_runs_are_traced_and_summarised() {
         "{text}"
     );
 }
+
+/// A Chat Completions stand-in that answers every request with `reply`
+/// and remembers the request bodies.
+fn fake_openai(reply: &'static str) -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let recorded = seen.clone();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let router = axum::Router::new().route(
+                "/v1/chat/completions",
+                axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+                    let recorded = recorded.clone();
+                    async move {
+                        recorded.lock().unwrap().push(body);
+                        axum::Json(json!({
+                            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "fake-coder",
+                            "choices": [{"index": 0, "finish_reason": "stop",
+                                         "message": {"role": "assistant", "content": reply}}],
+                            "usage": {"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30}
+                        }))
+                    }
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            sender.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, router).await.unwrap();
+        });
+    });
+    (format!("http://{}/v1", receiver.recv().unwrap()), seen)
+}
+
+#[test]
+fn code_generate_with_the_configured_model() {
+    let sandbox = Sandbox::new();
+    let (base_url, seen) = fake_openai("```python\nprint('fizz')\n```\nRun it with python3.");
+    sandbox.write_config(
+        &json!({
+            "llm": {"provider": "openai", "baseUrl": base_url, "model": "fake-coder", "apiKeyEnv": "FAKE_KEY"},
+            "code": {"generator": "model"}
+        })
+        .to_string(),
+    );
+    // The one-shot call prints the job id at once and stays until the job is done.
+    let input =
+        json!({"action": "generate", "task": "print fizz", "language": "python"}).to_string();
+    let output = sandbox
+        .command(&["tools", "call", "code", &input])
+        .env("FAKE_KEY", "k-123")
+        .output()
+        .unwrap();
+    let started = stdout_json(&output);
+    let job_id = started["job_id"].as_str().unwrap().to_owned();
+    assert_eq!(started["result"]["generator"], "model fake-coder");
+    let status = json!({"action": "status", "job_id": job_id}).to_string();
+    let report = stdout_json(
+        &sandbox
+            .command(&["tools", "call", "code", &status])
+            .env("FAKE_KEY", "k-123")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(report["result"]["status"], "done", "{report}");
+    assert!(
+        report["result"]["code"]
+            .as_str()
+            .unwrap()
+            .contains("print('fizz')")
+    );
+    let bodies = seen.lock().unwrap();
+    assert_eq!(bodies.len(), 1);
+    assert_eq!(bodies[0]["model"], "fake-coder");
+    assert_eq!(bodies[0]["messages"][0]["role"], "system");
+    assert!(
+        bodies[0]["messages"][1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("print fizz")
+    );
+}

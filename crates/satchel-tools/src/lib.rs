@@ -44,6 +44,8 @@ pub struct BuiltinDeps {
     pub code_store: Option<Arc<dyn code::CodeStoreHandle>>,
     /// The model-backed code generator, when a model is configured.
     pub model_generator: Option<Arc<dyn code::CodeGenerator>>,
+    /// Where the `code` tool reports its background jobs.
+    pub code_jobs: code::JobTracker,
 }
 
 /// Every built-in tool, built once; share them between registries so their
@@ -51,9 +53,10 @@ pub struct BuiltinDeps {
 pub fn builtin_tools(deps: &BuiltinDeps) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(bash::BashTool::new()),
-        Arc::new(code::CodeTool::new(
+        Arc::new(code::CodeTool::with_jobs(
             deps.code_store.clone(),
             deps.model_generator.clone(),
+            deps.code_jobs.clone(),
         )),
         Arc::new(search::SearchTool::new(Arc::new(
             search::MemoryCache::default(),

@@ -3,6 +3,7 @@
 mod code;
 mod db;
 mod log;
+mod model;
 mod policy;
 mod project;
 mod records;

@@ -4,11 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use satchel_tools::code::{CodeGenerator, GeneratorConfig, JobTracker};
 use satchel_tools::external::{SpecCache, ToolDirs};
 use satchel_tools::policy::Policy;
 use satchel_tools::{BuiltinDeps, LiveRegistry, Settings, ToolsConfig, builtin_tools};
 
 use super::db::{self, LazyStore};
+use super::model::{self, ModelGenerator};
 use crate::paths;
 
 /// The project's tools directory, relative to the project.
@@ -27,6 +29,11 @@ pub(crate) struct Project {
     pub(crate) policy: Arc<Policy>,
     /// The database, opened when something first records.
     pub(crate) store: Arc<LazyStore>,
+    /// The model that writes code for `generate` jobs, when the config asks
+    /// for one and it can be set up.
+    pub(crate) model_generator: Option<Arc<dyn CodeGenerator>>,
+    /// Background jobs the `code` tool started in this process.
+    pub(crate) code_jobs: JobTracker,
 }
 
 impl Project {
@@ -51,8 +58,24 @@ impl Project {
         {
             tracing::warn!("{warning}");
         }
+        let model_generator = match tools_config.code.generator {
+            Some(GeneratorConfig::Model) => match model::provider(&settings) {
+                Ok(provider) => {
+                    Some(Arc::new(ModelGenerator { provider }) as Arc<dyn CodeGenerator>)
+                }
+                Err(reason) => {
+                    tracing::warn!(
+                        "code.generator is \"model\" but no model can be used: {reason}"
+                    );
+                    None
+                }
+            },
+            _ => None,
+        };
         Project {
             root: root.to_path_buf(),
+            model_generator,
+            code_jobs: JobTracker::default(),
             store: Arc::new(LazyStore::new(db.clone(), redactor)),
             db,
             tools_config: Arc::new(tools_config),
@@ -78,7 +101,8 @@ impl Project {
         };
         let deps = BuiltinDeps {
             code_store: Some(self.store.clone()),
-            ..BuiltinDeps::default()
+            model_generator: self.model_generator.clone(),
+            code_jobs: self.code_jobs.clone(),
         };
         let live = LiveRegistry::load_with(
             builtin_tools(&deps),

@@ -210,6 +210,20 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
             tracing::warn!("{note}");
         }
     }
+    drop(stdout);
+    // A one-shot process would kill the jobs it started by exiting: the
+    // job id is printed at once, then the process stays until they finish.
+    if project.code_jobs.running() > 0 {
+        tracing::info!(
+            "waiting for {} background job(s) to finish",
+            project.code_jobs.running()
+        );
+        tokio::select! {
+            () = project.code_jobs.wait_all() => {}
+            () = wait_for_interrupt() => tracing::warn!("interrupted: background jobs stopped"),
+        }
+    }
+    project.store.close().await;
     Ok(if output.is_error {
         ExitCode::FAILURE
     } else {
@@ -227,7 +241,6 @@ async fn record_call(project: &Project, record: NewToolCall) {
         }
         Err(reason) => tracing::warn!("this call was not recorded: {reason}"),
     }
-    project.store.close().await;
 }
 
 /// The results alone: a JSON value pretty-printed, text as it is.

@@ -58,11 +58,52 @@ impl CodeStoreHandle for OpenCodeStore {
     }
 }
 
+/// The generation jobs running in this process, so that a short-lived
+/// process (a one-shot CLI call) can wait for them before it exits.
+#[derive(Debug, Clone, Default)]
+pub struct JobTracker {
+    running: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+}
+
+impl JobTracker {
+    fn track(&self, handle: tokio::task::JoinHandle<()>) {
+        let mut running = self
+            .running
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        running.retain(|h| !h.is_finished());
+        running.push(handle);
+    }
+
+    /// Number of jobs still running.
+    pub fn running(&self) -> usize {
+        let running = self
+            .running
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        running.iter().filter(|h| !h.is_finished()).count()
+    }
+
+    /// Waits until every job started so far has finished.
+    pub async fn wait_all(&self) {
+        let handles: Vec<_> = std::mem::take(
+            &mut *self
+                .running
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
+        for handle in handles {
+            let _ = handle.await;
+        }
+    }
+}
+
 /// The tool; see the module docs.
 pub struct CodeTool {
     spec: ToolSpec,
     store: Option<Arc<dyn CodeStoreHandle>>,
     model_generator: Option<Arc<dyn CodeGenerator>>,
+    jobs: JobTracker,
 }
 
 impl CodeTool {
@@ -72,10 +113,20 @@ impl CodeTool {
         store: Option<Arc<dyn CodeStoreHandle>>,
         model_generator: Option<Arc<dyn CodeGenerator>>,
     ) -> CodeTool {
+        CodeTool::with_jobs(store, model_generator, JobTracker::default())
+    }
+
+    /// Like [`CodeTool::new`], reporting its jobs to `jobs`.
+    pub fn with_jobs(
+        store: Option<Arc<dyn CodeStoreHandle>>,
+        model_generator: Option<Arc<dyn CodeGenerator>>,
+        jobs: JobTracker,
+    ) -> CodeTool {
         CodeTool {
             spec: spec(),
             store,
             model_generator,
+            jobs,
         }
     }
 
@@ -297,13 +348,13 @@ impl CodeTool {
                 )
             })?;
         let job_id = job.id.clone();
-        jobs::spawn_job(
+        self.jobs.track(jobs::spawn_job(
             store,
             generator.clone(),
             job,
             request,
             CancellationToken::new(),
-        );
+        ));
         let results = json!({"success": true, "result": {"status": "queued", "generator": generator.name()}, "error": null, "job_id": job_id});
         Ok(ToolOutput::success(ToolResults::json(results), format!("started code generation job {job_id} ({})", generator.name()))
             .with_response("The job runs in the background; call code with action \"status\" and this job_id to get the code."))
