@@ -107,6 +107,7 @@ fn source_label(source: &ToolSource, project: &Path) -> String {
     match source {
         ToolSource::Builtin => "builtin".to_owned(),
         ToolSource::External { level, path } => format!("{level} {}", display_path(path, project)),
+        ToolSource::Extra { group, origin } => format!("{group} {origin}"),
     }
 }
 
@@ -126,6 +127,7 @@ fn print_list(
                 let (source, path) = match tool.source() {
                     ToolSource::Builtin => ("builtin".to_owned(), Value::Null),
                     ToolSource::External { level, path } => (level.to_string(), json!(path)),
+                    ToolSource::Extra { group, origin } => (group, json!(origin)),
                 };
                 if let Value::Object(map) = &mut value {
                     map.insert("source".into(), json!(source));
