@@ -25,3 +25,13 @@ pub mod server;
 pub use client::{McpManager, ServerState, ServerStatus};
 pub use error::McpError;
 pub use server::{SatchelServer, ServerOptions, serve_stdio};
+
+/// Installs ring as the process's TLS crypto provider, once; call it before
+/// building any rmcp HTTP client. reqwest is built without a default
+/// provider here (aws-lc is slow to build), and panics without one.
+pub fn ensure_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Err means another thread installed one first: fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}

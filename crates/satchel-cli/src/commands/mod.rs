@@ -1,5 +1,7 @@
 //! One module per command group; [`run`] dispatches.
 
+mod mcp;
+mod setup;
 mod tools;
 
 use std::process::ExitCode;
@@ -11,5 +13,6 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let project = std::path::absolute(&cli.project)?;
     match cli.command {
         Command::Tools(command) => tools::run(command, &project).await,
+        Command::Mcp(command) => mcp::run(command, &project).await,
     }
 }

@@ -10,30 +10,49 @@ use anyhow::{Context, bail};
 use satchel_core::{ToolCall, ToolOutput, ToolResults, is_valid_tool_name};
 use satchel_tools::external::{Language, SpecCache, ToolDirs, skeleton, tool_name_for_file};
 use satchel_tools::format::truncate_chars;
-use satchel_tools::{
-    LiveRegistry, Registry, Settings, Style, ToolContext, ToolSource, ToolsConfig,
-};
+use satchel_tools::{LiveRegistry, Registry, Style, ToolContext, ToolSource, ToolsConfig};
 use serde_json::{Value, json};
 
+use super::setup::{self, PROJECT_TOOLS};
 use crate::cli::{CallArgs, Lang, ListArgs, NewArgs, ToolsCommand};
-use crate::paths;
 
 /// Characters of a description shown by `tools list`.
 const LIST_DESCRIPTION_CHARS: usize = 60;
-/// The project's tools directory, relative to the project.
-const PROJECT_TOOLS: &str = ".agents/tools";
 
 pub(crate) async fn run(command: ToolsCommand, project: &Path) -> anyhow::Result<ExitCode> {
-    let config = load_config(project);
+    let config = setup::load_config(project);
     let reprobe = matches!(command, ToolsCommand::Refresh(_));
     let live = match command {
         ToolsCommand::New(args) => return new_tool(args, project, &config).await,
-        _ => load_tools(project, &config, reprobe).await?,
+        _ => Arc::new(setup::load_tools(project, &config, reprobe).await?),
     };
+    // Imported MCP tools: started unless the named tool is already known.
+    let wanted = match &command {
+        ToolsCommand::Show(args) => Some(args.name.as_str()),
+        ToolsCommand::Call(args) => Some(args.name.as_str()),
+        _ => None,
+    };
+    let servers = match wanted {
+        Some(name) if live.current().get(name).is_some() => None,
+        _ => Some(setup::start_mcp_servers(&live, project).await),
+    };
+    let code = run_with(command, &live, project, config).await;
+    if let Some(servers) = servers {
+        servers.shutdown().await;
+    }
+    code
+}
+
+async fn run_with(
+    command: ToolsCommand,
+    live: &LiveRegistry,
+    project: &Path,
+    config: Arc<ToolsConfig>,
+) -> anyhow::Result<ExitCode> {
     let registry = live.current();
     match command {
         ToolsCommand::List(args) | ToolsCommand::Refresh(args) => {
-            print_list(&live, &registry, project, &args)?
+            print_list(live, &registry, project, &args)?
         }
         ToolsCommand::Show(args) => {
             let Some(tool) = registry.get(&args.name) else {
@@ -53,42 +72,6 @@ pub(crate) async fn run(command: ToolsCommand, project: &Path) -> anyhow::Result
         ToolsCommand::New(_) => {}
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn load_config(project: &Path) -> Arc<ToolsConfig> {
-    let settings = Settings::load(&Settings::default_paths(
-        project,
-        paths::user_config_dir().as_deref(),
-    ));
-    let (config, warnings) = ToolsConfig::from_settings(&settings);
-    for warning in settings.warnings.iter().chain(&warnings) {
-        tracing::warn!("{warning}");
-    }
-    Arc::new(config)
-}
-
-fn tool_dirs(project: &Path) -> ToolDirs {
-    ToolDirs {
-        project: Some(project.join(PROJECT_TOOLS)),
-        user: paths::user_config_dir().map(|dir| dir.join("tools")),
-        system: paths::system_tools_dir(),
-    }
-}
-
-async fn load_tools(
-    project: &Path,
-    config: &ToolsConfig,
-    reprobe: bool,
-) -> anyhow::Result<LiveRegistry> {
-    let cache = match paths::user_cache_dir() {
-        Some(dir) => SpecCache::persistent(dir.join("tool-specs.json")),
-        None => SpecCache::in_memory(),
-    };
-    let live = LiveRegistry::load(tool_dirs(project), cache, config.external.clone()).await?;
-    if reprobe {
-        live.refresh(true).await?;
-    }
-    Ok(live)
 }
 
 fn names(registry: &Registry) -> String {
@@ -175,6 +158,13 @@ fn print_list(
             "{name:width$}  {description:description_width$}  {source}"
         )?;
     }
+    let rejected = live.rejected();
+    if !rejected.is_empty() {
+        writeln!(stdout, "\nNot imported ({}):", rejected.len())?;
+        for entry in rejected.iter() {
+            writeln!(stdout, "  ! {} {}: {}", entry.group, entry.name, entry.reason)?;
+        }
+    }
     let skipped = live.skipped();
     if !skipped.is_empty() {
         writeln!(stdout, "\nNot tools ({}):", skipped.len())?;
@@ -206,7 +196,7 @@ async fn call(
     );
     let cancel = ctx.cancel.clone();
     tokio::spawn(async move {
-        wait_for_interrupt().await;
+        setup::wait_for_interrupt().await;
         tracing::warn!("interrupted: stopping the tool");
         cancel.cancel();
     });
@@ -340,20 +330,4 @@ async fn new_tool(args: NewArgs, project: &Path, config: &ToolsConfig) -> anyhow
         "then edit its schema and code; `satchel tools list` shows it."
     )?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Resolves on Ctrl-C or SIGTERM.
-async fn wait_for_interrupt() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        std::future::pending::<()>().await;
-        return;
-    };
-    tokio::select! {
-        _ = interrupt.recv() => {}
-        _ = terminate.recv() => {}
-    }
 }

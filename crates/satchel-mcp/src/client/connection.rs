@@ -85,7 +85,7 @@ impl Connection {
                 }
             }
             TransportConfig::Http { url, headers } => {
-                ensure_crypto_provider();
+                crate::ensure_crypto_provider();
                 let mut custom = HashMap::new();
                 for (name, value) in headers {
                     let name = HeaderName::try_from(name.as_str())
@@ -165,14 +165,5 @@ fn with_stderr(message: String, process: &ServerProcess) -> String {
         message
     } else {
         format!("{message}; stderr: {tail}")
-    }
-}
-
-/// reqwest is built without a default TLS provider (no aws-lc); install
-/// ring's once per process so HTTPS servers work.
-fn ensure_crypto_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Err means another thread installed one first: fine.
-        let _ = rustls::crypto::ring::default_provider().install_default();
     }
 }

@@ -1,0 +1,98 @@
+//! What several commands set up the same way: configuration, the live
+//! registry, the MCP servers of mcp.json, and the interrupt signal.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use satchel_mcp::client::{ManagerOptions, McpConfig};
+use satchel_mcp::McpManager;
+use satchel_tools::external::{SpecCache, ToolDirs};
+use satchel_tools::{LiveRegistry, Settings, ToolsConfig};
+
+use crate::paths;
+
+/// The project's tools directory, relative to the project.
+pub(crate) const PROJECT_TOOLS: &str = ".agents/tools";
+
+/// agent.json's layers merged; problems become warnings on stderr.
+pub(crate) fn load_config(project: &Path) -> Arc<ToolsConfig> {
+    let settings = Settings::load(&Settings::default_paths(
+        project,
+        paths::user_config_dir().as_deref(),
+    ));
+    let (config, warnings) = ToolsConfig::from_settings(&settings);
+    for warning in settings.warnings.iter().chain(&warnings) {
+        tracing::warn!("{warning}");
+    }
+    Arc::new(config)
+}
+
+fn tool_dirs(project: &Path) -> ToolDirs {
+    ToolDirs {
+        project: Some(project.join(PROJECT_TOOLS)),
+        user: paths::user_config_dir().map(|dir| dir.join("tools")),
+        system: paths::system_tools_dir(),
+    }
+}
+
+/// Built-in and external tools; with `reprobe`, every external tool is
+/// asked for its spec again.
+pub(crate) async fn load_tools(
+    project: &Path,
+    config: &ToolsConfig,
+    reprobe: bool,
+) -> anyhow::Result<LiveRegistry> {
+    let cache = match paths::user_cache_dir() {
+        Some(dir) => SpecCache::persistent(dir.join("tool-specs.json")),
+        None => SpecCache::in_memory(),
+    };
+    let live = LiveRegistry::load(tool_dirs(project), cache, config.external.clone()).await?;
+    if reprobe {
+        live.refresh(true).await?;
+    }
+    Ok(live)
+}
+
+/// mcp.json's layers; problems become warnings on stderr.
+pub(crate) fn load_mcp_config(project: &Path) -> McpConfig {
+    let paths = McpConfig::default_paths(project, paths::user_config_dir().as_deref());
+    let config = McpConfig::load(&paths, project, &|name| std::env::var(name).ok());
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
+    config
+}
+
+/// Starts mcp.json's servers and waits for each to come up or fail; a
+/// server that fails is a warning (logged by the manager), never an error.
+pub(crate) async fn start_mcp_servers(live: &Arc<LiveRegistry>, project: &Path) -> McpManager {
+    let manager = start_mcp_in_background(live, project);
+    manager.ready().await;
+    manager
+}
+
+/// Starts mcp.json's servers without waiting; their tools join `live` as
+/// they come up.
+pub(crate) fn start_mcp_in_background(live: &Arc<LiveRegistry>, project: &Path) -> McpManager {
+    McpManager::start(
+        live.clone(),
+        load_mcp_config(project),
+        ManagerOptions::default(),
+    )
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub(crate) async fn wait_for_interrupt() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = interrupt.recv() => {}
+        _ = terminate.recv() => {}
+    }
+}
