@@ -128,22 +128,32 @@ impl Connection {
         self.process.as_ref().map(ServerProcess::pid)
     }
 
-    /// Resolves when the connection ends on its own (the server exited or
-    /// hung up), with what happened.
+    /// Resolves when the connection ends on its own, with what happened: a
+    /// stdio server's process exited (even if a helper it started still
+    /// holds its stdout open) or closed its stdout, or an HTTP connection
+    /// ended.
     pub(crate) async fn closed(&mut self) -> String {
-        let _ = (&mut self.service).await;
-        match &mut self.process {
-            Some(process) => {
-                let status =
-                    tokio::time::timeout(Duration::from_millis(500), process.wait()).await;
-                let how = match status {
-                    Ok(Ok(status)) => describe_exit(status),
-                    _ => "closed its stdout".to_owned(),
-                };
-                with_stderr(format!("the server {how}"), process)
+        let Connection {
+            service, process, ..
+        } = self;
+        let Some(process) = process else {
+            let _ = service.await;
+            return "the connection closed".to_owned();
+        };
+        let status = tokio::select! {
+            _ = &mut *service => {
+                tokio::time::timeout(Duration::from_millis(500), process.wait()).await.ok()
             }
-            None => "the connection closed".to_owned(),
-        }
+            status = process.wait() => Some(status),
+        };
+        let how = match status {
+            Some(Ok(status)) => describe_exit(status),
+            Some(Err(error)) => format!("could not be waited for ({error})"),
+            None => "closed its stdout".to_owned(),
+        };
+        // Let it finish writing its last words.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        with_stderr(format!("the server {how}"), process)
     }
 
     /// Shuts down in order: the transport closes (a stdio server's stdin
