@@ -219,6 +219,11 @@ fn every_command_has_help_with_examples() {
         &["tools", "list", "--help"],
         &["tools", "show", "--help"],
         &["tools", "call", "--help"],
+        &["tools", "refresh", "--help"],
+        &["tools", "new", "--help"],
+        &["mcp", "--help"],
+        &["mcp", "serve", "--help"],
+        &["mcp", "servers", "--help"],
     ] {
         let output = Sandbox::new().run(args);
         assert!(output.status.success(), "{args:?}");
@@ -436,4 +441,82 @@ fn tools_refresh_asks_every_tool_again() {
         std::fs::read_to_string(&counter).unwrap().lines().count(),
         2
     );
+}
+
+#[test]
+fn mcp_servers_without_configuration_says_where_to_add_them() {
+    let output = Sandbox::new().run(&["mcp", "servers"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.starts_with("no MCP servers configured"), "{text}");
+    let output = Sandbox::new().run(&["mcp", "servers", "--json"]);
+    assert_eq!(stdout_json(&output), json!([]));
+}
+
+#[test]
+fn mcp_serve_refuses_a_public_address_without_a_token() {
+    let output = Sandbox::new().run(&["mcp", "serve", "--http", "0.0.0.0:0"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("is not a loopback address: give a bearer token"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// Stdout of `mcp serve` carries the protocol and nothing else, even with
+/// every log level on and a broken MCP server configured.
+#[test]
+fn mcp_serve_over_stdio_writes_only_protocol_to_stdout() {
+    use std::io::{BufRead, BufReader, Write};
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.project().join(".agents/mcp.json"),
+        r#"{"mcpServers": {"broken": {"command": "/nonexistent/server"}}}"#,
+    )
+    .unwrap();
+    let mut child = sandbox
+        .command(&["-vvv", "mcp", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": "echo via mcp"}}}),
+    ];
+    for request in &requests {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answers = Vec::new();
+    while answers.len() < 2 {
+        let line = lines.next().expect("stdout closed early").unwrap();
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON-RPC ({e}): {line}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        if message.get("id").is_some() {
+            answers.push(message);
+        }
+    }
+    assert_eq!(answers[0]["result"]["serverInfo"]["name"], "satchel");
+    assert_eq!(
+        answers[1]["result"]["structuredContent"]["stdout"],
+        "via mcp\n"
+    );
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    for line in lines {
+        let line = line.unwrap();
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON-RPC ({e}): {line}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+    }
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut log).unwrap();
+    assert!(log.contains("/nonexistent/server"), "{log}");
 }
