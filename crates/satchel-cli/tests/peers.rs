@@ -77,7 +77,9 @@ impl Sandbox {
     }
 
     fn install_tool(&self, source: &str) {
-        let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers").join(source);
+        let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/peers")
+            .join(source);
         let to = self.project().join(".agents/tools").join(source);
         std::fs::copy(from, &to).unwrap();
         std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -162,7 +164,10 @@ fn python_sdk_client_lists_and_calls_satchel_tools() {
         assert_eq!(result["isError"], true, "{key}: {result}");
         assert_eq!(result["structuredContent"]["error_code"], code, "{key}");
         assert!(
-            result["content"][0]["text"].as_str().unwrap().contains(code),
+            result["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains(code),
             "{key}: {result}"
         );
     }

@@ -70,11 +70,7 @@ pub fn from_mcp_tool(tool: &McpTool, name: &str) -> ToolSpec {
     ToolSpec {
         name: name.to_owned(),
         title,
-        description: tool
-            .description
-            .as_deref()
-            .unwrap_or_default()
-            .to_owned(),
+        description: tool.description.as_deref().unwrap_or_default().to_owned(),
         input_schema: Value::Object(tool.input_schema.as_ref().clone()),
         output_schema: tool
             .output_schema
@@ -235,7 +231,9 @@ mod tests {
             title: Some("Bash".into()),
             description: "Run a command".into(),
             input_schema: json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "$defs": {"a": {}}, "additionalProperties": false}),
-            output_schema: Some(json!({"type": "object", "properties": {"x": {"type": "integer"}}})),
+            output_schema: Some(
+                json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
+            ),
             annotations: ToolAnnotations {
                 read_only_hint: Some(false),
                 destructive_hint: Some(true),
@@ -324,8 +322,8 @@ mod tests {
 
     #[test]
     fn results_come_back_from_structured_content_or_blocks() {
-        let output = ToolOutput::error(ErrorCode::InvalidParams, "bad")
-            .with_response("see the schema");
+        let output =
+            ToolOutput::error(ErrorCode::InvalidParams, "bad").with_response("see the schema");
         let back = from_call_tool_result(&to_call_tool_result(&output), "bad".into());
         assert_eq!(back, output);
 

@@ -138,11 +138,9 @@ fn allowed_origins(extra: &[String]) -> Result<Vec<String>, McpError> {
     let mut origins: Vec<String> = LOCAL_ORIGINS.iter().map(|o| (*o).to_owned()).collect();
     for origin in extra {
         let trimmed = origin.trim_end_matches('/');
-        let valid = trimmed
-            .split_once("://")
-            .is_some_and(|(scheme, rest)| {
-                !scheme.is_empty() && !rest.is_empty() && !rest.contains('/')
-            });
+        let valid = trimmed.split_once("://").is_some_and(|(scheme, rest)| {
+            !scheme.is_empty() && !rest.is_empty() && !rest.contains('/')
+        });
         if !valid {
             return Err(McpError::InvalidOrigin(origin.clone()));
         }
@@ -201,7 +199,10 @@ mod tests {
     #[test]
     fn origins_must_be_scheme_and_host() {
         let origins = allowed_origins(&["https://app.example.com/".into()]).unwrap();
-        assert_eq!(origins.last().map(String::as_str), Some("https://app.example.com"));
+        assert_eq!(
+            origins.last().map(String::as_str),
+            Some("https://app.example.com")
+        );
         assert!(allowed_origins(&["app.example.com".into()]).is_err());
         assert!(allowed_origins(&["https://app.example.com/path".into()]).is_err());
     }

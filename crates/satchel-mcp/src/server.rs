@@ -26,7 +26,9 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ServerHandler, ServiceExt};
 use satchel_core::ToolCall;
-use satchel_tools::{CallObserver, CallSource, LiveRegistry, ToolContext, ToolsConfig, observed_call};
+use satchel_tools::{
+    CallObserver, CallSource, LiveRegistry, ToolContext, ToolsConfig, observed_call,
+};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -124,7 +126,8 @@ fn peer_name(context: &RequestContext<RoleServer>) -> Option<String> {
 
 impl ServerHandler for SatchelServer {
     fn get_info(&self) -> ServerConfig {
-        #[allow(deprecated)] // Logging is deprecated in the newest revision, still asked for by older clients.
+        #[allow(deprecated)]
+        // Logging is deprecated in the newest revision, still asked for by older clients.
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
@@ -235,7 +238,10 @@ impl ServerHandler for SatchelServer {
 /// to it while this runs (log to stderr). Calls still running when the
 /// client goes away are cancelled with their futures, which stops their
 /// process groups.
-pub async fn serve_stdio(server: SatchelServer, shutdown: CancellationToken) -> Result<(), McpError> {
+pub async fn serve_stdio(
+    server: SatchelServer,
+    shutdown: CancellationToken,
+) -> Result<(), McpError> {
     let transport = (tokio::io::stdin(), tokio::io::stdout());
     let running = server
         .serve_with_ct(transport, shutdown)

@@ -235,7 +235,11 @@ async fn stdio_tools_are_imported_and_called() {
         let output = fx.call("sh__hello", json!({"who": "satchel"})).await;
         assert!(!output.is_error, "{output:?}");
         assert_eq!(output.results, ToolResults::Text("hello satchel".into()));
-        assert!(output.user_message.starts_with("called `hello` on MCP server `sh` in "));
+        assert!(
+            output
+                .user_message
+                .starts_with("called `hello` on MCP server `sh` in ")
+        );
         // Satchel validates against the server's schema before sending.
         let output = fx.call("sh__hello", json!({"who": 3})).await;
         assert_eq!(output.error_code, Some(ErrorCode::InvalidParams));
@@ -261,7 +265,10 @@ async fn check_shutdown(mode: &str, expected: &[&str]) {
         .into_iter()
         .chain(pids(&marks.join("helpers")))
     {
-        assert!(process_gone(pid), "mode {mode}: {pid} survived the shutdown");
+        assert!(
+            process_gone(pid),
+            "mode {mode}: {pid} survived the shutdown"
+        );
     }
 }
 
@@ -288,8 +295,15 @@ async fn a_crashed_server_is_restarted_and_its_tools_keep_working() {
 
         let output = fx.call("sh__crash", json!({})).await;
         assert!(output.is_error);
-        assert_eq!(output.error_code, Some(ErrorCode::ToolCrashed), "{output:?}");
-        let message = output.results.structured().unwrap()["error"].as_str().unwrap().to_owned();
+        assert_eq!(
+            output.error_code,
+            Some(ErrorCode::ToolCrashed),
+            "{output:?}"
+        );
+        let message = output.results.structured().unwrap()["error"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         assert!(message.contains("closed during `crash`"), "{message}");
 
         wait_until("the server restarted", || {
@@ -300,7 +314,10 @@ async fn a_crashed_server_is_restarted_and_its_tools_keep_working() {
         let st = status(&manager, "sh");
         assert_ne!(st.pid, Some(first_pid));
         assert!(
-            st.last_error.as_deref().unwrap().contains("exited with status 7"),
+            st.last_error
+                .as_deref()
+                .unwrap()
+                .contains("exited with status 7"),
             "{st:?}"
         );
         assert!(process_gone(first_pid));
@@ -325,7 +342,10 @@ async fn a_server_that_keeps_crashing_is_given_up_and_loses_its_tools() {
         let ServerState::Failed { reason } = &st.state else {
             unreachable!()
         };
-        assert!(reason.starts_with("gave up after 3 restarts in a row"), "{reason}");
+        assert!(
+            reason.starts_with("gave up after 3 restarts in a row"),
+            "{reason}"
+        );
         assert!(reason.contains("flaked"), "{reason}");
         assert!(st.tools.is_empty());
         assert!(fx.live.current().get("sh__hello").is_none());
@@ -382,12 +402,23 @@ async fn servers_that_fail_to_start_do_not_stop_the_others() {
             ServerState::Failed { reason } => reason,
             other => panic!("{name}: {other:?}"),
         };
-        assert_eq!(reason("hang"), "did not start and list its tools within 0.5 s");
+        assert_eq!(
+            reason("hang"),
+            "did not start and list its tools within 0.5 s"
+        );
         assert!(reason("missing").starts_with("cannot start `/nonexistent/mcp-server`"));
         assert_eq!(reason("unset"), "environment variable `TOKEN` is not set");
-        assert!(reason("refused").contains("127.0.0.1:9"), "{}", reason("refused"));
+        assert!(
+            reason("refused").contains("127.0.0.1:9"),
+            "{}",
+            reason("refused")
+        );
         assert_eq!(status(&manager, "sh").state, ServerState::Running);
-        let pid: i32 = std::fs::read_to_string(&hang_pid).unwrap().trim().parse().unwrap();
+        let pid: i32 = std::fs::read_to_string(&hang_pid)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         wait_until("the hung server was killed", || process_gone(pid)).await;
         manager.shutdown().await;
     })
@@ -488,11 +519,12 @@ impl TestServer {
 
 async fn start_test_server() -> (String, CancellationToken) {
     let shutdown = CancellationToken::new();
-    let service: StreamableHttpService<TestServer, LocalSessionManager> = StreamableHttpService::new(
-        || Ok(TestServer),
-        Default::default(),
-        StreamableHttpServerConfig::default().with_cancellation_token(shutdown.child_token()),
-    );
+    let service: StreamableHttpService<TestServer, LocalSessionManager> =
+        StreamableHttpService::new(
+            || Ok(TestServer),
+            Default::default(),
+            StreamableHttpServerConfig::default().with_cancellation_token(shutdown.child_token()),
+        );
     let router = axum::Router::new().nest_service("/mcp", service);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
@@ -523,7 +555,16 @@ async fn http_server_calls_errors_timeouts_progress_and_cancellation() {
         let st = status(&manager, "web");
         assert_eq!(st.state, ServerState::Running, "{st:?}");
         let names: Vec<&str> = st.tools.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["web__chatty", "web__echo", "web__fail", "web__measure", "web__slow"]);
+        assert_eq!(
+            names,
+            [
+                "web__chatty",
+                "web__echo",
+                "web__fail",
+                "web__measure",
+                "web__slow"
+            ]
+        );
 
         let output = fx.call("web__echo", json!({"text": "hi"})).await;
         assert_eq!(output.results, ToolResults::Text("echo: hi".into()));
@@ -538,16 +579,27 @@ async fn http_server_calls_errors_timeouts_progress_and_cancellation() {
         assert_eq!(output.results.to_text(), "it broke, as it always does");
 
         let output = fx.call("web__measure", json!({})).await;
-        assert_eq!(output.results.structured(), Some(&json!({"size": 3, "unit": "m"})));
+        assert_eq!(
+            output.results.structured(),
+            Some(&json!({"size": 3, "unit": "m"}))
+        );
 
         let started = Instant::now();
         let output = fx.call("web__slow", json!({})).await;
-        assert_eq!(output.error_code, Some(ErrorCode::ToolTimeout), "{output:?}");
+        assert_eq!(
+            output.error_code,
+            Some(ErrorCode::ToolTimeout),
+            "{output:?}"
+        );
         assert!(started.elapsed() < Duration::from_millis(1500));
 
         // A second of work, but progress every 100 ms keeps the 400 ms timeout at bay.
         let output = fx.call("web__chatty", json!({})).await;
-        assert_eq!(output.results, ToolResults::Text("done talking".into()), "{output:?}");
+        assert_eq!(
+            output.results,
+            ToolResults::Text("done talking".into()),
+            "{output:?}"
+        );
 
         let cancel = CancellationToken::new();
         let trigger = cancel.clone();

@@ -183,7 +183,10 @@ async fn calls_return_text_and_structured_content() {
         let calls = fx.recorder.calls.lock().unwrap().clone();
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].0.channel, "mcp-test");
-        assert!(calls[0].0.peer.as_deref().unwrap().starts_with("rmcp"), "{calls:?}");
+        assert!(
+            calls[0].0.peer.as_deref().unwrap().starts_with("rmcp"),
+            "{calls:?}"
+        );
         assert_eq!((calls[0].1.as_str(), calls[0].2), ("bash", false));
     })
     .await;
@@ -196,7 +199,11 @@ async fn failures_are_is_error_results_never_protocol_errors() {
         let (client, _) = fx.connect().await;
         for (name, arguments, code) in [
             ("nope", json!({}), "TOOL_NOT_FOUND"),
-            ("bash", json!({"command": "true", "timeout": -1}), "INVALID_PARAMS"),
+            (
+                "bash",
+                json!({"command": "true", "timeout": -1}),
+                "INVALID_PARAMS",
+            ),
             ("bash", json!({}), "INVALID_PARAMS"),
         ] {
             let result = call(&client, name, arguments).await;
@@ -361,10 +368,20 @@ async fn http_checks_origin_host_and_token() {
             allowed_origins: vec!["https://app.example.com".into()],
         };
         let (url, shutdown) = start_http(&fx, loopback.clone()).await;
-        let port = url.split(':').nth(2).unwrap().split('/').next().unwrap().to_owned();
+        let port = url
+            .split(':')
+            .nth(2)
+            .unwrap()
+            .split('/')
+            .next()
+            .unwrap()
+            .to_owned();
         assert_eq!(post_initialize(&url, &[]).await, 200);
         let local_origin = format!("http://localhost:{port}");
-        assert_eq!(post_initialize(&url, &[("Origin", &local_origin)]).await, 200);
+        assert_eq!(
+            post_initialize(&url, &[("Origin", &local_origin)]).await,
+            200
+        );
         assert_eq!(
             post_initialize(&url, &[("Origin", "https://app.example.com")]).await,
             200

@@ -180,8 +180,7 @@ impl LiveRegistry {
                 .snapshot
                 .write()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let next =
-                Snapshot::build(externals, skipped, snapshot.extras.clone(), fingerprint)?;
+            let next = Snapshot::build(externals, skipped, snapshot.extras.clone(), fingerprint)?;
             let report = compare(&snapshot.registry, &next.registry);
             *snapshot = next;
             report

@@ -103,11 +103,8 @@ mod tests {
         let registry = crate::builtin_registry().unwrap();
         let recorder = Arc::new(Recorder::default());
         let observer: Arc<dyn CallObserver> = recorder.clone();
-        let ctx = ToolContext::standalone(
-            "c1",
-            PathBuf::from("/"),
-            Arc::new(ToolsConfig::default()),
-        );
+        let ctx =
+            ToolContext::standalone("c1", PathBuf::from("/"), Arc::new(ToolsConfig::default()));
         let source = CallSource {
             channel: "test".into(),
             peer: Some("unit".into()),

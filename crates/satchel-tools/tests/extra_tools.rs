@@ -76,11 +76,7 @@ async fn empty_live() -> (tempfile::TempDir, LiveRegistry) {
 }
 
 async fn call(live: &LiveRegistry, name: &str) -> ToolOutput {
-    let ctx = ToolContext::standalone(
-        "t",
-        PathBuf::from("/"),
-        Arc::new(ToolsConfig::default()),
-    );
+    let ctx = ToolContext::standalone("t", PathBuf::from("/"), Arc::new(ToolsConfig::default()));
     let call = ToolCall {
         id: "t".into(),
         name: name.into(),
@@ -161,12 +157,17 @@ async fn builtins_keep_their_names_and_collisions_are_reported() {
             ("b-group", "shared"),
         ]
     );
-    assert!(rejected[0].reason.contains("invalid input schema"), "{rejected:?}");
-    assert!(rejected[1].reason.contains("not a valid tool name"), "{rejected:?}");
+    assert!(
+        rejected[0].reason.contains("invalid input schema"),
+        "{rejected:?}"
+    );
+    assert!(
+        rejected[1].reason.contains("not a valid tool name"),
+        "{rejected:?}"
+    );
     assert_eq!(rejected[2].reason, "the name is taken by builtin");
     assert_eq!(
-        rejected[3].reason,
-        "the name is taken by a-group (test)",
+        rejected[3].reason, "the name is taken by a-group (test)",
         "{rejected:?}"
     );
 }

@@ -105,7 +105,11 @@ async fn servers(args: ListArgs, project: &Path) -> anyhow::Result<ExitCode> {
         .max()
         .unwrap_or(4)
         .max(4);
-    writeln!(stdout, "{:width$}  {:10}  {:>5}  DETAIL", "NAME", "STATE", "TOOLS")?;
+    writeln!(
+        stdout,
+        "{:width$}  {:10}  {:>5}  DETAIL",
+        "NAME", "STATE", "TOOLS"
+    )?;
     for status in &statuses {
         writeln!(
             stdout,

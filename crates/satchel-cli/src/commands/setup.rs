@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use satchel_mcp::client::{ManagerOptions, McpConfig};
 use satchel_mcp::McpManager;
+use satchel_mcp::client::{ManagerOptions, McpConfig};
 use satchel_tools::external::{SpecCache, ToolDirs};
 use satchel_tools::{LiveRegistry, Settings, ToolsConfig};
 

@@ -162,7 +162,11 @@ fn print_list(
     if !rejected.is_empty() {
         writeln!(stdout, "\nNot imported ({}):", rejected.len())?;
         for entry in rejected.iter() {
-            writeln!(stdout, "  ! {} {}: {}", entry.group, entry.name, entry.reason)?;
+            writeln!(
+                stdout,
+                "  ! {} {}: {}",
+                entry.group, entry.name, entry.reason
+            )?;
         }
     }
     let skipped = live.skipped();

@@ -269,8 +269,15 @@ fn server_config(
         (None, Some(_), Some(_)) => {
             return Err("has both `command` and `url`; set `type` to `stdio` or `http`".into());
         }
-        (Some(other), _, _) if !matches!(other, "stdio" | "http" | "streamable-http" | "streamablehttp") => {
-            return Err(format!("unknown `type` `{other}` (expected `stdio` or `http`)"));
+        (Some(other), _, _)
+            if !matches!(
+                other,
+                "stdio" | "http" | "streamable-http" | "streamablehttp"
+            ) =>
+        {
+            return Err(format!(
+                "unknown `type` `{other}` (expected `stdio` or `http`)"
+            ));
         }
         _ => return Err("needs `command` (stdio) or `url` (HTTP)".into()),
     };
@@ -387,7 +394,9 @@ mod tests {
         assert_eq!(config.servers["docs"].call_timeout, Duration::from_secs(5));
         let typed = &config.servers["typed"];
         assert_eq!(typed.startup_timeout, Duration::from_millis(2500));
-        assert!(matches!(&typed.transport, TransportConfig::Stdio { cwd, .. } if cwd == Path::new("/project/tools")));
+        assert!(
+            matches!(&typed.transport, TransportConfig::Stdio { cwd, .. } if cwd == Path::new("/project/tools"))
+        );
     }
 
     #[test]
@@ -421,10 +430,19 @@ mod tests {
         ]);
         let warnings = config.warnings.join("\n");
         assert!(warnings.contains("broken.json:2:"), "{warnings}");
-        assert!(warnings.contains("server `none`: needs `command`"), "{warnings}");
+        assert!(
+            warnings.contains("server `none`: needs `command`"),
+            "{warnings}"
+        );
         assert!(warnings.contains("server `both`: has both"), "{warnings}");
-        assert!(warnings.contains("server `old`: the HTTP+SSE transport"), "{warnings}");
-        assert!(warnings.contains("server `args`: invalid type"), "{warnings}");
+        assert!(
+            warnings.contains("server `old`: the HTTP+SSE transport"),
+            "{warnings}"
+        );
+        assert!(
+            warnings.contains("server `args`: invalid type"),
+            "{warnings}"
+        );
         assert_eq!(config.servers.keys().collect::<Vec<_>>(), ["ok"]);
         assert_eq!(
             config.servers["ok"].problem.as_deref(),

@@ -79,8 +79,12 @@ impl Connection {
                     Ok(running) => Ok(Connection::from_running(running, Some(process))),
                     Err(error) => {
                         // Let a dying server finish writing its last words.
-                        let _ = tokio::time::timeout(Duration::from_millis(200), process.wait()).await;
-                        Err(with_stderr(format!("the MCP handshake failed: {error}"), &process))
+                        let _ =
+                            tokio::time::timeout(Duration::from_millis(200), process.wait()).await;
+                        Err(with_stderr(
+                            format!("the MCP handshake failed: {error}"),
+                            &process,
+                        ))
                     }
                 }
             }
@@ -94,8 +98,8 @@ impl Connection {
                         .map_err(|e| format!("header `{name}`: {e}"))?;
                     custom.insert(name, value);
                 }
-                let transport_config =
-                    StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+                let transport_config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
                 let transport = StreamableHttpClientTransport::from_config(transport_config);
                 let running = events
                     .serve(transport)

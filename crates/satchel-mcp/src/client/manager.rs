@@ -167,10 +167,7 @@ impl Link {
 
     /// The connection to call through, while the server is running.
     pub(crate) fn peer(&self) -> Option<Peer<RoleClient>> {
-        self.peer
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.peer.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The state in a few words, for error messages.
@@ -193,7 +190,9 @@ impl Link {
             ServerState::Failed { reason } | ServerState::Restarting { reason, .. } => {
                 tracing::warn!(server = %self.config.name, state = state.label(), "MCP server: {reason}");
             }
-            ServerState::Running => tracing::info!(server = %self.config.name, "MCP server running"),
+            ServerState::Running => {
+                tracing::info!(server = %self.config.name, "MCP server running")
+            }
             ServerState::Starting | ServerState::Stopped => {}
         }
         {
@@ -237,7 +236,11 @@ impl McpManager {
     /// the supervisors to shut their servers down; call
     /// [`McpManager::shutdown`] to wait for that. A server left running
     /// when the runtime stops is killed with its process group.
-    pub fn start(live: Arc<LiveRegistry>, config: McpConfig, options: ManagerOptions) -> McpManager {
+    pub fn start(
+        live: Arc<LiveRegistry>,
+        config: McpConfig,
+        options: ManagerOptions,
+    ) -> McpManager {
         let links: Vec<Arc<Link>> = config
             .servers
             .into_values()
@@ -325,13 +328,13 @@ impl Shared {
     /// what was renamed or rejected on each server's status.
     fn publish(&self) {
         let imported = self.imported.lock().unwrap_or_else(|p| p.into_inner());
-        let pairs = imported
-            .iter()
-            .flat_map(|(server, tools)| tools.iter().map(move |t| (server.as_str(), t.name.as_ref())));
+        let pairs = imported.iter().flat_map(|(server, tools)| {
+            tools
+                .iter()
+                .map(move |t| (server.as_str(), t.name.as_ref()))
+        });
         let assigned = naming::assign(pairs, &Default::default());
-        let remote_tools = imported
-            .values()
-            .flat_map(|tools| tools.iter());
+        let remote_tools = imported.values().flat_map(|tools| tools.iter());
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         let mut per_server: BTreeMap<&str, (Vec<ImportedTool>, Vec<String>)> = BTreeMap::new();
         for (names, remote) in assigned.iter().zip(remote_tools) {
@@ -339,7 +342,11 @@ impl Shared {
                 continue;
             };
             let spec = from_mcp_tool(remote, &names.local);
-            tools.push(Arc::new(McpTool::new(spec, names.remote.clone(), link.clone())));
+            tools.push(Arc::new(McpTool::new(
+                spec,
+                names.remote.clone(),
+                link.clone(),
+            )));
             let entry = per_server.entry(names.server.as_str()).or_default();
             entry.0.push(ImportedTool {
                 name: names.local.clone(),
@@ -360,7 +367,10 @@ impl Shared {
                 .unwrap_or_default();
             for rejection in rejected.iter().filter(|r| r.group == GROUP) {
                 if listed.iter().any(|t| t.name == rejection.name) {
-                    notes.push(format!("`{}` not imported: {}", rejection.name, rejection.reason));
+                    notes.push(format!(
+                        "`{}` not imported: {}",
+                        rejection.name, rejection.reason
+                    ));
                     listed.retain(|t| t.name != rejection.name);
                 }
             }
@@ -375,7 +385,10 @@ impl Shared {
 }
 
 /// Starts the server and lists its tools within its startup timeout.
-async fn open(config: &ServerConfig, events: Events) -> Result<(Connection, Vec<RemoteTool>), String> {
+async fn open(
+    config: &ServerConfig,
+    events: Events,
+) -> Result<(Connection, Vec<RemoteTool>), String> {
     let attempt = async {
         let connection = Connection::open(config, events).await?;
         match connection.peer.list_all_tools().await {
