@@ -520,3 +520,78 @@ fn mcp_serve_over_stdio_writes_only_protocol_to_stdout() {
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut log).unwrap();
     assert!(log.contains("/nonexistent/server"), "{log}");
 }
+
+/// A tool dropped into `.agents/tools` while `mcp serve` runs reaches the
+/// client as `notifications/tools/list_changed`, then in `tools/list`.
+#[test]
+fn mcp_serve_tells_clients_when_external_tools_change() {
+    use std::io::{BufRead, BufReader, Write};
+    let sandbox = Sandbox::new();
+    sandbox.write_config(r#"{"externalTools": {"watchIntervalMs": 100}}"#);
+    let mut child = sandbox
+        .command(&["mcp", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (sender, messages) = std::sync::mpsc::channel::<Value>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if sender.send(serde_json::from_str(&line).unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    let next = |what: &dyn Fn(&Value) -> bool| loop {
+        let message = messages
+            .recv_timeout(Duration::from_secs(30))
+            .expect("no message from satchel");
+        if what(&message) {
+            return message;
+        }
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}});
+    writeln!(stdin, "{initialize}").unwrap();
+    next(&|m| m["id"] == 1);
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    )
+    .unwrap();
+    let listed = next(&|m| m["id"] == 2);
+    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 1);
+
+    install_tool(
+        &sandbox.project().join(".agents/tools"),
+        "fresh",
+        &reporting_tool("project"),
+    );
+    next(&|m| m["method"] == "notifications/tools/list_changed");
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+    )
+    .unwrap();
+    let listed = next(&|m| m["id"] == 3);
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["bash", "fresh"]);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
