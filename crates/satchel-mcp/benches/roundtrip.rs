@@ -15,6 +15,10 @@
 //! Satchel's `bash` with `true` to show what a real process costs; it is
 //! not part of the ratio.
 //!
+//! A last row measures the floor: this bench itself as a bare responder
+//! that parses each request and writes a canned answer, no MCP library on
+//! its side, so what it shows is the client's and the pipes' share.
+//!
 //! The Satchel binary is `$SATCHEL_BIN`, else `satchel` in the release
 //! directory of the target directory this bench runs from, which is built
 //! (`cargo build --release -p satchel-cli`) when missing.
@@ -39,6 +43,46 @@ const ROUNDS: usize = 8;
 const WARMUP: usize = 300;
 /// Calls of the process-spawning `bash` row.
 const BASH_CALLS: usize = 200;
+/// Set in the environment of this bench's own child to make it the bare responder.
+const RESPONDER_VAR: &str = "SATCHEL_ROUNDTRIP_RESPONDER";
+
+/// The floor: answers each JSON-RPC request with a canned result, as fast
+/// as blocking stdio allows.
+fn bare_responder() {
+    use std::io::{BufRead, Write};
+    let stdin = std::io::stdin();
+    let mut stdout = std::io::stdout().lock();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { return };
+        let Ok(request) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let Some(id) = request.get("id") else {
+            continue;
+        };
+        let result = match request["method"].as_str() {
+            Some("initialize") => json!({
+                "protocolVersion": request["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "bare", "version": "0"},
+            }),
+            Some("tools/list") => {
+                json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
+            }
+            Some("tools/call") => {
+                json!({"content": [{"type": "text", "text": format!("Echo: {}", request["params"]["arguments"]["message"])}]})
+            }
+            _ => json!({}),
+        };
+        let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        if writeln!(stdout, "{answer}")
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            return;
+        }
+    }
+}
 
 struct Peer {
     label: &'static str,
@@ -59,6 +103,7 @@ impl Peer {
     ) -> Peer {
         let mut child = Command::new(program)
             .args(args)
+            .env(RESPONDER_VAR, if label == BARE { "1" } else { "" })
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -159,8 +204,18 @@ fn reference_server() -> PathBuf {
     path
 }
 
-#[tokio::main]
-async fn main() {
+/// The label of the floor row.
+const BARE: &str = "bare responder (floor)";
+
+fn main() {
+    if std::env::var_os(RESPONDER_VAR).is_some_and(|v| v == "1") {
+        bare_responder();
+        return;
+    }
+    tokio::runtime::Runtime::new().unwrap().block_on(measure());
+}
+
+async fn measure() {
     let satchel = satchel_binary();
     let project = tempfile::tempdir().unwrap();
     let project_arg = project.path().display().to_string();
@@ -182,7 +237,15 @@ async fn main() {
         message,
     )
     .await;
-    for peer in [&satchel_echo, &reference] {
+    let mut bare = Peer::start(
+        BARE,
+        &std::env::current_exe().unwrap(),
+        &[],
+        "echo",
+        json!({"message": "the quick brown fox jumps over the lazy dog"}),
+    )
+    .await;
+    for peer in [&satchel_echo, &reference, &bare] {
         for _ in 0..WARMUP {
             peer.call_once().await;
         }
@@ -190,6 +253,7 @@ async fn main() {
     for _ in 0..ROUNDS {
         satchel_echo.run(ROUND).await;
         reference.run(ROUND).await;
+        bare.run(ROUND).await;
     }
     let mut satchel_bash = Peer::start(
         "satchel bash `true`",
@@ -210,7 +274,7 @@ async fn main() {
         "server / tool", "calls", "p50 µs", "p90 µs", "p99 µs"
     );
     let mut p50 = Vec::new();
-    for peer in [&satchel_echo, &reference, &satchel_bash] {
+    for peer in [&satchel_echo, &reference, &satchel_bash, &bare] {
         let mut sorted = peer.samples.clone();
         sorted.sort();
         p50.push(percentile(&sorted, 0.5));
@@ -229,7 +293,14 @@ async fn main() {
         "p50 ratio satchel echo / server-everything echo: {ratio:.3} (target <= 0.200: {})",
         if ratio <= 0.2 { "met" } else { "NOT met" }
     );
+    let above = |p: Duration| micros(p.saturating_sub(p50[3]));
+    println!(
+        "above the floor (server-side share of p50): satchel echo {:.1} µs, server-everything echo {:.1} µs",
+        above(p50[0]),
+        above(p50[1])
+    );
     satchel_echo.stop().await;
     reference.stop().await;
     satchel_bash.stop().await;
+    bare.stop().await;
 }

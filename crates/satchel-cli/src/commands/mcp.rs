@@ -40,7 +40,6 @@ async fn serve(args: ServeArgs, project: &Path) -> anyhow::Result<ExitCode> {
         setup::wait_for_interrupt().await;
         on_signal.cancel();
     });
-    let project_dir = project.to_path_buf();
     let options = ServerOptions {
         channel: if args.http.is_some() {
             "mcp-http"
@@ -49,7 +48,7 @@ async fn serve(args: ServeArgs, project: &Path) -> anyhow::Result<ExitCode> {
         }
         .into(),
         working_dir: project.to_path_buf(),
-        config: Arc::new(move || setup::load_config(&project_dir)),
+        config: setup::config_loader(project),
         observer: None,
     };
     let server = SatchelServer::new(live.clone(), options);

@@ -35,6 +35,35 @@ fn tool_dirs(project: &Path) -> ToolDirs {
     }
 }
 
+/// [`load_config`] for a long-running server: the files are read again
+/// only when one of them changed (size or modification time), so every
+/// call sees the current configuration without paying for a reparse.
+pub(crate) fn config_loader(project: &Path) -> satchel_mcp::server::ConfigLoader {
+    type Key = Vec<Option<(u64, Option<std::time::SystemTime>)>>;
+    let paths = Settings::default_paths(project, paths::user_config_dir().as_deref());
+    let project = project.to_path_buf();
+    let cache: std::sync::Mutex<Option<(Key, Arc<ToolsConfig>)>> = std::sync::Mutex::new(None);
+    Arc::new(move || {
+        let key: Key = paths
+            .iter()
+            .map(|path| {
+                std::fs::metadata(path)
+                    .ok()
+                    .map(|meta| (meta.len(), meta.modified().ok()))
+            })
+            .collect();
+        let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((known, config)) = &*cache
+            && *known == key
+        {
+            return config.clone();
+        }
+        let config = load_config(&project);
+        *cache = Some((key, config.clone()));
+        config
+    })
+}
+
 /// Built-in and external tools; with `reprobe`, every external tool is
 /// asked for its spec again.
 pub(crate) async fn load_tools(
