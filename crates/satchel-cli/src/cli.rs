@@ -1,5 +1,6 @@
 //! Command-line syntax: every command, flag and example.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -33,7 +34,8 @@ Examples:
   satchel tools call bash '{\"command\": \"ls -la\"}'
   echo '{\"command\": \"git status\"}' | satchel tools call bash --json
   satchel audit --since 1d --failed
-  satchel --db /tmp/scratch.db tools call bash '{\"command\": \"date\"}'";
+  satchel --db /tmp/scratch.db tools call bash '{\"command\": \"date\"}'
+  satchel mcp serve";
 
 const TOOLS_EXAMPLES: &str = "\
 Examples:
@@ -77,6 +79,9 @@ pub(crate) enum Command {
     /// its statements, log entries, LLM messages and tool calls.
     #[command(after_help = EXPORT_EXAMPLES)]
     Export(ExportArgs),
+    /// Serve Satchel's tools over MCP, and list the MCP servers Satchel uses.
+    #[command(subcommand, after_help = MCP_EXAMPLES)]
+    Mcp(McpCommand),
 }
 
 const POLICY_EXAMPLES: &str = "\
@@ -295,6 +300,61 @@ pub(crate) struct ExportArgs {
     /// Write to this file (created user-only) instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
+}
+
+const MCP_EXAMPLES: &str = "\
+Examples:
+  satchel mcp serve
+  satchel mcp serve --http 127.0.0.1:8765
+  satchel mcp servers --json";
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum McpCommand {
+    /// Serve every tool (built-in, external, imported) to an MCP client.
+    ///
+    /// Over stdio by default: only protocol goes to stdout, logs go to
+    /// stderr. With --http, serves streamable HTTP at http://ADDR/mcp:
+    /// loopback needs no token; any other address requires one, and
+    /// requests from browser origins other than localhost (or those given
+    /// with --allow-origin) are refused. Tools imported from the servers in
+    /// mcp.json are served too.
+    #[command(after_help = SERVE_EXAMPLES)]
+    Serve(ServeArgs),
+    /// List the MCP servers of mcp.json: state, tools, last error.
+    ///
+    /// Starts each server (as `tools list` does), waits for it to come up
+    /// or fail, prints, and shuts them down.
+    #[command(after_help = SERVERS_EXAMPLES)]
+    Servers(ListArgs),
+}
+
+const SERVE_EXAMPLES: &str = "\
+Examples:
+  satchel mcp serve
+  claude mcp add satchel -- satchel -C ~/src/project mcp serve
+  satchel mcp serve --http 127.0.0.1:8765
+  SATCHEL_MCP_TOKEN=$(openssl rand -hex 16) satchel mcp serve --http 0.0.0.0:8765
+  satchel mcp serve --http 127.0.0.1:8765 --allow-origin https://app.example.com";
+
+const SERVERS_EXAMPLES: &str = "\
+Examples:
+  satchel mcp servers
+  satchel mcp servers --json | jq '.[] | {name, state, tools: [.tools[].name]}'";
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Serve streamable HTTP on this address (e.g. 127.0.0.1:8765) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) http: Option<SocketAddr>,
+    /// Bearer token HTTP clients must send; required off loopback.
+    #[arg(long, env = "SATCHEL_MCP_TOKEN", hide_env_values = true)]
+    pub(crate) token: Option<String>,
+    /// A browser origin to accept besides localhost (repeatable), e.g. https://app.example.com.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    pub(crate) allow_origins: Vec<String>,
+    /// Also serve `echo`, a diagnostic tool that returns its input (for latency checks).
+    #[arg(long)]
+    pub(crate) echo_tool: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -225,6 +225,11 @@ fn every_command_has_help_with_examples() {
         &["conversations", "--help"],
         &["audit", "--help"],
         &["export", "--help"],
+        &["tools", "refresh", "--help"],
+        &["tools", "new", "--help"],
+        &["mcp", "--help"],
+        &["mcp", "serve", "--help"],
+        &["mcp", "servers", "--help"],
     ] {
         let output = Sandbox::new().run(args);
         assert!(output.status.success(), "{args:?}");
@@ -563,6 +568,27 @@ fn search_command_uses_the_configured_backend() {
 }
 
 #[test]
+fn mcp_servers_without_configuration_says_where_to_add_them() {
+    let output = Sandbox::new().run(&["mcp", "servers"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.starts_with("no MCP servers configured"), "{text}");
+    let output = Sandbox::new().run(&["mcp", "servers", "--json"]);
+    assert_eq!(stdout_json(&output), json!([]));
+}
+
+#[test]
+fn mcp_serve_refuses_a_public_address_without_a_token() {
+    let output = Sandbox::new().run(&["mcp", "serve", "--http", "0.0.0.0:0"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("is not a loopback address: give a bearer token"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
 fn audit_rows_carry_the_policy_decision() {
     let sandbox = Sandbox::new();
     sandbox.write_config(r#"{"permissions": {"allow": ["bash(echo *)"], "deny": ["bash(rm *)"]}}"#);
@@ -697,4 +723,140 @@ fn code_generate_with_the_configured_model() {
             .unwrap()
             .contains("print fizz")
     );
+}
+
+/// Stdout of `mcp serve` carries the protocol and nothing else, even with
+/// every log level on and a broken MCP server configured.
+#[test]
+fn mcp_serve_over_stdio_writes_only_protocol_to_stdout() {
+    use std::io::{BufRead, BufReader, Write};
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.project().join(".agents/mcp.json"),
+        r#"{"mcpServers": {"broken": {"command": "/nonexistent/server"}}}"#,
+    )
+    .unwrap();
+    let mut child = sandbox
+        .command(&["-vvv", "mcp", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": "echo via mcp"}}}),
+    ];
+    for request in &requests {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answers = Vec::new();
+    while answers.len() < 2 {
+        let line = lines.next().expect("stdout closed early").unwrap();
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON-RPC ({e}): {line}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        if message.get("id").is_some() {
+            answers.push(message);
+        }
+    }
+    assert_eq!(answers[0]["result"]["serverInfo"]["name"], "satchel");
+    assert_eq!(
+        answers[1]["result"]["structuredContent"]["stdout"],
+        "via mcp\n"
+    );
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    for line in lines {
+        let line = line.unwrap();
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON-RPC ({e}): {line}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+    }
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut log).unwrap();
+    assert!(log.contains("/nonexistent/server"), "{log}");
+}
+
+/// A tool dropped into `.agents/tools` while `mcp serve` runs reaches the
+/// client as `notifications/tools/list_changed`, then in `tools/list`.
+#[test]
+fn mcp_serve_tells_clients_when_external_tools_change() {
+    use std::io::{BufRead, BufReader, Write};
+    let sandbox = Sandbox::new();
+    sandbox.write_config(r#"{"externalTools": {"watchIntervalMs": 100}}"#);
+    let mut child = sandbox
+        .command(&["mcp", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (sender, messages) = std::sync::mpsc::channel::<Value>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if sender.send(serde_json::from_str(&line).unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    let next = |what: &dyn Fn(&Value) -> bool| loop {
+        let message = messages
+            .recv_timeout(Duration::from_secs(30))
+            .expect("no message from satchel");
+        if what(&message) {
+            return message;
+        }
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}});
+    writeln!(stdin, "{initialize}").unwrap();
+    next(&|m| m["id"] == 1);
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    )
+    .unwrap();
+    let listed = next(&|m| m["id"] == 2);
+    assert_eq!(
+        listed["result"]["tools"].as_array().unwrap().len(),
+        3,
+        "bash, code, search"
+    );
+
+    install_tool(
+        &sandbox.project().join(".agents/tools"),
+        "fresh",
+        &reporting_tool("project"),
+    );
+    next(&|m| m["method"] == "notifications/tools/list_changed");
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+    )
+    .unwrap();
+    let listed = next(&|m| m["id"] == 3);
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["bash", "code", "fresh", "search"]);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
 }

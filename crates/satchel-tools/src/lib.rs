@@ -8,7 +8,8 @@
 //! caller never sees a Rust error or a panic.
 //!
 //! What does not live here: running processes (that is `satchel-exec`),
-//! talking to models, storing anything.
+//! talking to models, storing anything (the audit trail plugs in through
+//! [`CallObserver`]).
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -21,6 +22,7 @@ mod dispatch;
 pub mod external;
 pub mod format;
 mod live;
+mod observer;
 pub mod policy;
 mod registry;
 pub mod search;
@@ -32,7 +34,8 @@ pub use dispatch::{
     Consent, ConsentAnswer, Dispatched, NonInteractive, RememberingConsent, UserInitiated, dispatch,
 };
 pub use format::Style;
-pub use live::{LiveRegistry, RefreshReport};
+pub use live::{LiveRegistry, RefreshReport, RejectedTool};
+pub use observer::{CallObserver, CallSource, observed_call};
 pub use registry::{Registry, RegistryError};
 pub use tool::{CallTrace, Tool, ToolContext, ToolError, ToolLevel, ToolSource};
 pub use validation::SchemaViolation;

@@ -57,6 +57,14 @@ pub enum ToolSource {
         /// The executable.
         path: PathBuf,
     },
+    /// Added at run time through [`LiveRegistry::set_extra_tools`](crate::LiveRegistry::set_extra_tools),
+    /// e.g. a tool imported from an MCP server.
+    Extra {
+        /// The group the tools were registered under, e.g. `mcp`.
+        group: String,
+        /// Where within the group, for a person, e.g. `server everything`.
+        origin: String,
+    },
 }
 
 impl fmt::Display for ToolSource {
@@ -64,6 +72,7 @@ impl fmt::Display for ToolSource {
         match self {
             ToolSource::Builtin => f.write_str("builtin"),
             ToolSource::External { level, path } => write!(f, "{level} ({})", path.display()),
+            ToolSource::Extra { group, origin } => write!(f, "{group} ({origin})"),
         }
     }
 }

@@ -39,14 +39,7 @@ pub(crate) struct Project {
 impl Project {
     /// Reads the agent.json layers for `root`.
     pub(crate) fn load(root: &Path, db: Option<PathBuf>) -> Project {
-        let settings =
-            Settings::load(&Settings::default_paths(
-                root,
-                paths::user_config_dir().as_deref(),
-            ))
-            .with_env(std::env::vars_os().filter_map(|(key, value)| {
-                Some((key.into_string().ok()?, value.into_string().ok()?))
-            }));
+        let settings = read_settings(root);
         let (tools_config, tools_warnings) = ToolsConfig::from_settings(&settings);
         let (policy, policy_warnings) = Policy::from_settings(&settings);
         let redactor = db::redactor(&settings);
@@ -124,4 +117,17 @@ impl Project {
             .display()
             .to_string()
     }
+}
+
+/// The agent.json layers for `root` (user, then project), with the
+/// environment variables settings may name (API keys are never in files).
+pub(crate) fn read_settings(root: &Path) -> Settings {
+    Settings::load(&Settings::default_paths(
+        root,
+        paths::user_config_dir().as_deref(),
+    ))
+    .with_env(
+        std::env::vars_os()
+            .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?))),
+    )
 }

@@ -3,6 +3,7 @@
 use std::io::{IsTerminal, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use satchel_core::{ToolCall, ToolOutput, ToolResults, is_valid_tool_name};
@@ -18,6 +19,7 @@ use serde_json::{Value, json};
 use satchel_store::{AuditSource, Clock, NewToolCall, SystemClock, ToolCallStore};
 
 use super::project::{PROJECT_TOOLS, Project};
+use super::setup;
 use crate::cli::{CallArgs, Lang, ListArgs, NewArgs, ToolsCommand};
 
 /// Characters of a description shown by `tools list`.
@@ -27,12 +29,34 @@ pub(crate) async fn run(command: ToolsCommand, project: &Project) -> anyhow::Res
     let reprobe = matches!(command, ToolsCommand::Refresh(_));
     let live = match command {
         ToolsCommand::New(args) => return new_tool(args, project).await,
-        _ => project.tools(reprobe).await?,
+        _ => Arc::new(project.tools(reprobe).await?),
     };
+    // Imported MCP tools: started unless the named tool is already known.
+    let wanted = match &command {
+        ToolsCommand::Show(args) => Some(args.name.as_str()),
+        ToolsCommand::Call(args) => Some(args.name.as_str()),
+        _ => None,
+    };
+    let servers = match wanted {
+        Some(name) if live.current().get(name).is_some() => None,
+        _ => Some(setup::start_mcp_servers(&live, &project.root).await),
+    };
+    let code = run_with(command, &live, project).await;
+    if let Some(servers) = servers {
+        servers.shutdown().await;
+    }
+    code
+}
+
+async fn run_with(
+    command: ToolsCommand,
+    live: &LiveRegistry,
+    project: &Project,
+) -> anyhow::Result<ExitCode> {
     let registry = live.current();
     match command {
         ToolsCommand::List(args) | ToolsCommand::Refresh(args) => {
-            print_list(&live, &registry, project, &args)?
+            print_list(live, &registry, project, &args)?
         }
         ToolsCommand::Show(args) => {
             let Some(tool) = registry.get(&args.name) else {
@@ -62,6 +86,7 @@ fn source_label(source: &ToolSource, project: &Project) -> String {
     match source {
         ToolSource::Builtin => "builtin".to_owned(),
         ToolSource::External { level, path } => format!("{level} {}", project.display_path(path)),
+        ToolSource::Extra { group, origin } => format!("{group} {origin}"),
     }
 }
 
@@ -81,6 +106,7 @@ fn print_list(
                 let (source, path) = match tool.source() {
                     ToolSource::Builtin => ("builtin".to_owned(), Value::Null),
                     ToolSource::External { level, path } => (level.to_string(), json!(path)),
+                    ToolSource::Extra { group, origin } => (group, json!(origin)),
                 };
                 if let Value::Object(map) = &mut value {
                     map.insert("source".into(), json!(source));
@@ -158,7 +184,7 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
     );
     let cancel = ctx.cancel.clone();
     tokio::spawn(async move {
-        wait_for_interrupt().await;
+        setup::wait_for_interrupt().await;
         tracing::warn!("interrupted: stopping the tool");
         cancel.cancel();
     });
@@ -220,7 +246,7 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
         );
         tokio::select! {
             () = project.code_jobs.wait_all() => {}
-            () = wait_for_interrupt() => tracing::warn!("interrupted: background jobs stopped"),
+            () = setup::wait_for_interrupt() => tracing::warn!("interrupted: background jobs stopped"),
         }
     }
     project.store.close().await;
@@ -340,20 +366,4 @@ async fn new_tool(args: NewArgs, project: &Project) -> anyhow::Result<ExitCode> 
         "then edit its schema and code; `satchel tools list` shows it."
     )?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Resolves on Ctrl-C or SIGTERM.
-async fn wait_for_interrupt() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        std::future::pending::<()>().await;
-        return;
-    };
-    tokio::select! {
-        _ = interrupt.recv() => {}
-        _ = terminate.recv() => {}
-    }
 }
