@@ -860,3 +860,50 @@ fn mcp_serve_tells_clients_when_external_tools_change() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn mcp_calls_are_on_the_audit_trail() {
+    use std::io::{BufRead, BufReader, Write};
+    let sandbox = Sandbox::new();
+    let mut child = sandbox
+        .command(&["mcp", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answer_to = |id: u64| loop {
+        let message: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        if message["id"] == id {
+            return message;
+        }
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}});
+    writeln!(stdin, "{initialize}").unwrap();
+    answer_to(1);
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": "echo audited"}}});
+    writeln!(stdin, "{call}").unwrap();
+    let result = answer_to(2);
+    assert_eq!(
+        result["result"]["structuredContent"]["stdout"], "audited\n",
+        "{result}"
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+
+    let rows = stdout_json(&sandbox.run(&["audit", "--json"]));
+    let row = &rows.as_array().unwrap()[0];
+    assert_eq!(
+        (row["source"].as_str(), row["tool"].as_str()),
+        (Some("mcp"), Some("bash"))
+    );
+    assert_eq!(row["input"]["command"], "echo audited");
+}

@@ -5,12 +5,18 @@ use std::io::Write;
 
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use satchel_mcp::diagnostic::{self, EchoTool};
 use satchel_mcp::http::{self, HttpOptions};
 use satchel_mcp::{SatchelServer, ServerOptions, ServerState, ServerStatus, serve_stdio};
 use tokio_util::sync::CancellationToken;
 
+use satchel_core::{ToolCall, ToolOutput};
+use satchel_store::{AuditSource, NewToolCall, Timestamp, ToolCallStore};
+use satchel_tools::{CallObserver, CallSource};
+
+use super::db::LazyStore;
 use super::project::Project;
 use super::setup;
 use crate::cli::{ListArgs, McpCommand, ServeArgs};
@@ -49,7 +55,9 @@ async fn serve(args: ServeArgs, project: &Project) -> anyhow::Result<ExitCode> {
         .into(),
         working_dir: project.root.clone(),
         config: setup::config_loader(&project.root),
-        observer: None,
+        observer: Some(Arc::new(AuditObserver {
+            store: project.store.clone(),
+        })),
     };
     let server = SatchelServer::new(live.clone(), options);
     let served = match args.http {
@@ -134,5 +142,49 @@ fn detail(status: &ServerStatus) -> String {
         ServerState::Failed { reason } => reason.clone(),
         ServerState::Restarting { reason, .. } => reason.clone(),
         _ => status.transport.clone(),
+    }
+}
+
+/// Records every call served over MCP in the audit trail (source `mcp`),
+/// like `tools call` does for the CLI; a store failure is a warning.
+struct AuditObserver {
+    store: Arc<LazyStore>,
+}
+
+#[async_trait::async_trait]
+impl CallObserver for AuditObserver {
+    async fn on_call(
+        &self,
+        _source: &CallSource,
+        call: &ToolCall,
+        output: &ToolOutput,
+        started: SystemTime,
+        finished: SystemTime,
+    ) {
+        let millis = |at: SystemTime| {
+            let since_epoch = at.duration_since(UNIX_EPOCH).unwrap_or_default();
+            Timestamp::from_millis(i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX))
+        };
+        let duration = finished.duration_since(started).unwrap_or_default();
+        let record = NewToolCall {
+            source: AuditSource::Mcp,
+            conversation_id: None,
+            statement_id: None,
+            turn: None,
+            call: call.clone(),
+            output: output.clone(),
+            decision: None,
+            started_at: millis(started),
+            finished_at: millis(finished),
+            duration_us: u64::try_from(duration.as_micros()).unwrap_or(u64::MAX),
+        };
+        match self.store.get().await {
+            Ok(store) => {
+                if let Err(error) = store.record_tool_call(record).await {
+                    tracing::warn!("an MCP call was not recorded: {error}");
+                }
+            }
+            Err(reason) => tracing::warn!("an MCP call was not recorded: {reason}"),
+        }
     }
 }
