@@ -37,6 +37,23 @@ Examples:
   satchel --db /tmp/scratch.db tools call bash '{\"command\": \"date\"}'
   satchel mcp serve";
 
+const CHAT_EXAMPLES: &str = "\
+Examples:
+  satchel chat
+  satchel chat --resume            # the most recent conversation
+  satchel chat --resume 0193a4";
+
+const RUN_EXAMPLES: &str = "\
+Examples:
+  satchel run \"list the five largest files here\"
+  satchel run --json \"what does this project do?\" | jq .answer
+  SATCHEL_MODEL=qwen3:8b satchel run \"summarise README.md\"";
+
+const CONTEXT_EXAMPLES: &str = "\
+Examples:
+  satchel context
+  satchel context 0193a4 --json";
+
 const TOOLS_EXAMPLES: &str = "\
 Examples:
   satchel tools list
@@ -45,6 +62,26 @@ Examples:
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Talk with the configured model in a REPL; it uses the tools.
+    ///
+    /// Answers stream as they are written; tool calls show as they run
+    /// (Ctrl-C interrupts the turn and its processes, Ctrl-D leaves).
+    /// Slash commands: /help lists them.
+    #[command(after_help = CHAT_EXAMPLES)]
+    Chat(ChatArgs),
+    /// Run one statement without a terminal: the model works with the
+    /// tools until it answers; the answer goes to stdout.
+    ///
+    /// Permission rules that say "ask" refuse, since nobody can answer.
+    /// Exit status: 0 answered, 1 the model failed, 3 the turn budget ran
+    /// out, 130 interrupted.
+    #[command(after_help = RUN_EXAMPLES)]
+    Run(RunArgs),
+    /// Show what the next request of a conversation would cost: tokens of
+    /// the system prompt, tool definitions, messages and tool summaries,
+    /// and the share of the context window.
+    #[command(after_help = CONTEXT_EXAMPLES)]
+    Context(ContextArgs),
     /// List, inspect and call tools.
     #[command(subcommand, after_help = TOOLS_EXAMPLES)]
     Tools(ToolsCommand),
@@ -474,4 +511,35 @@ mod tests {
             assert!(parse_since(bad).is_err(), "{bad}");
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ChatArgs {
+    /// Continue a stored conversation: its id or a unique prefix; without
+    /// a value, the most recently updated one.
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    pub(crate) resume: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// What to ask.
+    pub(crate) prompt: String,
+    /// Write the whole transcript as JSON (log entries, tool calls, usage)
+    /// instead of streaming the answer.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Continue a stored conversation (id or unique prefix) instead of
+    /// starting one.
+    #[arg(long, value_name = "ID")]
+    pub(crate) resume: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ContextArgs {
+    /// The conversation (id or unique prefix) [default: the latest].
+    pub(crate) conversation: Option<String>,
+    /// Print the breakdown as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }

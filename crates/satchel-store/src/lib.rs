@@ -1,5 +1,6 @@
 //! Persistence: conversations, the conversation log, the LLM history,
-//! statements and objectives, tool calls and the audit trail.
+//! statements and objectives, tool calls, model requests with their token
+//! figures, and the audit trail.
 //!
 //! The repository traits ([`ConversationStore`], [`LogStore`],
 //! [`MessageStore`], [`StatementStore`], [`ToolCallStore`], [`AuditStore`],
@@ -39,6 +40,7 @@ pub mod redact;
 mod sqlite;
 mod store;
 mod time;
+mod usage;
 
 pub use code::{
     CodeExecution, CodeJob, CodeQuery, CodeStore, JobStatus, NewCodeExecution, NewCodeJob,
@@ -54,4 +56,6 @@ pub use sqlite::{APPLICATION_ID, Access, Durability, SCHEMA_VERSION, SqliteStore
 pub use store::{
     AuditStore, ConversationStore, LogStore, MessageStore, StatementStore, Store, ToolCallStore,
 };
+
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
+pub use usage::{LlmCallFields, LlmCallRecord, LlmCallStore, NewLlmCall};

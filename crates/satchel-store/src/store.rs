@@ -10,9 +10,9 @@
 use async_trait::async_trait;
 
 use crate::{
-    AuditQuery, AuditRecord, Conversation, ConversationDump, ConversationSummary, LlmMessage,
-    LogEntry, NewAudit, NewConversation, NewLlmMessage, NewLogEntry, NewStatement, NewToolCall,
-    Statement, StoreError, ToolCallRecord,
+    AuditQuery, AuditRecord, Conversation, ConversationDump, ConversationSummary, LlmCallStore,
+    LlmMessage, LogEntry, NewAudit, NewConversation, NewLlmMessage, NewLogEntry, NewStatement,
+    NewToolCall, Statement, StoreError, ToolCallRecord,
 };
 
 /// Conversations: creation, lookup, listing, title and goal, export.
@@ -47,6 +47,10 @@ pub trait ConversationStore: Send + Sync {
     /// Sets the goal; fails with [`StoreError::GoalAlreadySet`] if it has one.
     async fn set_goal(&self, id: &str, goal: String) -> Result<(), StoreError>;
 
+    /// Sets the goal whether or not it had one: the user's own `/goal`
+    /// overrides a generated one.
+    async fn replace_goal(&self, id: &str, goal: String) -> Result<(), StoreError>;
+
     /// Everything recorded about a conversation, read in one snapshot.
     async fn dump_conversation(&self, id: &str) -> Result<Option<ConversationDump>, StoreError>;
 }
@@ -63,6 +67,9 @@ pub trait StatementStore: Send + Sync {
     /// The objective of the conversation's latest statement that has one:
     /// the current focus.
     async fn current_objective(&self, conversation_id: &str) -> Result<Option<String>, StoreError>;
+
+    /// Sets a statement's objective (written once its side request answers).
+    async fn set_objective(&self, statement_id: &str, objective: String) -> Result<(), StoreError>;
 }
 
 /// The conversation log: what the user saw.
@@ -116,11 +123,23 @@ pub trait AuditStore: Send + Sync {
 /// Everything Satchel stores; implemented by every type that implements
 /// all the repository traits.
 pub trait Store:
-    ConversationStore + StatementStore + LogStore + MessageStore + ToolCallStore + AuditStore
+    ConversationStore
+    + StatementStore
+    + LogStore
+    + MessageStore
+    + ToolCallStore
+    + AuditStore
+    + LlmCallStore
 {
 }
 
 impl<T> Store for T where
-    T: ConversationStore + StatementStore + LogStore + MessageStore + ToolCallStore + AuditStore
+    T: ConversationStore
+        + StatementStore
+        + LogStore
+        + MessageStore
+        + ToolCallStore
+        + AuditStore
+        + LlmCallStore
 {
 }

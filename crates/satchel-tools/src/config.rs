@@ -86,6 +86,18 @@ impl Settings {
         settings
     }
 
+    /// Settings made of already-parsed files (lowest precedence first), for
+    /// callers that keep each file's last good object (hot reload).
+    pub fn from_layers(layers: Vec<(PathBuf, Map<String, Value>)>) -> Settings {
+        let mut settings = Settings::default();
+        for (path, object) in layers {
+            merge(&mut settings.value, object.clone());
+            settings.sources.push(path.clone());
+            settings.layers.push((path, object));
+        }
+        settings
+    }
+
     /// Adds the environment variables settings may refer to.
     pub fn with_env(mut self, vars: impl IntoIterator<Item = (String, String)>) -> Settings {
         self.env.extend(vars);

@@ -17,7 +17,7 @@ pub(crate) async fn run(command: CodeCommand, project: &Project) -> anyhow::Resu
     }
 }
 
-async fn stats(args: CodeStatsArgs, project: &Project) -> anyhow::Result<ExitCode> {
+pub(crate) async fn stats(args: CodeStatsArgs, project: &Project) -> anyhow::Result<ExitCode> {
     let since =
         Timestamp::from_millis(SystemClock.now().as_millis() - i64::from(args.days) * 86_400_000);
     let rows = match db::open_for_reading(project.db.as_deref()).await? {
@@ -73,7 +73,10 @@ async fn stats(args: CodeStatsArgs, project: &Project) -> anyhow::Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
-async fn failures(args: CodeFailuresArgs, project: &Project) -> anyhow::Result<ExitCode> {
+pub(crate) async fn failures(
+    args: CodeFailuresArgs,
+    project: &Project,
+) -> anyhow::Result<ExitCode> {
     let rows = match db::open_for_reading(project.db.as_deref()).await? {
         Some(store) => {
             store

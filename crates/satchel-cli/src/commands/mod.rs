@@ -1,6 +1,8 @@
 //! One module per command group; [`run`] dispatches.
 
+mod chat;
 mod code;
+mod context;
 mod db;
 mod log;
 mod mcp;
@@ -8,7 +10,9 @@ mod model;
 mod policy;
 mod project;
 mod records;
+mod run;
 mod search;
+mod session;
 mod setup;
 mod tools;
 
@@ -27,6 +31,9 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     };
     let project = Project::load(&root, db);
     match cli.command {
+        Command::Chat(args) => chat::run(args, &project).await,
+        Command::Run(args) => run::run(args, &project).await,
+        Command::Context(args) => context::run(args, &project).await,
         Command::Tools(command) => tools::run(command, &project).await,
         Command::Mcp(command) => mcp::run(command, &project).await,
         Command::Policy(command) => policy::run(command, &project).await,

@@ -34,6 +34,8 @@ pub(crate) struct Project {
     pub(crate) model_generator: Option<Arc<dyn CodeGenerator>>,
     /// Background jobs the `code` tool started in this process.
     pub(crate) code_jobs: JobTracker,
+    /// What was wrong with the configuration (already logged).
+    pub(crate) warnings: Vec<String>,
 }
 
 impl Project {
@@ -43,12 +45,14 @@ impl Project {
         let (tools_config, tools_warnings) = ToolsConfig::from_settings(&settings);
         let (policy, policy_warnings) = Policy::from_settings(&settings);
         let redactor = db::redactor(&settings);
-        for warning in settings
+        let warnings: Vec<String> = settings
             .warnings
             .iter()
             .chain(&tools_warnings)
             .chain(&policy_warnings)
-        {
+            .cloned()
+            .collect();
+        for warning in &warnings {
             tracing::warn!("{warning}");
         }
         let model_generator = match tools_config.code.generator {
@@ -69,6 +73,7 @@ impl Project {
             root: root.to_path_buf(),
             model_generator,
             code_jobs: JobTracker::default(),
+            warnings,
             store: Arc::new(LazyStore::new(db.clone(), redactor)),
             db,
             tools_config: Arc::new(tools_config),

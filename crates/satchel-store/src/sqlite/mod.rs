@@ -15,6 +15,7 @@ mod code_repo;
 mod failure;
 mod repo;
 mod schema;
+mod usage_repo;
 mod writer;
 
 use std::path::{Path, PathBuf};

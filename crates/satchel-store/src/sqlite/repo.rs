@@ -475,6 +475,27 @@ impl ConversationStore for SqliteStore {
         .await
     }
 
+    async fn replace_goal(&self, id: &str, goal: String) -> Result<(), StoreError> {
+        let id = id.to_owned();
+        self.write(goal, move |tx, ctx, goal| {
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE conversations SET goal = ?2, updated_at = max(updated_at, ?3) WHERE id = ?1",
+                )?
+                .execute(params![id, goal, ctx.now().as_millis()])?;
+            if changed == 1 {
+                Ok(())
+            } else {
+                Err(StoreError::NotFound {
+                    kind: "conversation",
+                    id,
+                }
+                .into())
+            }
+        })
+        .await
+    }
+
     async fn set_goal(&self, id: &str, goal: String) -> Result<(), StoreError> {
         let id = id.to_owned();
         self.write(goal, move |tx, ctx, goal| {
@@ -600,6 +621,25 @@ impl StatementStore for SqliteStore {
                 )?
                 .query_row([id], |row| row.get(0))
                 .optional()?)
+        })
+        .await
+    }
+
+    async fn set_objective(&self, statement_id: &str, objective: String) -> Result<(), StoreError> {
+        let id = statement_id.to_owned();
+        self.write(objective, move |tx, _ctx, objective| {
+            let changed = tx
+                .prepare_cached("UPDATE statements SET objective = ?2 WHERE id = ?1")?
+                .execute(params![id, objective])?;
+            if changed == 1 {
+                Ok(())
+            } else {
+                Err(StoreError::NotFound {
+                    kind: "statement",
+                    id,
+                }
+                .into())
+            }
         })
         .await
     }

@@ -1,0 +1,1269 @@
+//! [`Agent`]: one conversation, run statement by statement.
+//!
+//! A statement is a loop of turns: build the history, count it on the
+//! exact request bytes (summarising old statements past the threshold),
+//! stream the model's answer, run the tool calls it asked for (in waves,
+//! see [`crate::schedule`]), prepend the feedback block to their results,
+//! record everything, and go on until the model answers without tools or
+//! the turn budget is spent. Goal, objective and title are written by side
+//! requests that run beside the first turn.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures_util::StreamExt;
+use futures_util::future::join_all;
+use satchel_core::{
+    AssistantPart, Content, ErrorCode, Message, ToolCall, ToolOutput, ToolResult, ToolResults,
+    ToolSpec,
+};
+use satchel_llm::{
+    AssembledToolCall, ChatRequest, LlmError, Mode, PreparedRequest, Provider, Response,
+    StreamEvent, TokenEstimate, ToolChoice, Usage, collect, count_tokens,
+};
+use satchel_store::{
+    AuditSource, LogKind, NewConversation, NewLlmCall, NewLlmMessage, NewLogEntry, NewStatement,
+    NewToolCall, Store, StoreError, Timestamp,
+};
+use satchel_tools::format::{generic_result, generic_use};
+use satchel_tools::{CallTrace, Consent, LiveRegistry, Registry, Style, ToolContext, dispatch};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::history::{CallRecord, Compaction, Phase, StatementRecord, Transcript, TurnRecord};
+use crate::resume::load_transcript;
+use crate::side::{SideKind, clean_answer, side_messages};
+use crate::summary::tool_call_line;
+use crate::{AgentEvent, EventSink, Feedback, HotConfig, Resources, Snapshot, ToolTally, waves};
+
+/// Role under which a summary of older statements is stored in the history.
+pub const SUMMARY_ROLE: &str = "summary";
+
+/// What the loop needs from its host.
+pub struct AgentDeps {
+    /// Where everything is recorded.
+    pub store: Arc<dyn Store>,
+    /// The tools, refreshed when their directories change.
+    pub tools: Arc<LiveRegistry>,
+    /// agent.json, read again before every turn.
+    pub config: HotConfig,
+    /// Who answers when policy says "ask".
+    pub consent: Arc<dyn Consent>,
+    /// Recorded on audit rows: `repl` or `run`.
+    pub source: AuditSource,
+    /// Where tools resolve relative paths.
+    pub working_dir: PathBuf,
+    /// How tool calls are formatted in events.
+    pub display: Style,
+}
+
+/// Why an [`Agent`] could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The store failed; nothing half-written was kept.
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    /// No model can be used with this configuration.
+    #[error("{0}")]
+    Model(#[from] LlmError),
+    /// No conversation matches.
+    #[error("no conversation matches `{0}`")]
+    NotFound(String),
+    /// Several conversations match a prefix.
+    #[error("`{0}` matches several conversations; give more of the id")]
+    Ambiguous(String),
+}
+
+/// How a statement ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The model answered without asking for more tools.
+    Answered,
+    /// The turn budget ran out; the model answered in a last turn without tools.
+    TurnLimit,
+    /// The user interrupted it.
+    Cancelled,
+    /// The model could not be reached or failed; the message says why.
+    Failed(String),
+}
+
+/// What a statement did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatementReport {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The statement's id in the store.
+    pub statement_id: String,
+    /// The final answer's text (the last turn's).
+    pub answer: String,
+    /// Model calls made for it (side requests excluded).
+    pub turns: u32,
+    /// Tool calls run.
+    pub tool_calls: u32,
+    /// Reported usage summed over its turns.
+    pub usage: Usage,
+}
+
+/// The breakdown of the next request, for `/context` and `satchel context`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextReport {
+    /// The model it would go to.
+    pub model: String,
+    /// Tokens per section, counted on the request's bytes.
+    pub estimate: TokenEstimate,
+    /// Of the message tokens, those of past turns' `[Tool: ...]` lines.
+    pub tool_summary_tokens: u64,
+    /// Messages in the history.
+    pub messages: usize,
+    /// Statements in the conversation.
+    pub statements: usize,
+    /// Statements folded into the summary.
+    pub summarised_through: Option<u32>,
+    /// The share of the window past which old turns are summarised.
+    pub threshold: f64,
+}
+
+/// One conversation as the loop knows it.
+#[derive(Debug, Clone, Default)]
+struct Conversation {
+    id: String,
+    goal: Option<String>,
+    title: Option<String>,
+    objective: Option<String>,
+    transcript: Transcript,
+    tally: ToolTally,
+    resources: Resources,
+}
+
+/// A side request's result, applied when the loop next looks.
+struct SideResult {
+    kind: SideKind,
+    text: Result<String, String>,
+    call: NewLlmCall,
+}
+
+/// The agent loop over one conversation.
+pub struct Agent {
+    store: Arc<dyn Store>,
+    tools: Arc<LiveRegistry>,
+    config: HotConfig,
+    consent: Arc<dyn Consent>,
+    source: AuditSource,
+    working_dir: PathBuf,
+    display: Style,
+    provider: Option<(u64, Arc<dyn Provider>)>,
+    conversation: Option<Conversation>,
+}
+
+impl Agent {
+    /// An agent that starts a new conversation with its first statement.
+    pub fn new(deps: AgentDeps) -> Agent {
+        Agent {
+            store: deps.store,
+            tools: deps.tools,
+            config: deps.config,
+            consent: deps.consent,
+            source: deps.source,
+            working_dir: deps.working_dir,
+            display: deps.display,
+            provider: None,
+            conversation: None,
+        }
+    }
+
+    /// An agent that goes on with the stored conversation whose id is or
+    /// starts with `id` (`None`: the most recently updated one).
+    pub async fn resume(deps: AgentDeps, id: Option<&str>) -> Result<Agent, AgentError> {
+        let mut agent = Agent::new(deps);
+        let conversation = match id {
+            None => agent
+                .store
+                .latest_conversation()
+                .await?
+                .ok_or_else(|| AgentError::NotFound("(latest)".into()))?,
+            Some(id) => match agent.store.conversation(id).await? {
+                Some(found) => found,
+                None => {
+                    let mut found = agent.store.find_conversations(id, 2).await?;
+                    match found.len() {
+                        0 => return Err(AgentError::NotFound(id.into())),
+                        1 => found.remove(0),
+                        _ => return Err(AgentError::Ambiguous(id.into())),
+                    }
+                }
+            },
+        };
+        let registry = agent.tools.current();
+        let loaded = load_transcript(agent.store.as_ref(), &conversation.id, &registry).await?;
+        agent.conversation = Some(Conversation {
+            id: conversation.id,
+            goal: conversation.goal,
+            title: conversation.title,
+            objective: loaded.objective,
+            transcript: loaded.transcript,
+            tally: loaded.tally,
+            resources: loaded.resources,
+        });
+        Ok(agent)
+    }
+
+    /// The conversation's id, once it exists.
+    pub fn conversation_id(&self) -> Option<&str> {
+        self.conversation.as_ref().map(|c| c.id.as_str())
+    }
+
+    /// The conversation's title, once written.
+    pub fn title(&self) -> Option<&str> {
+        self.conversation.as_ref()?.title.as_deref()
+    }
+
+    /// The conversation goal, once set.
+    pub fn goal(&self) -> Option<&str> {
+        self.conversation.as_ref()?.goal.as_deref()
+    }
+
+    /// The configuration in force (after the last reload).
+    pub fn config(&self) -> Arc<Snapshot> {
+        self.config.current()
+    }
+
+    /// The tools.
+    pub fn tools(&self) -> &Arc<LiveRegistry> {
+        &self.tools
+    }
+
+    /// Leaves the current conversation; the next statement starts a new one.
+    pub fn new_conversation(&mut self) {
+        self.conversation = None;
+    }
+
+    /// Sets the conversation goal (the user's `/goal`), replacing a
+    /// generated one.
+    pub async fn set_goal(&mut self, goal: String) -> Result<(), AgentError> {
+        let conversation = self.ensure_conversation().await?;
+        let id = conversation.id.clone();
+        self.store.replace_goal(&id, goal.clone()).await?;
+        let mut entry = NewLogEntry::new(
+            &id,
+            LogKind::Auxiliary,
+            format!("Goal (set by the user): {goal}"),
+        );
+        entry.side_conversation = Some("goal".into());
+        self.store.append_log_entry(entry).await?;
+        if let Some(conversation) = self.conversation.as_mut() {
+            conversation.goal = Some(goal);
+        }
+        Ok(())
+    }
+
+    /// Sets the conversation title (the user's `/new TITLE`).
+    pub async fn set_title(&mut self, title: String) -> Result<(), AgentError> {
+        let id = self.ensure_conversation().await?.id.clone();
+        self.store.set_title(&id, title.clone()).await?;
+        self.conversation_mut().title = Some(title);
+        Ok(())
+    }
+
+    /// Reads agent.json again if it changed; tells `sink` what changed or
+    /// what is wrong with it.
+    pub fn reload_config(&mut self, sink: &dyn EventSink) {
+        if let Some(warnings) = self.config.refresh() {
+            let generation = self.config.current().generation;
+            if generation > 1 && warnings.is_empty() {
+                sink.emit(AgentEvent::Notice("configuration reloaded".into()));
+            }
+            for warning in warnings {
+                sink.emit(AgentEvent::Notice(format!("config: {warning}")));
+            }
+        }
+    }
+
+    /// The breakdown of the request the next statement would start with
+    /// (without its user message).
+    pub fn context_report(&mut self) -> Result<ContextReport, AgentError> {
+        let snapshot = self.config.current();
+        let provider = self.provider(&snapshot)?;
+        let registry = self.tools.current();
+        let specs: Vec<ToolSpec> = registry.specs().cloned().collect();
+        let empty = Conversation::default();
+        let conversation = self.conversation.as_ref().unwrap_or(&empty);
+        let history = conversation.transcript.history(
+            snapshot.agent.system_prompt(),
+            snapshot.agent.tool_result_max_length,
+            Phase::Idle,
+        );
+        let request = ChatRequest::new(&history, &specs);
+        let prepared = provider.prepare(&request, Mode::Stream)?;
+        let encoding = provider.config().encoding;
+        let through = conversation
+            .transcript
+            .compaction
+            .as_ref()
+            .map_or(0, |c| c.through);
+        let tool_summary_tokens = conversation
+            .transcript
+            .statements
+            .iter()
+            .filter(|s| s.seq > through)
+            .flat_map(|s| &s.turns)
+            .flat_map(|t| &t.calls)
+            .map(|record| {
+                count_tokens(
+                    encoding,
+                    &tool_call_line(
+                        &record.call,
+                        &record.output,
+                        snapshot.agent.tool_result_max_length,
+                    ),
+                )
+            })
+            .sum();
+        Ok(ContextReport {
+            model: provider.config().model.clone(),
+            estimate: prepared.estimate().clone(),
+            tool_summary_tokens,
+            messages: history.len(),
+            statements: conversation.transcript.statements.len(),
+            summarised_through: conversation
+                .transcript
+                .compaction
+                .as_ref()
+                .map(|c| c.through),
+            threshold: snapshot.agent.context_threshold,
+        })
+    }
+
+    /// Runs one user statement to its end.
+    ///
+    /// # Errors
+    /// Only when nothing can be done or recorded: no usable model, or a
+    /// store failure. A model that fails mid-way is
+    /// [`Outcome::Failed`], an interruption [`Outcome::Cancelled`].
+    pub async fn statement(
+        &mut self,
+        text: &str,
+        cancel: &CancellationToken,
+        sink: &dyn EventSink,
+    ) -> Result<StatementReport, AgentError> {
+        self.reload_config(sink);
+        let snapshot = self.config.current();
+        let provider = self.provider(&snapshot)?;
+        let conversation_id = self.ensure_conversation().await?.id.clone();
+        let statement = self
+            .store
+            .add_statement(NewStatement {
+                conversation_id: conversation_id.clone(),
+                objective: None,
+            })
+            .await?;
+        let mut entry = NewLogEntry::new(&conversation_id, LogKind::User, text);
+        entry.statement_id = Some(statement.id.clone());
+        self.store.append_log_entry(entry).await?;
+        let user = Message::user(text);
+        self.record_messages(
+            &conversation_id,
+            &statement.id,
+            1,
+            std::slice::from_ref(&user),
+        )
+        .await?;
+        let first = {
+            let conversation = self.conversation_mut();
+            conversation.transcript.statements.push(StatementRecord {
+                seq: statement.seq,
+                user: vec![Content::Text { text: text.into() }],
+                turns: Vec::new(),
+            });
+            conversation.transcript.statements.len() == 1
+        };
+        let mut side = snapshot
+            .agent
+            .side_requests
+            .then(|| self.spawn_side_requests(provider.clone(), text, first, cancel));
+
+        let mut report = StatementReport {
+            outcome: Outcome::Answered,
+            statement_id: statement.id.clone(),
+            answer: String::new(),
+            turns: 0,
+            tool_calls: 0,
+            usage: Usage::default(),
+        };
+        let mut turn: u32 = 0;
+        loop {
+            turn += 1;
+            if turn > 1 {
+                self.reload_config(sink);
+            }
+            let snapshot = self.config.current();
+            let provider = self.provider(&snapshot)?;
+            let max_turns = snapshot.agent.max_turns;
+            let last = turn >= max_turns;
+            let registry = self.tools.current();
+            let specs: Vec<ToolSpec> = registry.specs().cloned().collect();
+            let mut prepared = self.prepare(&snapshot, &provider, &specs, last)?;
+            for _ in 0..2 {
+                if !over_threshold(prepared.estimate(), snapshot.agent.context_threshold) {
+                    break;
+                }
+                if !self
+                    .compact(&snapshot, &provider, &statement.id, cancel, sink)
+                    .await?
+                {
+                    break;
+                }
+                prepared = self.prepare(&snapshot, &provider, &specs, last)?;
+            }
+            let estimate = prepared.estimate().clone();
+            sink.emit(AgentEvent::TurnStarted {
+                turn,
+                max_turns,
+                estimate_tokens: estimate.total,
+                context_window: estimate.context_window,
+            });
+            report.turns = turn;
+            let started = Instant::now();
+            let result = stream_answer(provider.as_ref(), &prepared, cancel, sink).await;
+            let mut call = llm_call_row(&provider, "turn", &estimate, started, &result);
+            call.conversation_id = Some(conversation_id.clone());
+            call.statement_id = Some(statement.id.clone());
+            call.turn = Some(turn);
+            self.store.record_llm_call(call).await?;
+            let response = match result {
+                Ok(response) => response,
+                Err(error) => {
+                    let outcome = match &error {
+                        LlmError::Cancelled => Outcome::Cancelled,
+                        other => Outcome::Failed(other.to_string()),
+                    };
+                    if let Some(partial) = error.partial_response() {
+                        // Keep what arrived, marked, without its unfinished calls.
+                        let mut parts: Vec<AssistantPart> = partial
+                            .content
+                            .iter()
+                            .filter(|p| !matches!(p, AssistantPart::ToolCall(_)))
+                            .cloned()
+                            .collect();
+                        parts.push(AssistantPart::Text {
+                            text: "\n[answer cut off: the connection to the model broke]".into(),
+                        });
+                        report.answer = partial.text();
+                        self.finish_turn(
+                            &conversation_id,
+                            &statement.id,
+                            turn,
+                            parts,
+                            Vec::new(),
+                            Vec::new(),
+                        )
+                        .await?;
+                    }
+                    let message = match &outcome {
+                        Outcome::Cancelled => "interrupted by the user".to_owned(),
+                        _ => error.to_string(),
+                    };
+                    let mut entry = NewLogEntry::new(&conversation_id, LogKind::Error, message);
+                    entry.statement_id = Some(statement.id.clone());
+                    self.store.append_log_entry(entry).await?;
+                    report.outcome = outcome;
+                    break;
+                }
+            };
+            if let Some(usage) = response.usage {
+                add_usage(&mut report.usage, usage);
+            }
+            sink.emit(AgentEvent::TurnFinished {
+                turn,
+                usage: response.usage,
+            });
+            let mut parts = response.content.clone();
+            let mut calls = response.tool_calls.clone();
+            if last && !calls.is_empty() {
+                // Tools were disabled: calls asked anyway are not run, and
+                // are left out so no call goes without a result.
+                parts.retain(|p| !matches!(p, AssistantPart::ToolCall(_)));
+                calls.clear();
+                sink.emit(AgentEvent::Notice(
+                    "the model asked for tools in its last turn; they were not run".into(),
+                ));
+            }
+            let text = response.text();
+            let thinking = response.thinking();
+            self.log_answer(&conversation_id, &statement.id, &text, &thinking)
+                .await?;
+            if calls.is_empty() {
+                report.answer = text;
+                self.finish_turn(
+                    &conversation_id,
+                    &statement.id,
+                    turn,
+                    parts,
+                    Vec::new(),
+                    Vec::new(),
+                )
+                .await?;
+                if last && turn > 1 {
+                    report.outcome = Outcome::TurnLimit;
+                    let message = format!(
+                        "The turn budget ({max_turns}) ran out: the model gave its last answer without tools."
+                    );
+                    sink.emit(AgentEvent::Notice(message.clone()));
+                    let mut entry = NewLogEntry::new(&conversation_id, LogKind::Auxiliary, message);
+                    entry.statement_id = Some(statement.id.clone());
+                    self.store.append_log_entry(entry).await?;
+                }
+                break;
+            }
+
+            let trigger = text_trigger(&self.conversation_mut().transcript);
+            let records = self
+                .run_tools(
+                    &registry,
+                    &snapshot,
+                    &calls,
+                    trigger,
+                    (!thinking.is_empty()).then_some(thinking),
+                    &statement.id,
+                    turn,
+                    cancel,
+                    sink,
+                )
+                .await?;
+            report.tool_calls += records.len() as u32;
+            if let Some(handle) = side.take() {
+                self.apply_side(handle, &statement.id, cancel, sink).await?;
+            }
+            let conversation = self.conversation_mut();
+            let feedback = Feedback {
+                turn,
+                max_turns,
+                goal: conversation.goal.as_deref(),
+                objective: conversation.objective.as_deref(),
+                tally: &conversation.tally,
+                resources: &conversation.resources,
+            }
+            .render();
+            let room = room_for_results(&estimate, &response, snapshot.agent.context_threshold);
+            let (sent, notices) =
+                result_messages(&records, &feedback, room, provider.config().encoding);
+            for notice in notices {
+                sink.emit(AgentEvent::Notice(notice));
+            }
+            self.finish_turn(&conversation_id, &statement.id, turn, parts, records, sent)
+                .await?;
+            if cancel.is_cancelled() {
+                report.outcome = Outcome::Cancelled;
+                let mut entry =
+                    NewLogEntry::new(&conversation_id, LogKind::Error, "interrupted by the user");
+                entry.statement_id = Some(statement.id.clone());
+                self.store.append_log_entry(entry).await?;
+                break;
+            }
+        }
+        if let Some(handle) = side.take() {
+            if report.outcome == Outcome::Cancelled {
+                handle.abort();
+            } else {
+                self.apply_side(handle, &statement.id, cancel, sink).await?;
+            }
+        }
+        Ok(report)
+    }
+
+    fn conversation_mut(&mut self) -> &mut Conversation {
+        self.conversation.get_or_insert_with(Conversation::default)
+    }
+
+    async fn ensure_conversation(&mut self) -> Result<&mut Conversation, AgentError> {
+        if self.conversation.is_none() {
+            let created = self
+                .store
+                .create_conversation(NewConversation::default())
+                .await?;
+            self.conversation = Some(Conversation {
+                id: created.id,
+                ..Conversation::default()
+            });
+        }
+        Ok(self.conversation_mut())
+    }
+
+    /// The provider for `snapshot`, connected again when the config changed.
+    fn provider(&mut self, snapshot: &Snapshot) -> Result<Arc<dyn Provider>, AgentError> {
+        if let Some((generation, provider)) = &self.provider
+            && *generation == snapshot.generation
+        {
+            return Ok(provider.clone());
+        }
+        let env: HashMap<String, String> = snapshot
+            .settings
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let provider = satchel_llm::connect(snapshot.llm.resolve(&env)?)?;
+        self.provider = Some((snapshot.generation, provider.clone()));
+        Ok(provider)
+    }
+
+    fn prepare(
+        &mut self,
+        snapshot: &Snapshot,
+        provider: &Arc<dyn Provider>,
+        specs: &[ToolSpec],
+        last: bool,
+    ) -> Result<PreparedRequest, AgentError> {
+        let conversation = self.conversation_mut();
+        let history = conversation.transcript.history(
+            snapshot.agent.system_prompt(),
+            snapshot.agent.tool_result_max_length,
+            Phase::InStatement,
+        );
+        let mut request = ChatRequest::new(&history, specs);
+        let none = ToolChoice::None;
+        if last {
+            request.tool_choice = &none;
+        }
+        Ok(provider.prepare(&request, Mode::Stream)?)
+    }
+
+    /// Summarises the oldest past statements into one message; false when
+    /// there was nothing to summarise or the side request failed.
+    async fn compact(
+        &mut self,
+        snapshot: &Snapshot,
+        provider: &Arc<dyn Provider>,
+        statement_id: &str,
+        cancel: &CancellationToken,
+        sink: &dyn EventSink,
+    ) -> Result<bool, AgentError> {
+        let keep = snapshot.agent.keep_recent_statements;
+        let max_chars = snapshot.agent.tool_result_max_length;
+        let conversation = self.conversation_mut();
+        let transcript = &conversation.transcript;
+        // The statement in progress is never summarised.
+        let past: Vec<&StatementRecord> = transcript
+            .unsummarised()
+            .take(transcript.unsummarised().count().saturating_sub(1))
+            .collect();
+        let fold = past.len().saturating_sub(keep);
+        if fold == 0 {
+            return Ok(false);
+        }
+        let mut material = String::new();
+        if let Some(previous) = &transcript.compaction {
+            material.push_str("Summary so far:\n");
+            material.push_str(&previous.text);
+            material.push_str("\n\n");
+        }
+        for statement in &past[..fold] {
+            material.push_str("User: ");
+            material.push_str(&crate::history::user_text(&statement.user));
+            material.push_str("\nAssistant: ");
+            material.push_str(&crate::history::past_answer(statement, max_chars));
+            material.push_str("\n\n");
+        }
+        let through = past[fold - 1].seq;
+        let first = past[0].seq;
+        let conversation_id = conversation.id.clone();
+        let result = side_request(
+            provider.clone(),
+            SideKind::Summary,
+            material,
+            cancel.clone(),
+        )
+        .await;
+        let mut call = result.call;
+        call.conversation_id = Some(conversation_id.clone());
+        call.statement_id = Some(statement_id.to_owned());
+        self.store.record_llm_call(call).await?;
+        let text = match result.text {
+            Ok(text) => text,
+            Err(error) => {
+                sink.emit(AgentEvent::Notice(format!(
+                    "the history is past {:.0}% of the context window but could not be summarised: {error}",
+                    snapshot.agent.context_threshold * 100.0
+                )));
+                return Ok(false);
+            }
+        };
+        self.store
+            .append_messages(vec![NewLlmMessage {
+                conversation_id: conversation_id.clone(),
+                statement_id: Some(statement_id.to_owned()),
+                turn: 0,
+                role: SUMMARY_ROLE.into(),
+                content: serde_json::json!({"text": text, "through_statement": through}),
+            }])
+            .await?;
+        let mut entry = NewLogEntry::new(&conversation_id, LogKind::Auxiliary, &text);
+        entry.side_conversation = Some(SideKind::Summary.as_str().into());
+        entry.statement_id = Some(statement_id.to_owned());
+        self.store.append_log_entry(entry).await?;
+        self.conversation_mut().transcript.compaction = Some(Compaction {
+            text: text.clone(),
+            through,
+        });
+        sink.emit(AgentEvent::Side {
+            kind: SideKind::Summary,
+            text,
+        });
+        sink.emit(AgentEvent::Notice(format!(
+            "statements {first}-{through} were summarised to fit the context window; the log keeps them whole"
+        )));
+        Ok(true)
+    }
+
+    fn spawn_side_requests(
+        &mut self,
+        provider: Arc<dyn Provider>,
+        text: &str,
+        first: bool,
+        cancel: &CancellationToken,
+    ) -> JoinHandle<Vec<SideResult>> {
+        let conversation = self.conversation_mut();
+        let mut kinds = vec![SideKind::Objective];
+        if conversation.goal.is_none() {
+            kinds.push(SideKind::Goal);
+        }
+        if conversation.title.is_none() {
+            kinds.push(SideKind::Title);
+        }
+        let goal = conversation.goal.clone();
+        let text = text.to_owned();
+        let cancel = cancel.child_token();
+        tokio::spawn(async move {
+            let requests = kinds.into_iter().map(|kind| {
+                let material = match (kind, &goal) {
+                    (SideKind::Objective, Some(goal)) if !first => {
+                        format!("Conversation goal: {goal}\n\nThe user's latest message:\n{text}")
+                    }
+                    _ => text.clone(),
+                };
+                side_request(provider.clone(), kind, material, cancel.clone())
+            });
+            join_all(requests).await
+        })
+    }
+
+    /// Waits for the side requests and records what they wrote.
+    async fn apply_side(
+        &mut self,
+        handle: JoinHandle<Vec<SideResult>>,
+        statement_id: &str,
+        cancel: &CancellationToken,
+        sink: &dyn EventSink,
+    ) -> Result<(), AgentError> {
+        let results = tokio::select! {
+            joined = handle => joined.unwrap_or_default(),
+            () = cancel.cancelled() => return Ok(()),
+        };
+        let conversation_id = self.conversation_mut().id.clone();
+        for result in results {
+            let mut call = result.call;
+            call.conversation_id = Some(conversation_id.clone());
+            call.statement_id = Some(statement_id.to_owned());
+            self.store.record_llm_call(call).await?;
+            let text = match result.text {
+                Ok(text) => text,
+                Err(error) => {
+                    sink.emit(AgentEvent::Notice(format!(
+                        "the {} could not be written: {error}",
+                        result.kind
+                    )));
+                    continue;
+                }
+            };
+            let label = match result.kind {
+                SideKind::Goal => "Goal",
+                SideKind::Objective => "Objective",
+                SideKind::Title => "Title",
+                SideKind::Summary => "Summary",
+            };
+            match result.kind {
+                SideKind::Goal => {
+                    match self.store.set_goal(&conversation_id, text.clone()).await {
+                        // The user set one meanwhile: theirs stands.
+                        Err(StoreError::GoalAlreadySet { .. }) => continue,
+                        other => other?,
+                    }
+                    self.conversation_mut().goal = Some(text.clone());
+                }
+                SideKind::Objective => {
+                    self.store.set_objective(statement_id, text.clone()).await?;
+                    self.conversation_mut().objective = Some(text.clone());
+                }
+                SideKind::Title => {
+                    self.store.set_title(&conversation_id, text.clone()).await?;
+                    self.conversation_mut().title = Some(text.clone());
+                }
+                SideKind::Summary => {}
+            }
+            let mut entry = NewLogEntry::new(
+                &conversation_id,
+                LogKind::Auxiliary,
+                format!("{label}: {text}"),
+            );
+            entry.side_conversation = Some(result.kind.as_str().into());
+            entry.statement_id = Some(statement_id.to_owned());
+            self.store.append_log_entry(entry).await?;
+            sink.emit(AgentEvent::Side {
+                kind: result.kind,
+                text,
+            });
+        }
+        Ok(())
+    }
+
+    async fn log_answer(
+        &self,
+        conversation_id: &str,
+        statement_id: &str,
+        text: &str,
+        thinking: &str,
+    ) -> Result<(), AgentError> {
+        if !thinking.trim().is_empty() {
+            let mut entry = NewLogEntry::new(conversation_id, LogKind::Auxiliary, thinking);
+            entry.side_conversation = Some("thinking".into());
+            entry.statement_id = Some(statement_id.to_owned());
+            self.store.append_log_entry(entry).await?;
+        }
+        if !text.trim().is_empty() {
+            let mut entry = NewLogEntry::new(conversation_id, LogKind::Assistant, text);
+            entry.statement_id = Some(statement_id.to_owned());
+            self.store.append_log_entry(entry).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs one turn's calls in conflict-free waves; records them.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_tools(
+        &mut self,
+        registry: &Arc<Registry>,
+        snapshot: &Snapshot,
+        calls: &[AssembledToolCall],
+        trigger: Option<String>,
+        reasoning: Option<String>,
+        statement_id: &str,
+        turn: u32,
+        cancel: &CancellationToken,
+        sink: &dyn EventSink,
+    ) -> Result<Vec<CallRecord>, AgentError> {
+        let conversation_id = self.conversation_mut().id.clone();
+        let capabilities: Vec<_> = calls
+            .iter()
+            .map(|call| {
+                call.error
+                    .is_none()
+                    .then(|| registry.get(&call.name).map(|t| &t.spec().capabilities))
+                    .flatten()
+            })
+            .collect();
+        let mut finished: Vec<Option<Finished>> = vec![None; calls.len()];
+        for wave in waves(&capabilities) {
+            let runs = wave.iter().map(|&index| {
+                let call = &calls[index];
+                let ctx = ToolContext {
+                    cancel: cancel.child_token(),
+                    conversation_id: Some(conversation_id.clone()),
+                    call_id: call.id.clone(),
+                    working_dir: self.working_dir.clone(),
+                    config: snapshot.tools.clone(),
+                    trace: CallTrace {
+                        session_id: None,
+                        trigger_message: trigger.clone(),
+                        reasoning: reasoning.clone(),
+                    },
+                };
+                self.run_one(registry, snapshot, call, ctx, sink)
+            });
+            for (index, done) in wave.iter().zip(join_all(runs).await) {
+                finished[*index] = Some(done);
+            }
+        }
+        let finished: Vec<Finished> = finished.into_iter().flatten().collect();
+        let rows = finished
+            .iter()
+            .map(|done| NewToolCall {
+                source: self.source,
+                conversation_id: Some(conversation_id.clone()),
+                statement_id: Some(statement_id.to_owned()),
+                turn: Some(turn),
+                call: done.call.clone(),
+                output: done.output.clone(),
+                decision: done.decision.clone(),
+                started_at: timestamp(done.started_at),
+                finished_at: timestamp(done.started_at + done.duration),
+                duration_us: u64::try_from(done.duration.as_micros()).unwrap_or(u64::MAX),
+            })
+            .collect();
+        self.store.record_tool_calls(rows).await?;
+        let markdown = Style::Markdown;
+        for done in &finished {
+            let tool = registry.get(&done.call.name);
+            let use_text = tool.map_or_else(
+                || generic_use(&done.call.name, &done.call.input, markdown),
+                |t| t.format_use(&done.call.input, markdown),
+            );
+            let result_text = tool.map_or_else(
+                || generic_result(&done.output, markdown),
+                |t| t.format_result(&done.output, markdown),
+            );
+            for (kind, text) in [
+                (LogKind::ToolUse, use_text),
+                (LogKind::ToolResult, result_text),
+            ] {
+                let mut entry = NewLogEntry::new(&conversation_id, kind, text);
+                entry.statement_id = Some(statement_id.to_owned());
+                entry.call_id = Some(done.call.id.clone());
+                self.store.append_log_entry(entry).await?;
+            }
+        }
+        let conversation = self.conversation_mut();
+        for done in &finished {
+            conversation
+                .tally
+                .add(&done.call.name, done.output.is_error);
+            if !done.output.is_error {
+                let spec = registry.get(&done.call.name).map(|t| t.spec());
+                conversation.resources.add_call(spec, &done.call);
+            }
+        }
+        Ok(finished
+            .into_iter()
+            .map(|done| CallRecord {
+                call: done.call,
+                output: done.output,
+            })
+            .collect())
+    }
+
+    async fn run_one(
+        &self,
+        registry: &Registry,
+        snapshot: &Snapshot,
+        assembled: &AssembledToolCall,
+        ctx: ToolContext,
+        sink: &dyn EventSink,
+    ) -> Finished {
+        let call = ToolCall {
+            id: assembled.id.clone(),
+            name: assembled.name.clone(),
+            input: assembled.input.clone(),
+        };
+        let tool = registry.get(&call.name);
+        sink.emit(AgentEvent::ToolStarted {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            display: tool.map_or_else(
+                || generic_use(&call.name, &call.input, self.display),
+                |t| t.format_use(&call.input, self.display),
+            ),
+        });
+        let started_at = SystemTime::now();
+        let clock = Instant::now();
+        let (output, decision) = match assembled.invalid_params_output() {
+            Some(output) => (output, None),
+            None if ctx.cancel.is_cancelled() => (
+                ToolOutput::error(
+                    ErrorCode::Cancelled,
+                    "the user interrupted the turn before this call ran",
+                ),
+                None,
+            ),
+            None => {
+                let dispatched = dispatch(
+                    registry,
+                    &snapshot.policy,
+                    self.consent.as_ref(),
+                    &call,
+                    &ctx,
+                )
+                .await;
+                let label = dispatched.decision_label();
+                (dispatched.output, label)
+            }
+        };
+        let duration = clock.elapsed();
+        sink.emit(AgentEvent::ToolFinished {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            display: tool.map_or_else(
+                || generic_result(&output, self.display),
+                |t| t.format_result(&output, self.display),
+            ),
+            is_error: output.is_error,
+            duration,
+        });
+        Finished {
+            call,
+            output,
+            decision,
+            started_at,
+            duration,
+        }
+    }
+
+    /// Adds a finished turn to the transcript and records its messages.
+    async fn finish_turn(
+        &mut self,
+        conversation_id: &str,
+        statement_id: &str,
+        turn: u32,
+        assistant: Vec<AssistantPart>,
+        calls: Vec<CallRecord>,
+        sent_results: Vec<Message>,
+    ) -> Result<(), AgentError> {
+        let mut messages = vec![Message::Assistant {
+            content: assistant.clone(),
+        }];
+        messages.extend(sent_results.iter().cloned());
+        self.record_messages(conversation_id, statement_id, turn, &messages)
+            .await?;
+        if let Some(statement) = self.conversation_mut().transcript.statements.last_mut() {
+            statement.turns.push(TurnRecord {
+                assistant,
+                calls,
+                sent_results,
+            });
+        }
+        Ok(())
+    }
+
+    async fn record_messages(
+        &self,
+        conversation_id: &str,
+        statement_id: &str,
+        turn: u32,
+        messages: &[Message],
+    ) -> Result<(), AgentError> {
+        let rows = messages
+            .iter()
+            .map(|message| {
+                let content = serde_json::to_value(message).unwrap_or_default();
+                NewLlmMessage {
+                    conversation_id: conversation_id.to_owned(),
+                    statement_id: Some(statement_id.to_owned()),
+                    turn,
+                    role: content
+                        .get("role")
+                        .and_then(|r| r.as_str())
+                        .unwrap_or("unknown")
+                        .to_owned(),
+                    content,
+                }
+            })
+            .collect();
+        self.store.append_messages(rows).await?;
+        Ok(())
+    }
+}
+
+/// A call that ran (or was refused), before it is recorded.
+#[derive(Debug, Clone)]
+struct Finished {
+    call: ToolCall,
+    output: ToolOutput,
+    decision: Option<String>,
+    started_at: SystemTime,
+    duration: Duration,
+}
+
+/// The text of the statement in progress, for tools that keep traces.
+fn text_trigger(transcript: &Transcript) -> Option<String> {
+    transcript
+        .statements
+        .last()
+        .map(|s| crate::history::user_text(&s.user))
+}
+
+fn over_threshold(estimate: &TokenEstimate, threshold: f64) -> bool {
+    estimate.context_window > 0
+        && estimate.total as f64 > threshold * estimate.context_window as f64
+}
+
+/// Tokens the coming tool results may take before the next request passes
+/// the threshold.
+fn room_for_results(estimate: &TokenEstimate, response: &Response, threshold: f64) -> u64 {
+    let budget = (threshold * estimate.context_window as f64) as u64;
+    let answer = response.usage.map_or(0, |u| u.output_tokens);
+    budget.saturating_sub(estimate.total + answer)
+}
+
+/// The smallest share of the room a result is allowed before it is cut.
+const MIN_RESULT_TOKENS: u64 = 256;
+
+/// The tool-result messages of a turn: the feedback block before the first
+/// result; each result too large for the room left in the window cut, with
+/// a note that says so. Returns the notices for the user too.
+fn result_messages(
+    records: &[CallRecord],
+    feedback: &str,
+    room: u64,
+    encoding: satchel_llm::Encoding,
+) -> (Vec<Message>, Vec<String>) {
+    let share = (room / records.len().max(1) as u64).max(MIN_RESULT_TOKENS);
+    let mut notices = Vec::new();
+    let messages = records
+        .iter()
+        .enumerate()
+        .map(|(index, record)| {
+            let mut output = record.output.clone();
+            if let ToolResults::Text(text) = &output.results {
+                let tokens = count_tokens(encoding, text);
+                if tokens > share {
+                    let keep_chars = (text.chars().count() as u64 * share / tokens) as usize;
+                    let kept: String = text.chars().take(keep_chars).collect();
+                    let note = format!(
+                        "\n[Satchel cut this result to fit the context window: {} of {} characters kept. The whole result is stored; the call id is {}.]",
+                        kept.chars().count(),
+                        text.chars().count(),
+                        record.call.id
+                    );
+                    notices.push(format!(
+                        "the result of {} ({tokens} tokens) was cut to fit the context window",
+                        record.call.name
+                    ));
+                    output.results = ToolResults::Text(kept + &note);
+                }
+            }
+            let mut message = Message::tool_result(&record.call.id, &output);
+            if index == 0
+                && let Message::Tool(ToolResult { content, .. }) = &mut message
+            {
+                *content = match std::mem::replace(content, ToolResults::Text(String::new())) {
+                    ToolResults::Text(text) => ToolResults::Text(format!("{feedback}{text}")),
+                    ToolResults::Parts(mut parts) => {
+                        parts.insert(
+                            0,
+                            Content::Text {
+                                text: feedback.to_owned(),
+                            },
+                        );
+                        ToolResults::Parts(parts)
+                    }
+                };
+            }
+            message
+        })
+        .collect();
+    (messages, notices)
+}
+
+/// Streams one answer, passing text and thinking to `sink`.
+async fn stream_answer(
+    provider: &dyn Provider,
+    prepared: &PreparedRequest,
+    cancel: &CancellationToken,
+    sink: &dyn EventSink,
+) -> Result<Response, LlmError> {
+    let mut events = provider.send(prepared, cancel.clone());
+    while let Some(event) = events.next().await {
+        match event? {
+            StreamEvent::TextDelta(text) => sink.emit(AgentEvent::TextDelta(text)),
+            StreamEvent::ThinkingDelta(text) => sink.emit(AgentEvent::ThinkingDelta(text)),
+            StreamEvent::Done(response) => return Ok(*response),
+            _ => {}
+        }
+    }
+    Err(if cancel.is_cancelled() {
+        LlmError::Cancelled
+    } else {
+        LlmError::InvalidResponse {
+            url: prepared.url.clone(),
+            detail: "the answer ended without its last event".into(),
+        }
+    })
+}
+
+/// Runs one side request and describes it for the usage table.
+async fn side_request(
+    provider: Arc<dyn Provider>,
+    kind: SideKind,
+    material: String,
+    cancel: CancellationToken,
+) -> SideResult {
+    let messages = side_messages(kind, &material);
+    let mut request = ChatRequest::new(&messages, &[]);
+    request.max_output_tokens = Some(kind.max_output_tokens());
+    let prepared = match provider.prepare(&request, Mode::Whole) {
+        Ok(prepared) => prepared,
+        Err(error) => {
+            return SideResult {
+                kind,
+                text: Err(error.to_string()),
+                call: NewLlmCall {
+                    purpose: kind.as_str().into(),
+                    provider: provider.config().provider.display_name().into(),
+                    model: provider.config().model.clone(),
+                    error: Some(error.to_string()),
+                    ..NewLlmCall::default()
+                },
+            };
+        }
+    };
+    let estimate = prepared.estimate().clone();
+    let started = Instant::now();
+    let result = collect(provider.send(&prepared, cancel)).await;
+    let call = llm_call_row(&provider, kind.as_str(), &estimate, started, &result);
+    let text = match result {
+        Ok(response) => clean_answer(kind, &response.text())
+            .ok_or_else(|| "the model answered with no text".to_owned()),
+        Err(error) => Err(error.to_string()),
+    };
+    SideResult { kind, text, call }
+}
+
+/// The usage row of one request.
+fn llm_call_row(
+    provider: &Arc<dyn Provider>,
+    purpose: &str,
+    estimate: &TokenEstimate,
+    started: Instant,
+    result: &Result<Response, LlmError>,
+) -> NewLlmCall {
+    let config = provider.config();
+    let answered = match result {
+        Ok(response) => Some(response),
+        Err(error) => error.partial_response(),
+    };
+    let usage = answered.and_then(|r| r.usage);
+    NewLlmCall {
+        purpose: purpose.into(),
+        provider: config.provider.display_name().into(),
+        model: config.model.clone(),
+        estimate_tokens: estimate.total,
+        estimate_sections: serde_json::to_value(estimate.sections).unwrap_or_default(),
+        context_window: estimate.context_window,
+        input_tokens: usage.map(|u| u.input_tokens),
+        output_tokens: usage.map(|u| u.output_tokens),
+        cache_read_tokens: usage.map(|u| u.cache_read_tokens),
+        cache_write_tokens: usage.map(|u| u.cache_write_tokens),
+        stop_reason: answered.map(|r| {
+            serde_json::to_value(&r.stop_reason)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_else(|| format!("{:?}", r.stop_reason))
+        }),
+        error: result.as_ref().err().map(ToString::to_string),
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        ..NewLlmCall::default()
+    }
+}
+
+fn add_usage(total: &mut Usage, usage: Usage) {
+    total.input_tokens += usage.input_tokens;
+    total.output_tokens += usage.output_tokens;
+    total.cache_read_tokens += usage.cache_read_tokens;
+    total.cache_write_tokens += usage.cache_write_tokens;
+}
+
+fn timestamp(time: SystemTime) -> Timestamp {
+    let millis = time
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    Timestamp::from_millis(millis)
+}

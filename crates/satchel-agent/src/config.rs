@@ -1,0 +1,181 @@
+//! The loop's own settings: the top-level keys of agent.json that shape a
+//! statement (`maxTurns`, `toolResultMaxLength`, `contextThreshold`...).
+//!
+//! Tools, policy and the model have their own sections, read by their
+//! crates; [`crate::HotConfig`] reads them all together.
+
+use satchel_tools::Settings;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// How the loop runs a statement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentConfig {
+    /// LLM calls one statement may make; the last one has tools disabled.
+    pub max_turns: u32,
+    /// Characters of a tool result kept in past turns' summaries.
+    pub tool_result_max_length: usize,
+    /// Share of the context window past which old turns are summarised.
+    pub context_threshold: f64,
+    /// Past statements always kept whole when older ones are summarised.
+    pub keep_recent_statements: usize,
+    /// Instructions placed first in every request; `None` for the default.
+    pub system_prompt: Option<String>,
+    /// Whether goal, objective and title are written by side requests.
+    pub side_requests: bool,
+}
+
+/// The built-in system prompt.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are a capable assistant working in the user's project through tools. \
+Use tools when they help; read their results carefully; keep going until the task is done, \
+then answer briefly. Each batch of tool results starts with a feedback block: the turn budget, \
+the conversation goal, the current objective and what the tools have done so far.";
+
+impl Default for AgentConfig {
+    fn default() -> AgentConfig {
+        AgentConfig {
+            max_turns: 25,
+            tool_result_max_length: 500,
+            context_threshold: 0.8,
+            keep_recent_statements: 2,
+            system_prompt: None,
+            side_requests: true,
+        }
+    }
+}
+
+/// The keys as written in agent.json; every key optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct AgentSettings {
+    max_turns: Option<u32>,
+    tool_result_max_length: Option<usize>,
+    context_threshold: Option<f64>,
+    keep_recent_statements: Option<usize>,
+    system_prompt: Option<String>,
+    side_requests: Option<bool>,
+}
+
+impl AgentConfig {
+    /// Reads the loop's keys from `settings`; a key of the wrong type or out
+    /// of range is ignored with a warning (its default applies).
+    pub fn from_settings(settings: &Settings) -> (AgentConfig, Vec<String>) {
+        let mut config = AgentConfig::default();
+        let mut warnings = Vec::new();
+        let files = || {
+            settings
+                .sources
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        // Key by key, so one bad value does not reset the others.
+        let mut parsed = AgentSettings::default();
+        for key in [
+            "maxTurns",
+            "toolResultMaxLength",
+            "contextThreshold",
+            "keepRecentStatements",
+            "systemPrompt",
+            "sideRequests",
+        ] {
+            let Some(value) = settings.value.get(key) else {
+                continue;
+            };
+            let one = Value::Object([(key.to_owned(), value.clone())].into_iter().collect());
+            match serde_json::from_value::<AgentSettings>(one) {
+                Ok(single) => {
+                    parsed.max_turns = parsed.max_turns.or(single.max_turns);
+                    parsed.tool_result_max_length = parsed
+                        .tool_result_max_length
+                        .or(single.tool_result_max_length);
+                    parsed.context_threshold =
+                        parsed.context_threshold.or(single.context_threshold);
+                    parsed.keep_recent_statements = parsed
+                        .keep_recent_statements
+                        .or(single.keep_recent_statements);
+                    parsed.system_prompt = parsed.system_prompt.or(single.system_prompt);
+                    parsed.side_requests = parsed.side_requests.or(single.side_requests);
+                }
+                Err(error) => warnings.push(format!(
+                    "`{key}` in {}: {error}; using the default",
+                    files()
+                )),
+            }
+        }
+        if let Some(turns) = parsed.max_turns {
+            if turns == 0 {
+                warnings.push(format!(
+                    "`maxTurns` in {} must be at least 1; using 1",
+                    files()
+                ));
+            }
+            config.max_turns = turns.max(1);
+        }
+        if let Some(length) = parsed.tool_result_max_length {
+            config.tool_result_max_length = length;
+        }
+        if let Some(threshold) = parsed.context_threshold {
+            if threshold > 0.0 && threshold <= 1.0 {
+                config.context_threshold = threshold;
+            } else {
+                warnings.push(format!(
+                    "`contextThreshold` in {} must be in (0, 1]; using {}",
+                    files(),
+                    config.context_threshold
+                ));
+            }
+        }
+        if let Some(keep) = parsed.keep_recent_statements {
+            config.keep_recent_statements = keep;
+        }
+        config.system_prompt = parsed.system_prompt;
+        if let Some(side) = parsed.side_requests {
+            config.side_requests = side;
+        }
+        (config, warnings)
+    }
+
+    /// The system prompt in force.
+    pub fn system_prompt(&self) -> &str {
+        self.system_prompt
+            .as_deref()
+            .unwrap_or(DEFAULT_SYSTEM_PROMPT)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn settings(value: Value) -> Settings {
+        let Value::Object(object) = value else {
+            panic!("not an object")
+        };
+        Settings::from_layers(vec![("agent.json".into(), object)])
+    }
+
+    #[test]
+    fn missing_keys_are_defaults() {
+        let (config, warnings) = AgentConfig::from_settings(&Settings::default());
+        assert_eq!(config, AgentConfig::default());
+        assert!(warnings.is_empty());
+    }
+
+    #[test]
+    fn one_bad_key_keeps_the_others() {
+        let (config, warnings) = AgentConfig::from_settings(&settings(json!({
+            "maxTurns": "many",
+            "toolResultMaxLength": 80,
+            "contextThreshold": 3.0,
+        })));
+        assert_eq!(config.max_turns, 25);
+        assert_eq!(config.tool_result_max_length, 80);
+        assert_eq!(config.context_threshold, 0.8);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("maxTurns") && warnings[0].contains("agent.json"));
+    }
+}

@@ -1,0 +1,258 @@
+//! The LLM history, built for its reader: [`Transcript`] holds what
+//! happened, [`Transcript::history`] turns it into the messages sent.
+//!
+//! Past statements are compact: the user's message, then one assistant
+//! message with each turn's text followed by a `[Tool: ...] → result` line
+//! per call, the result cut to `toolResultMaxLength`; thinking is dropped.
+//! The statement in progress goes native: assistant messages with their
+//! tool calls (thinking included, as Anthropic requires within a tool
+//! loop) and tool-result messages exactly as they were sent. Statements
+//! already summarised are replaced by their summary.
+
+use satchel_core::{AssistantPart, Content, Message, ToolCall, ToolOutput};
+
+use crate::summary::tool_call_line;
+
+/// One tool call of a turn and what it returned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallRecord {
+    /// The call as the model made it.
+    pub call: ToolCall,
+    /// The tool's output, whole (within the tool's own limits).
+    pub output: ToolOutput,
+}
+
+/// One LLM call of a statement and the tool calls it asked for.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TurnRecord {
+    /// The assistant's answer: text, thinking, tool calls.
+    pub assistant: Vec<AssistantPart>,
+    /// The calls that ran, in the order the model asked.
+    pub calls: Vec<CallRecord>,
+    /// The tool-result messages exactly as sent (feedback block included).
+    pub sent_results: Vec<Message>,
+}
+
+/// One user message and the turns that answered it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatementRecord {
+    /// 1-based position in the conversation.
+    pub seq: u32,
+    /// What the user said.
+    pub user: Vec<Content>,
+    /// The turns, in order.
+    pub turns: Vec<TurnRecord>,
+}
+
+/// Older statements folded into one summary by a side request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compaction {
+    /// The summary text.
+    pub text: String,
+    /// The last statement (by `seq`) the summary covers.
+    pub through: u32,
+}
+
+/// What happened in a conversation, as the history needs it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Transcript {
+    /// The latest summary of older statements, if any.
+    pub compaction: Option<Compaction>,
+    /// Every statement, oldest first (summarised ones included; the
+    /// history skips them).
+    pub statements: Vec<StatementRecord>,
+}
+
+/// Whether the last statement is still being answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Between statements: every statement is past.
+    Idle,
+    /// The last statement is in progress and goes native.
+    InStatement,
+}
+
+impl Transcript {
+    /// The messages to send: `system` first, then the summary, past
+    /// statements compact, and the statement in progress native.
+    pub fn history(&self, system: &str, max_result_chars: usize, phase: Phase) -> Vec<Message> {
+        let mut messages = Vec::with_capacity(2 + self.statements.len() * 2);
+        messages.push(Message::system(system));
+        if let Some(compaction) = &self.compaction {
+            messages.push(Message::system(summary_message(&compaction.text)));
+        }
+        let through = self.compaction.as_ref().map_or(0, |c| c.through);
+        let (past, current) = match (phase, self.statements.split_last()) {
+            (Phase::InStatement, Some((current, past))) => (past, Some(current)),
+            _ => (self.statements.as_slice(), None),
+        };
+        for statement in past.iter().filter(|s| s.seq > through) {
+            messages.push(Message::User {
+                content: statement.user.clone(),
+            });
+            messages.push(Message::assistant(past_answer(statement, max_result_chars)));
+        }
+        if let Some(statement) = current {
+            messages.push(Message::User {
+                content: statement.user.clone(),
+            });
+            for turn in &statement.turns {
+                messages.push(Message::Assistant {
+                    content: turn.assistant.clone(),
+                });
+                messages.extend(turn.sent_results.iter().cloned());
+            }
+        }
+        messages
+    }
+
+    /// Past statements not yet summarised, oldest first.
+    pub fn unsummarised(&self) -> impl Iterator<Item = &StatementRecord> {
+        let through = self.compaction.as_ref().map_or(0, |c| c.through);
+        self.statements.iter().filter(move |s| s.seq > through)
+    }
+}
+
+/// The system message that carries a summary of older statements.
+pub fn summary_message(text: &str) -> String {
+    format!(
+        "Summary of the earlier part of this conversation (older turns were summarised to fit the context window):\n{text}"
+    )
+}
+
+/// A past statement's answer in one message: each turn's text, then one
+/// line per tool call.
+pub fn past_answer(statement: &StatementRecord, max_result_chars: usize) -> String {
+    let mut answer = String::new();
+    for turn in &statement.turns {
+        let text: String = turn
+            .assistant
+            .iter()
+            .filter_map(|part| match part {
+                AssistantPart::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        let text = text.trim();
+        if !text.is_empty() {
+            if !answer.is_empty() {
+                answer.push('\n');
+            }
+            answer.push_str(text);
+        }
+        for record in &turn.calls {
+            if !answer.is_empty() {
+                answer.push('\n');
+            }
+            answer.push_str(&tool_call_line(
+                &record.call,
+                &record.output,
+                max_result_chars,
+            ));
+        }
+    }
+    if answer.is_empty() {
+        answer.push_str("(no answer)");
+    }
+    answer
+}
+
+/// The text of a user message's parts.
+pub fn user_text(content: &[Content]) -> String {
+    content
+        .iter()
+        .map(Content::to_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use satchel_core::ToolResults;
+    use serde_json::json;
+
+    use super::*;
+
+    fn statement(seq: u32, text: &str) -> StatementRecord {
+        let call = ToolCall {
+            id: format!("c{seq}"),
+            name: "bash".into(),
+            input: json!({"command": "ls"}),
+        };
+        let output = ToolOutput::success(ToolResults::Text("x".repeat(30)), "ran");
+        StatementRecord {
+            seq,
+            user: vec![Content::Text { text: text.into() }],
+            turns: vec![
+                TurnRecord {
+                    assistant: vec![
+                        AssistantPart::Thinking {
+                            thinking: "secret plan".into(),
+                            signature: None,
+                        },
+                        AssistantPart::Text {
+                            text: "Looking.".into(),
+                        },
+                        AssistantPart::ToolCall(call.clone()),
+                    ],
+                    sent_results: vec![Message::tool_result(&call.id, &output)],
+                    calls: vec![CallRecord { call, output }],
+                },
+                TurnRecord {
+                    assistant: vec![AssistantPart::Text {
+                        text: "Done.".into(),
+                    }],
+                    ..TurnRecord::default()
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn past_statements_are_summaries_and_the_current_one_is_native() {
+        let transcript = Transcript {
+            compaction: None,
+            statements: vec![statement(1, "first"), statement(2, "second")],
+        };
+        let history = transcript.history("sys", 10, Phase::InStatement);
+        assert_eq!(history.len(), 1 + 2 + 4);
+        assert_eq!(
+            history[2],
+            Message::assistant(
+                "Looking.\n[Tool: bash(command=\"ls\")] → xxxxxxxxxx... [truncated]\nDone."
+            )
+        );
+        let past = serde_json::to_string(&history[..3]).unwrap();
+        assert!(
+            !past.contains("secret plan"),
+            "thinking left in a past turn"
+        );
+        let Message::Assistant { content } = &history[4] else {
+            panic!("not native")
+        };
+        assert!(matches!(content[0], AssistantPart::Thinking { .. }));
+        assert!(matches!(history[5], Message::Tool(_)));
+
+        let idle = transcript.history("sys", 10, Phase::Idle);
+        assert_eq!(idle.len(), 1 + 4);
+    }
+
+    #[test]
+    fn summarised_statements_give_way_to_the_summary() {
+        let transcript = Transcript {
+            compaction: Some(Compaction {
+                text: "they said first".into(),
+                through: 1,
+            }),
+            statements: vec![statement(1, "first"), statement(2, "second")],
+        };
+        let history = transcript.history("sys", 10, Phase::Idle);
+        assert_eq!(history.len(), 4);
+        assert_eq!(
+            history[1],
+            Message::system(summary_message("they said first"))
+        );
+        assert_eq!(history[2], Message::user("second"));
+    }
+}

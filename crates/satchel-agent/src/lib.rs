@@ -1,0 +1,39 @@
+//! The agent loop: statements and turns, a history that fits the context
+//! window, objectives and tool feedback, hot-reloaded configuration.
+//!
+//! [`Agent`] runs one conversation. Each [`Agent::statement`] is a loop of
+//! turns; what the user sees (the conversation log) and what the model
+//! gets (the history, see [`Transcript::history`]) are recorded
+//! separately in the store. The front end (REPL, `satchel run`) follows a
+//! statement through [`AgentEvent`]s.
+//!
+//! What does not live here: terminal rendering and consent prompts (the
+//! CLI), wire formats and token counting (`satchel-llm`), the tools and
+//! their policy (`satchel-tools`), SQL (`satchel-store`).
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod agent;
+mod config;
+mod events;
+mod feedback;
+pub mod history;
+mod hot;
+mod resources;
+mod resume;
+pub mod schedule;
+mod side;
+pub mod summary;
+
+pub use agent::{
+    Agent, AgentDeps, AgentError, ContextReport, Outcome, SUMMARY_ROLE, StatementReport,
+};
+pub use config::{AgentConfig, DEFAULT_SYSTEM_PROMPT};
+pub use events::{AgentEvent, EventSink, Silent};
+pub use feedback::{Feedback, ToolTally};
+pub use history::{Phase, Transcript};
+pub use hot::{HotConfig, Snapshot};
+pub use resources::Resources;
+pub use resume::{Loaded, load_transcript};
+pub use schedule::waves;
+pub use side::{SIDE_PREFIX, SideKind};

@@ -1,0 +1,234 @@
+//! What a tool call touched: files read or modified, URLs fetched, for the
+//! feedback block's `Resources:` line.
+//!
+//! Tools do not report this, so it is read from the call's input: path-
+//! and URL-valued arguments (judged by the tool's declared capabilities),
+//! and for `bash` the simple commands of the script (readers such as
+//! `cat`, writers such as `rm` or a `>` redirection, fetchers such as
+//! `curl`). It is an honest approximation, shown as counts.
+
+use std::collections::BTreeSet;
+
+use satchel_core::{Resource, ToolCall, ToolSpec};
+use satchel_tools::policy::shell::{basename, simple_commands};
+use serde_json::Value;
+
+/// Distinct resources touched in a conversation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resources {
+    /// Files read.
+    pub read: BTreeSet<String>,
+    /// Files created, changed or removed.
+    pub modified: BTreeSet<String>,
+    /// URLs fetched.
+    pub fetched: BTreeSet<String>,
+}
+
+/// Argument names whose value is a file path.
+const PATH_KEYS: &[&str] = &["path", "file", "file_path", "filename", "paths", "files"];
+/// Argument names whose value is a URL.
+const URL_KEYS: &[&str] = &["url", "urls", "uri"];
+/// Commands whose operands are files they read.
+const READERS: &[&str] = &[
+    "cat",
+    "head",
+    "tail",
+    "less",
+    "more",
+    "grep",
+    "rg",
+    "wc",
+    "diff",
+    "stat",
+    "file",
+    "sort",
+    "uniq",
+    "jq",
+    "awk",
+    "nl",
+    "od",
+    "xxd",
+    "md5sum",
+    "sha256sum",
+];
+/// Commands whose operands are files they create, change or remove.
+const WRITERS: &[&str] = &[
+    "rm", "touch", "mkdir", "rmdir", "tee", "chmod", "chown", "truncate", "mv", "cp", "ln",
+];
+/// Commands whose URL operands they fetch.
+const FETCHERS: &[&str] = &["curl", "wget", "http", "xh"];
+
+impl Resources {
+    /// Adds what `call` (to the tool described by `spec`) touched.
+    pub fn add_call(&mut self, spec: Option<&ToolSpec>, call: &ToolCall) {
+        if call.name == "bash"
+            && let Some(command) = call.input.get("command").and_then(Value::as_str)
+        {
+            self.add_shell(command);
+            return;
+        }
+        let Some(spec) = spec else { return };
+        let Value::Object(input) = &call.input else {
+            return;
+        };
+        let writes_files = spec.capabilities.writes.contains(&Resource::FILES);
+        for (key, value) in input {
+            let key = key.to_ascii_lowercase();
+            for text in strings(value) {
+                if URL_KEYS.contains(&key.as_str()) || looks_like_url(text) {
+                    self.fetched.insert(text.to_owned());
+                } else if PATH_KEYS.contains(&key.as_str()) {
+                    if writes_files {
+                        self.modified.insert(text.to_owned());
+                    } else {
+                        self.read.insert(text.to_owned());
+                    }
+                }
+            }
+        }
+    }
+
+    fn add_shell(&mut self, script: &str) {
+        let Ok(commands) = simple_commands(script) else {
+            return;
+        };
+        for command in commands {
+            let Some((program, args)) = command.words.split_first() else {
+                continue;
+            };
+            let program = basename(program);
+            let operands = args.iter().filter(|arg| !arg.starts_with('-'));
+            if FETCHERS.contains(&program) {
+                self.fetched
+                    .extend(operands.filter(|a| looks_like_url(a)).cloned());
+            } else if program == "sed" && args.iter().any(|a| a.starts_with("-i")) {
+                self.modified.extend(operands.skip(1).cloned());
+            } else if READERS.contains(&program) || program == "sed" {
+                let skip = usize::from(matches!(program, "grep" | "rg" | "awk" | "sed" | "jq"));
+                self.read.extend(operands.skip(skip).cloned());
+            } else if WRITERS.contains(&program) {
+                self.modified.extend(operands.cloned());
+            }
+        }
+        self.modified.extend(redirect_targets(script));
+    }
+
+    /// `2 files read, 1 modified, 1 URL`, or `none`.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.read.is_empty() {
+            parts.push(format!(
+                "{} {} read",
+                self.read.len(),
+                plural(self.read.len(), "file", "files")
+            ));
+        }
+        if !self.modified.is_empty() {
+            let noun = if self.read.is_empty() {
+                format!("{} ", plural(self.modified.len(), "file", "files"))
+            } else {
+                String::new()
+            };
+            parts.push(format!("{} {noun}modified", self.modified.len()));
+        }
+        if !self.fetched.is_empty() {
+            parts.push(format!(
+                "{} {}",
+                self.fetched.len(),
+                plural(self.fetched.len(), "URL", "URLs")
+            ));
+        }
+        if parts.is_empty() {
+            "none".to_owned()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 { one } else { many }
+}
+
+fn looks_like_url(text: &str) -> bool {
+    text.starts_with("http://") || text.starts_with("https://")
+}
+
+fn strings(value: &Value) -> Vec<&str> {
+    match value {
+        Value::String(text) => vec![text.as_str()],
+        Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Targets of `>` and `>>` redirections (not `>&` duplications or
+/// `/dev/null`).
+fn redirect_targets(script: &str) -> Vec<String> {
+    let mut targets = Vec::new();
+    let mut rest = script;
+    while let Some(at) = rest.find('>') {
+        let after = rest[at + 1..].trim_start_matches('>');
+        if after.starts_with('&') {
+            rest = after;
+            continue;
+        }
+        let after = after.trim_start();
+        let target: String = after
+            .chars()
+            .take_while(|c| !c.is_whitespace() && !matches!(c, ';' | '&' | '|' | ')'))
+            .collect();
+        let target = target.trim_matches(|c| c == '"' || c == '\'').to_owned();
+        if !target.is_empty() && target != "/dev/null" {
+            targets.push(target);
+        }
+        rest = after;
+    }
+    targets
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn bash(command: &str) -> ToolCall {
+        ToolCall {
+            id: "c".into(),
+            name: "bash".into(),
+            input: json!({ "command": command }),
+        }
+    }
+
+    #[test]
+    fn shell_commands_are_sorted_into_read_modified_fetched() {
+        let mut resources = Resources::default();
+        resources.add_call(
+            None,
+            &bash("cat a.txt b.txt | grep -n foo c.txt > out.txt 2>&1"),
+        );
+        resources.add_call(
+            None,
+            &bash("rm -f old.log && curl -s https://example.com/x"),
+        );
+        resources.add_call(None, &bash("cat a.txt"));
+        assert_eq!(
+            resources.read.iter().cloned().collect::<Vec<_>>(),
+            ["a.txt", "b.txt", "c.txt"]
+        );
+        assert_eq!(
+            resources.modified.iter().cloned().collect::<Vec<_>>(),
+            ["old.log", "out.txt"]
+        );
+        assert_eq!(resources.describe(), "3 files read, 2 modified, 1 URL");
+    }
+
+    #[test]
+    fn nothing_touched_reads_none() {
+        assert_eq!(Resources::default().describe(), "none");
+        let mut resources = Resources::default();
+        resources.add_call(None, &bash("touch x"));
+        assert_eq!(resources.describe(), "1 file modified");
+    }
+}

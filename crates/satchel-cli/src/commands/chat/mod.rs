@@ -1,0 +1,258 @@
+//! `satchel chat`: the REPL. A line is a statement for the agent, or a
+//! slash command; Ctrl-C interrupts a running turn (and kills its
+//! processes) without leaving, Ctrl-D leaves. Input history is kept in
+//! Satchel's data directory.
+
+mod consent;
+mod markdown;
+mod screen;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use rustyline::DefaultEditor;
+use rustyline::error::ReadlineError;
+use satchel_agent::{AgentEvent, Outcome};
+use satchel_store::AuditSource;
+use satchel_tools::Style;
+use tokio_util::sync::CancellationToken;
+
+use super::project::Project;
+use super::session::{self, Session, SessionOptions};
+use crate::cli::{ChatArgs, CodeFailuresArgs, CodeStatsArgs};
+use consent::TerminalConsent;
+use screen::SharedScreen;
+
+/// The line editor, shared by the prompt and consent questions.
+pub(crate) type LineEditor = Arc<Mutex<DefaultEditor>>;
+
+const HELP: &str = "\
+Commands:
+  /help              this list
+  /tools             the tools the model can call
+  /refresh           look for new or changed tools now
+  /goal [TEXT]       show or set the conversation goal
+  /context           tokens of the next request, by section
+  /new [TITLE]       start a new conversation
+  /codestats         what the code tool has run (last 7 days)
+  /codefailures [N]  the last N failed code runs
+  /exit              leave (or Ctrl-D)
+Anything else is sent to the model. Ctrl-C interrupts a running turn.";
+
+pub(crate) async fn run(args: ChatArgs, project: &Project) -> anyhow::Result<ExitCode> {
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let editor: LineEditor = Arc::new(Mutex::new(DefaultEditor::new()?));
+    let history = history_file(project);
+    if let Some(path) = &history {
+        let _ = editor
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .load_history(path);
+    }
+    let screen = SharedScreen::new(color);
+    let consent = Arc::new(TerminalConsent::new(editor.clone(), screen.clone()));
+    let mut session = session::open(
+        project,
+        SessionOptions {
+            source: AuditSource::Repl,
+            consent: consent.clone(),
+            display: Style::Terminal { color },
+            resume: args.resume,
+        },
+    )
+    .await?;
+    let spinner = screen.spawn_spinner();
+    greet(&session, &screen);
+    loop {
+        let prompt = if color { "\x1b[1;32m›\x1b[0m " } else { "> " };
+        let line = read_line(&editor, prompt).await;
+        let line = match line {
+            Ok(line) => line,
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(error) => {
+                screen
+                    .lock()
+                    .line(&format!("error: cannot read the terminal: {error}"));
+                break;
+            }
+        };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        {
+            let mut editor = editor.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = editor.add_history_entry(line);
+            if let Some(path) = &history {
+                let _ = editor.save_history(path);
+            }
+        }
+        if let Some(command) = line.strip_prefix('/') {
+            match slash(command, &mut session, &screen, &consent, project).await {
+                Ok(true) => continue,
+                Ok(false) => break,
+                Err(error) => {
+                    screen.lock().line(&format!("error: {error:#}"));
+                    continue;
+                }
+            }
+        }
+        statement(line, &mut session, &screen).await;
+    }
+    spinner.abort();
+    project.store.close().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn read_line(editor: &LineEditor, prompt: &str) -> Result<String, ReadlineError> {
+    let editor = editor.clone();
+    let prompt = prompt.to_owned();
+    tokio::task::spawn_blocking(move || {
+        editor
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .readline(&prompt)
+    })
+    .await
+    .unwrap_or(Err(ReadlineError::Eof))
+}
+
+fn greet(session: &Session, screen: &SharedScreen) {
+    let snapshot = session.agent.config();
+    let model = snapshot
+        .llm
+        .model
+        .clone()
+        .unwrap_or_else(|| "the default model".into());
+    let resumed = match session.agent.conversation_id() {
+        Some(id) => format!(
+            "; resuming {}{}",
+            id,
+            session
+                .agent
+                .title()
+                .map(|t| format!(" ({t})"))
+                .unwrap_or_default()
+        ),
+        None => String::new(),
+    };
+    screen.lock().line(&format!(
+        "satchel chat: {} tools, model {model}{resumed}. /help for commands, Ctrl-D to leave.",
+        session.live.current().len()
+    ));
+}
+
+/// Runs one statement; Ctrl-C cancels it and its processes.
+async fn statement(text: &str, session: &mut Session, screen: &SharedScreen) {
+    let cancel = CancellationToken::new();
+    let interrupt = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    let sink = {
+        let screen = screen.clone();
+        move |event: AgentEvent| screen.show(event)
+    };
+    let result = session.agent.statement(text, &cancel, &sink).await;
+    interrupt.abort();
+    let mut screen = screen.lock();
+    screen.flush_text();
+    match result {
+        Ok(report) => match report.outcome {
+            Outcome::Answered | Outcome::TurnLimit => {}
+            Outcome::Cancelled => screen.line("interrupted."),
+            Outcome::Failed(message) => screen.line(&format!("error: {message}")),
+        },
+        Err(error) => screen.line(&format!("error: {error}")),
+    }
+}
+
+/// Handles `/command args`; false means leave.
+async fn slash(
+    command: &str,
+    session: &mut Session,
+    screen: &SharedScreen,
+    consent: &TerminalConsent,
+    project: &Project,
+) -> anyhow::Result<bool> {
+    let (name, rest) = command
+        .split_once(char::is_whitespace)
+        .map_or((command, ""), |(n, r)| (n, r.trim()));
+    match name {
+        "help" | "?" => screen.lock().line(HELP),
+        "exit" | "quit" | "q" => return Ok(false),
+        "tools" => {
+            let registry = session.live.current();
+            let mut text = String::new();
+            for spec in registry.specs() {
+                let first = spec.description.lines().next().unwrap_or_default();
+                text.push_str(&format!("  {:20} {first}\n", spec.name));
+            }
+            screen.lock().line(text.trim_end());
+        }
+        "refresh" => {
+            let report = session.live.refresh(true).await?;
+            screen.lock().line(&format!(
+                "{} tools{}",
+                session.live.current().len(),
+                if report.is_change() { " (changed)" } else { "" }
+            ));
+        }
+        "goal" if rest.is_empty() => {
+            let goal = session.agent.goal().unwrap_or("(not set yet)").to_owned();
+            screen.lock().line(&format!("goal: {goal}"));
+        }
+        "goal" => {
+            session.agent.set_goal(rest.to_owned()).await?;
+            screen.lock().line(&format!("goal set: {rest}"));
+        }
+        "context" => {
+            let report = session.agent.context_report()?;
+            screen
+                .lock()
+                .line(super::context::render(&report).trim_end());
+        }
+        "new" => {
+            session.agent.new_conversation();
+            consent.forget();
+            if !rest.is_empty() {
+                session.agent.set_title(rest.to_owned()).await?;
+            }
+            screen.lock().line("new conversation.");
+        }
+        "codestats" => {
+            screen.lock().flush_text();
+            super::code::stats(
+                CodeStatsArgs {
+                    days: 7,
+                    json: false,
+                },
+                project,
+            )
+            .await?;
+        }
+        "codefailures" => {
+            let count = if rest.is_empty() { 5 } else { rest.parse()? };
+            screen.lock().flush_text();
+            super::code::failures(CodeFailuresArgs { count, json: false }, project).await?;
+        }
+        other => screen
+            .lock()
+            .line(&format!("unknown command /{other}; /help lists them")),
+    }
+    Ok(true)
+}
+
+/// Where input history is kept: beside the database.
+fn history_file(project: &Project) -> Option<PathBuf> {
+    let dir = project.db.as_ref()?.parent()?.to_path_buf();
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir.join("chat-history.txt"))
+}

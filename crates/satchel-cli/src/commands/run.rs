@@ -1,0 +1,123 @@
+//! `satchel run "prompt"`: one statement, non-interactive. The answer
+//! streams to stdout and tool activity to stderr; `--json` prints the
+//! whole transcript instead. The exit status says how it ended.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use satchel_agent::{AgentEvent, Outcome};
+use satchel_store::{AuditSource, ConversationStore, LlmCallStore};
+use satchel_tools::{NonInteractive, Style};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::project::Project;
+use super::session::{self, SessionOptions};
+use super::setup;
+use crate::cli::RunArgs;
+
+/// Exit status when the turn budget ran out.
+const EXIT_TURN_LIMIT: u8 = 3;
+/// Exit status when interrupted (128 + SIGINT).
+const EXIT_INTERRUPTED: u8 = 130;
+
+pub(crate) async fn run(args: RunArgs, project: &Project) -> anyhow::Result<ExitCode> {
+    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let mut session = session::open(
+        project,
+        SessionOptions {
+            source: AuditSource::Run,
+            consent: Arc::new(NonInteractive),
+            display: Style::Terminal { color },
+            resume: args.resume.clone(),
+        },
+    )
+    .await?;
+    let json_output = args.json;
+    let sink = move |event: AgentEvent| report(event, json_output);
+    let cancel = CancellationToken::new();
+    let interrupt = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            setup::wait_for_interrupt().await;
+            cancel.cancel();
+        })
+    };
+    let result = session.agent.statement(&args.prompt, &cancel, &sink).await;
+    interrupt.abort();
+    let report = result?;
+    if !json_output {
+        let mut out = std::io::stdout().lock();
+        writeln!(out)?;
+        out.flush()?;
+    }
+    if let Outcome::Failed(message) = &report.outcome {
+        eprintln!("error: {message}");
+    }
+    if json_output {
+        let store = project
+            .store
+            .get()
+            .await
+            .map_err(|reason| anyhow::anyhow!(reason))?;
+        let id = session
+            .agent
+            .conversation_id()
+            .unwrap_or_default()
+            .to_owned();
+        let dump = store.dump_conversation(&id).await?;
+        let usage = store.llm_calls(&id).await?;
+        let outcome = match &report.outcome {
+            Outcome::Answered => json!({"status": "answered"}),
+            Outcome::TurnLimit => json!({"status": "turn_limit"}),
+            Outcome::Cancelled => json!({"status": "cancelled"}),
+            Outcome::Failed(message) => json!({"status": "failed", "error": message}),
+        };
+        let transcript = json!({
+            "conversation_id": id,
+            "statement_id": report.statement_id,
+            "outcome": outcome,
+            "answer": report.answer,
+            "turns": report.turns,
+            "tool_calls": dump.as_ref().map(|d| &d.tool_calls),
+            "log": dump.as_ref().map(|d| &d.log_entries),
+            "usage": usage,
+            "usage_total": {
+                "input_tokens": report.usage.input_tokens,
+                "output_tokens": report.usage.output_tokens,
+            },
+        });
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", serde_json::to_string_pretty(&transcript)?)?;
+    }
+    project.store.close().await;
+    Ok(match report.outcome {
+        Outcome::Answered => ExitCode::SUCCESS,
+        Outcome::TurnLimit => ExitCode::from(EXIT_TURN_LIMIT),
+        Outcome::Cancelled => ExitCode::from(EXIT_INTERRUPTED),
+        Outcome::Failed(_) => ExitCode::FAILURE,
+    })
+}
+
+/// The answer to stdout as it streams (unless `--json`); tool activity and
+/// notices to stderr.
+fn report(event: AgentEvent, json_output: bool) {
+    match event {
+        AgentEvent::TextDelta(text) if !json_output => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+        }
+        AgentEvent::ToolStarted { display, .. } => eprintln!("▸ {display}"),
+        AgentEvent::ToolFinished {
+            display, duration, ..
+        } => eprintln!(
+            "  {} ({} ms)",
+            display.replace('\n', "\n  "),
+            duration.as_millis()
+        ),
+        AgentEvent::Notice(text) => eprintln!("note: {text}"),
+        _ => {}
+    }
+}

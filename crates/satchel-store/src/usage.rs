@@ -1,0 +1,104 @@
+//! Records and repository of model requests: Satchel's token estimate
+//! beside the provider's reported usage, one row per request sent.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{StoreError, Timestamp};
+
+/// What a caller gives to record one request to a model.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NewLlmCall {
+    /// The conversation, when there is one.
+    pub conversation_id: Option<String>,
+    /// The statement, when there is one.
+    pub statement_id: Option<String>,
+    /// The turn within the statement, for main requests.
+    pub turn: Option<u32>,
+    /// Why it was sent: `turn`, `goal`, `objective`, `title`, `summary`...
+    pub purpose: String,
+    /// The wire format (`openai`, `anthropic`).
+    pub provider: String,
+    /// The model asked.
+    pub model: String,
+    /// Input tokens Satchel counted on the request's bytes.
+    pub estimate_tokens: u64,
+    /// The estimate per section (system, tools, messages...), as JSON.
+    pub estimate_sections: Value,
+    /// The model's context window, as configured.
+    pub context_window: u64,
+    /// Input tokens the provider reported, when it did.
+    pub input_tokens: Option<u64>,
+    /// Output tokens the provider reported, when it did.
+    pub output_tokens: Option<u64>,
+    /// Prompt-cache reads the provider reported.
+    pub cache_read_tokens: Option<u64>,
+    /// Prompt-cache writes the provider reported.
+    pub cache_write_tokens: Option<u64>,
+    /// Why the model stopped, when it answered.
+    pub stop_reason: Option<String>,
+    /// What went wrong, when the request failed.
+    pub error: Option<String>,
+    /// Wall time of the request, first byte sent to last byte read.
+    pub duration_ms: u64,
+}
+
+/// One stored request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlmCallRecord {
+    /// Store-assigned id.
+    pub id: String,
+    /// The request as recorded.
+    #[serde(flatten)]
+    pub call: LlmCallFields,
+    /// When it was recorded.
+    pub created_at: Timestamp,
+}
+
+/// The recorded fields of a request (the same as [`NewLlmCall`], serialisable).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlmCallFields {
+    /// See [`NewLlmCall::conversation_id`].
+    pub conversation_id: Option<String>,
+    /// See [`NewLlmCall::statement_id`].
+    pub statement_id: Option<String>,
+    /// See [`NewLlmCall::turn`].
+    pub turn: Option<u32>,
+    /// See [`NewLlmCall::purpose`].
+    pub purpose: String,
+    /// See [`NewLlmCall::provider`].
+    pub provider: String,
+    /// See [`NewLlmCall::model`].
+    pub model: String,
+    /// See [`NewLlmCall::estimate_tokens`].
+    pub estimate_tokens: u64,
+    /// See [`NewLlmCall::estimate_sections`].
+    pub estimate_sections: Value,
+    /// See [`NewLlmCall::context_window`].
+    pub context_window: u64,
+    /// See [`NewLlmCall::input_tokens`].
+    pub input_tokens: Option<u64>,
+    /// See [`NewLlmCall::output_tokens`].
+    pub output_tokens: Option<u64>,
+    /// See [`NewLlmCall::cache_read_tokens`].
+    pub cache_read_tokens: Option<u64>,
+    /// See [`NewLlmCall::cache_write_tokens`].
+    pub cache_write_tokens: Option<u64>,
+    /// See [`NewLlmCall::stop_reason`].
+    pub stop_reason: Option<String>,
+    /// See [`NewLlmCall::error`].
+    pub error: Option<String>,
+    /// See [`NewLlmCall::duration_ms`].
+    pub duration_ms: u64,
+}
+
+/// Requests sent to models, with estimate and reported usage side by side.
+#[async_trait]
+pub trait LlmCallStore: Send + Sync {
+    /// Records one request; returns its id.
+    async fn record_llm_call(&self, new: NewLlmCall) -> Result<String, StoreError>;
+
+    /// A conversation's requests, oldest first.
+    async fn llm_calls(&self, conversation_id: &str) -> Result<Vec<LlmCallRecord>, StoreError>;
+}
