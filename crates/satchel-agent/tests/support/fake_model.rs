@@ -1,0 +1,238 @@
+//! A scripted model behind the OpenAI Chat Completions wire format, on
+//! 127.0.0.1: main turns answer from a script (text, thinking, tool calls
+//! with their arguments split across many SSE chunks); side requests
+//! (recognised by Satchel's side-request system prompt) answer by task.
+//! Every request body is kept for the test to inspect.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::Response;
+use axum::routing::post;
+use serde_json::{Value, json};
+
+/// The side-request prompt's first words (satchel_agent::SIDE_PREFIX).
+pub const SIDE_PREFIX: &str = "You write short notes about a conversation";
+
+/// What the model says in one main turn.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A final answer.
+    Text(String),
+    /// Reasoning, then tool calls: `(name, raw arguments)`.
+    ThinkThenCall(String, Vec<(String, String)>),
+    /// Tool calls: `(name, raw arguments)`.
+    Calls(Vec<(String, String)>),
+}
+
+impl Reply {
+    pub fn text(text: &str) -> Reply {
+        Reply::Text(text.into())
+    }
+
+    pub fn call(name: &str, args: Value) -> Reply {
+        Reply::Calls(vec![(name.into(), args.to_string())])
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    script: VecDeque<Reply>,
+    main: Vec<Value>,
+    side: Vec<Value>,
+    calls: u32,
+}
+
+/// The running server.
+#[derive(Clone)]
+pub struct FakeModel {
+    inner: Arc<Mutex<Inner>>,
+    pub addr: SocketAddr,
+}
+
+impl FakeModel {
+    /// Starts the server on its own thread and runtime.
+    pub fn start(script: Vec<Reply>) -> FakeModel {
+        let inner = Arc::new(Mutex::new(Inner {
+            script: script.into(),
+            ..Inner::default()
+        }));
+        let state = inner.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                tx.send(listener.local_addr().unwrap()).unwrap();
+                let app = Router::new()
+                    .route("/v1/chat/completions", post(answer))
+                    .with_state(state);
+                axum::serve(listener, app).await.unwrap();
+            });
+        });
+        let addr = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        FakeModel { inner, addr }
+    }
+
+    /// The base URL to configure (`llm.baseUrl`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Adds replies to the script.
+    pub fn push(&self, replies: Vec<Reply>) {
+        self.inner.lock().unwrap().script.extend(replies);
+    }
+
+    /// Main-turn request bodies, in arrival order.
+    pub fn main_requests(&self) -> Vec<Value> {
+        self.inner.lock().unwrap().main.clone()
+    }
+
+    /// Side-request bodies, in arrival order.
+    pub fn side_requests(&self) -> Vec<Value> {
+        self.inner.lock().unwrap().side.clone()
+    }
+}
+
+/// The system prompt of a request body, joined.
+pub fn system_text(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "system")
+        .filter_map(|m| m["content"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The contents of a request's tool messages, in order.
+pub fn tool_contents(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| match &m["content"] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+async fn answer(State(inner): State<Arc<Mutex<Inner>>>, body: String) -> Response {
+    let body: Value = serde_json::from_str(&body).unwrap();
+    let side = system_text(&body).starts_with(SIDE_PREFIX);
+    if side {
+        let system = system_text(&body);
+        let text = if system.contains("overall goal") {
+            "GOAL: help the user with their files"
+        } else if system.contains("latest message") {
+            "OBJECTIVE: answer the latest message"
+        } else if system.contains("title") {
+            "Test conversation"
+        } else {
+            "SUMMARY-OF-OLD-TURNS: the user asked things"
+        };
+        inner.lock().unwrap().side.push(body.clone());
+        return whole(text);
+    }
+    let reply = {
+        let mut inner = inner.lock().unwrap();
+        inner.main.push(body.clone());
+        inner.calls += 1;
+        inner
+            .script
+            .pop_front()
+            .unwrap_or_else(|| Reply::text("(script exhausted)"))
+    };
+    stream(reply, body["stream"] == true)
+}
+
+fn whole(text: &str) -> Response {
+    let body = json!({
+        "id": "side-1", "object": "chat.completion", "model": "fake",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 8, "total_tokens": 58}
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    let event = json!({
+        "id": "chat-1", "object": "chat.completion.chunk", "model": "fake",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+    });
+    format!("data: {event}\n\n")
+}
+
+fn stream(reply: Reply, _streaming: bool) -> Response {
+    let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+    let (thinking, calls, text) = match reply {
+        Reply::Text(text) => (None, Vec::new(), Some(text)),
+        Reply::ThinkThenCall(thinking, calls) => (Some(thinking), calls, None),
+        Reply::Calls(calls) => (None, calls, None),
+    };
+    if let Some(thinking) = thinking {
+        events.push(chunk(json!({"reasoning_content": thinking}), None));
+    }
+    if let Some(text) = &text {
+        for piece in text.as_bytes().chunks(7) {
+            let piece = String::from_utf8_lossy(piece).into_owned();
+            events.push(chunk(json!({"content": piece}), None));
+        }
+    }
+    for (index, (name, args)) in calls.iter().enumerate() {
+        events.push(chunk(
+            json!({"tool_calls": [{"index": index, "id": format!("call_{index}_{}", fastid()), "type": "function",
+                "function": {"name": name, "arguments": ""}}]}),
+            None,
+        ));
+        // Arguments in pieces of 5 characters, as real servers split them.
+        let chars: Vec<char> = args.chars().collect();
+        for piece in chars.chunks(5) {
+            let piece: String = piece.iter().collect();
+            events.push(chunk(
+                json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}),
+                None,
+            ));
+        }
+    }
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    events.push(chunk(json!({}), Some(finish)));
+    events.push(format!(
+        "data: {}\n\n",
+        json!({"id": "chat-1", "object": "chat.completion.chunk", "model": "fake", "choices": [],
+               "usage": {"prompt_tokens": 1000, "completion_tokens": 20, "total_tokens": 1020}})
+    ));
+    events.push("data: [DONE]\n\n".into());
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .body(Body::from(events.concat()))
+        .unwrap()
+}
+
+fn fastid() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}

@@ -1,0 +1,304 @@
+//! End-to-end: `satchel run` (and `satchel context`) against a scripted
+//! model on 127.0.0.1 that speaks the OpenAI wire format; the assertions
+//! are on what the model received: feedback blocks, past-turn summaries
+//! cut at the configured length, no thinking in past turns, the turn
+//! limit, summaries past the threshold, tool errors the model can act on.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
+
+#[path = "../../satchel-agent/tests/support/fake_model.rs"]
+mod fake_model;
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use fake_model::{FakeModel, Reply, system_text, tool_contents};
+use serde_json::{Value, json};
+
+/// A project directory, a database and a config pointing at the fake model.
+struct Sandbox {
+    dir: tempfile::TempDir,
+    model: FakeModel,
+}
+
+impl Sandbox {
+    fn new(script: Vec<Reply>, config: Value) -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("project/.agents")).unwrap();
+        std::fs::create_dir_all(dir.path().join("config")).unwrap();
+        let sandbox = Sandbox {
+            dir,
+            model: FakeModel::start(script),
+        };
+        sandbox.write_config(config);
+        sandbox
+    }
+
+    /// Writes .agents/agent.json: `extra` over an `llm` section for the fake.
+    fn write_config(&self, extra: Value) {
+        let mut config = json!({
+            "llm": {"provider": "openai", "baseUrl": self.model.base_url(), "model": "gpt-4o",
+                     "maxRetries": 0, "requestTimeoutSecs": 20},
+            "permissions": {"allow": ["bash"]}
+        });
+        merge(&mut config, extra);
+        std::fs::write(
+            self.path("project/.agents/agent.json"),
+            serde_json::to_string_pretty(&config).unwrap(),
+        )
+        .unwrap();
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn satchel(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_satchel"))
+            .args(args)
+            .current_dir(self.path("project"))
+            .env("XDG_CONFIG_HOME", self.path("config"))
+            .env("XDG_DATA_HOME", self.path("data"))
+            .env("XDG_CACHE_HOME", self.path("cache"))
+            .env("TMPDIR", self.dir.path())
+            .env("NO_COLOR", "1")
+            .env_remove("SATCHEL_DB")
+            .env_remove("SATCHEL_MODEL")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    /// `satchel run --json PROMPT` (after `--resume ID` when given).
+    fn run(&self, prompt: &str, resume: Option<&str>) -> (Value, Output) {
+        let mut args = vec!["run", "--json"];
+        if let Some(id) = resume {
+            args.extend(["--resume", id]);
+        }
+        args.push(prompt);
+        let output = self.satchel(&args);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let transcript = serde_json::from_str(&stdout).unwrap_or_else(|error| {
+            panic!(
+                "not JSON ({error}): {stdout}\nstderr: {}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+        (transcript, output)
+    }
+}
+
+fn merge(base: &mut Value, over: Value) {
+    match (base, over) {
+        (Value::Object(base), Value::Object(over)) => {
+            for (key, value) in over {
+                merge(base.entry(key).or_insert(Value::Null), value);
+            }
+        }
+        (slot, value) => *slot = value,
+    }
+}
+
+fn messages(body: &Value) -> &Vec<Value> {
+    body["messages"].as_array().unwrap()
+}
+
+fn content_text(message: &Value) -> String {
+    match &message["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+#[test]
+fn a_statement_runs_parallel_tools_with_feedback_and_later_turns_see_summaries() {
+    let long = "x".repeat(3000);
+    let sandbox = Sandbox::new(
+        vec![
+            Reply::ThinkThenCall(
+                "SECRET-THOUGHT".into(),
+                vec![
+                    ("bash".into(), json!({"command": "echo hello"}).to_string()),
+                    (
+                        "bash".into(),
+                        json!({"command": format!("printf {long}")}).to_string(),
+                    ),
+                ],
+            ),
+            Reply::text("All done."),
+            Reply::text("Second answer."),
+        ],
+        json!({"toolResultMaxLength": 40}),
+    );
+    let (first, output) = sandbox.run("list things", None);
+    assert!(output.status.success(), "{first}");
+    assert_eq!(first["outcome"]["status"], "answered");
+    assert_eq!(first["answer"], "All done.");
+    assert_eq!(first["turns"], 2);
+
+    let requests = sandbox.model.main_requests();
+    assert_eq!(requests.len(), 2);
+    // The current turn goes native, results whole, the feedback block first.
+    let results = tool_contents(&requests[1]);
+    assert_eq!(results.len(), 2);
+    assert!(
+        results[0].starts_with(
+            "Tool results feedback:\nTurn 1/25\nConversation Goal: GOAL: help the user with their files\nCurrent Objective: OBJECTIVE: answer the latest message\nTools Used: bash(2: 2✓ 0✗)\n"
+        ),
+        "{}",
+        results[0]
+    );
+    assert!(results[0].contains("hello"));
+    assert!(
+        results[1].contains(&long),
+        "the current turn got a cut result"
+    );
+    assert!(!results[1].starts_with("Tool results feedback"));
+
+    // The next statement sees the first one as a summary, cut at 40.
+    let id = first["conversation_id"].as_str().unwrap().to_owned();
+    sandbox.write_config(json!({"toolResultMaxLength": 12}));
+    let (second, output) = sandbox.run("and now?", Some(&id));
+    assert!(output.status.success(), "{second}");
+    assert_eq!(second["answer"], "Second answer.");
+    let requests = sandbox.model.main_requests();
+    let third = &requests[2];
+    let history = messages(third);
+    let roles: Vec<&str> = history
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"]);
+    let past = content_text(&history[2]);
+    assert_eq!(
+        past,
+        format!(
+            "[Tool: bash(command=\"echo hello\")] → {{\"stdout\":\"h... [truncated]\n[Tool: bash(command=\"printf {}…\")] → {{\"stdout\":\"x... [truncated]\nAll done.",
+            "x".repeat(53)
+        )
+    );
+    assert!(!third.to_string().contains("SECRET-THOUGHT"));
+
+    // Estimate and reported usage are stored side by side.
+    let usage = second["usage"].as_array().unwrap();
+    assert!(usage.iter().any(|u| u["purpose"] == "turn"
+        && u["estimate_tokens"].as_u64().unwrap() > 0
+        && u["input_tokens"] == 1000));
+}
+
+#[test]
+fn malformed_and_unknown_calls_go_back_to_the_model_as_errors() {
+    let sandbox = Sandbox::new(
+        vec![
+            Reply::Calls(vec![
+                ("bash".into(), "{\"command\": \"ls\"".into()),
+                ("no_such_tool".into(), "{}".into()),
+                ("bash".into(), json!({"command": 7}).to_string()),
+            ]),
+            Reply::text("Recovered."),
+        ],
+        json!({"sideRequests": false}),
+    );
+    let (transcript, output) = sandbox.run("try things", None);
+    assert!(output.status.success(), "{transcript}");
+    let results = tool_contents(&sandbox.model.main_requests()[1]);
+    assert!(results[0].contains("INVALID_PARAMS") && results[0].contains("not valid JSON"));
+    assert!(results[1].contains("TOOL_NOT_FOUND") && results[1].contains("bash"));
+    assert!(results[2].contains("INVALID_PARAMS"));
+    assert!(results[0].contains("Conversation Goal: (not set)"));
+    assert!(results[0].contains("Tools Used: bash(2: 0✓ 2✗), no_such_tool(1: 0✓ 1✗)"));
+    assert_eq!(transcript["tool_calls"].as_array().unwrap().len(), 3);
+    assert!(sandbox.model.side_requests().is_empty());
+}
+
+#[test]
+fn the_turn_budget_ends_with_a_turn_without_tools() {
+    let call = || Reply::call("bash", json!({"command": "true"}));
+    let sandbox = Sandbox::new(
+        vec![call(), call(), call(), Reply::text("out of turns")],
+        json!({"maxTurns": 3, "sideRequests": false}),
+    );
+    let (transcript, output) = sandbox.run("loop forever", None);
+    assert_eq!(output.status.code(), Some(3), "{transcript}");
+    assert_eq!(transcript["outcome"]["status"], "turn_limit");
+    let requests = sandbox.model.main_requests();
+    assert_eq!(requests.len(), 3);
+    assert_ne!(requests[1]["tool_choice"], "none");
+    assert_eq!(requests[2]["tool_choice"], "none");
+    let feedback = &tool_contents(&requests[2])[1];
+    assert!(feedback.contains("Turn 2/3"), "{feedback}");
+    assert!(
+        feedback.contains("the next turn is the last one"),
+        "{feedback}"
+    );
+    // The call asked in the last turn was not run.
+    assert_eq!(transcript["tool_calls"].as_array().unwrap().len(), 2);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("turn budget (3) ran out"));
+}
+
+#[test]
+fn past_the_threshold_old_statements_are_summarised_and_the_log_keeps_them() {
+    let filler = "lorem ipsum dolor sit amet ".repeat(250);
+    let sandbox = Sandbox::new(
+        vec![Reply::text("one"), Reply::text("two"), Reply::text("three")],
+        json!({"llm": {"contextWindow": 6000}, "contextThreshold": 0.5, "keepRecentStatements": 0}),
+    );
+    let (first, _) = sandbox.run(&format!("FIRST-MARKER {filler}"), None);
+    let id = first["conversation_id"].as_str().unwrap().to_owned();
+    let (second, output) = sandbox.run(&format!("SECOND-MARKER {filler}"), Some(&id));
+    assert!(output.status.success(), "{second}");
+    let requests = sandbox.model.main_requests();
+    let last = requests.last().unwrap();
+    assert!(!last.to_string().contains("FIRST-MARKER"), "not summarised");
+    assert!(system_text(last).contains("SUMMARY-OF-OLD-TURNS"));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("summarised to fit"));
+    let summaries = sandbox
+        .model
+        .side_requests()
+        .into_iter()
+        .filter(|r| system_text(r).contains("summarise"))
+        .count();
+    assert_eq!(summaries, 1);
+    let log = second["log"].as_array().unwrap();
+    assert!(
+        log.iter()
+            .any(|e| e["text"].as_str().unwrap().contains("FIRST-MARKER"))
+    );
+
+    // `satchel context` counts the next request on its bytes.
+    let output = sandbox.satchel(&["context", &id, "--json"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["context_window"], 6000);
+    assert_eq!(report["summarised_through"], 1);
+    assert!(report["sections"]["tools"].as_u64().unwrap() > 100);
+}
+
+#[test]
+fn no_model_is_a_clear_error_before_anything_is_recorded() {
+    let sandbox = Sandbox::new(Vec::new(), json!({}));
+    std::fs::write(
+        sandbox.path("project/.agents/agent.json"),
+        r#"{"llm": {"provider": "openai", "baseUrl": "http://127.0.0.1:9/v1", "model": "m", "maxRetries": 0}}"#,
+    )
+    .unwrap();
+    let output = sandbox.satchel(&["run", "hello"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot reach http://127.0.0.1:9/v1"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,110 @@
+//! End-to-end: the `satchel chat` REPL driven through a pseudo-terminal
+//! against a scripted model: a statement with a tool call shown, Ctrl-C
+//! during a long `sleep` (the turn stops, the process dies, the REPL
+//! stays), consent asked and refused with a reason the model is told,
+//! agent.json changed between two statements, `/context`, and `/exit`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
+
+#[path = "../../satchel-agent/tests/support/fake_model.rs"]
+mod fake_model;
+
+use std::process::Command;
+use std::time::Duration;
+
+use fake_model::{FakeModel, Reply, tool_contents};
+use serde_json::json;
+
+fn config(model: &FakeModel, tool_result_max_length: u32) -> String {
+    json!({
+        "llm": {"provider": "openai", "baseUrl": model.base_url(), "model": "gpt-4o", "maxRetries": 0},
+        "permissions": {"allow": ["bash"], "ask": ["bash(rm *)"]},
+        "toolResultMaxLength": tool_result_max_length,
+    })
+    .to_string()
+}
+
+#[test]
+fn the_repl_runs_statements_cancels_asks_reloads_and_exits() {
+    let model = FakeModel::start(vec![
+        Reply::call("bash", json!({"command": "echo listing-ok"})),
+        Reply::text("Listed them."),
+        Reply::call("bash", json!({"command": "sleep 31.7"})),
+        Reply::call("bash", json!({"command": "rm -f nothing.txt"})),
+        Reply::text("Understood."),
+        Reply::text("Fine."),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(project.join(".agents")).unwrap();
+    let config_file = project.join(".agents/agent.json");
+    std::fs::write(&config_file, config(&model, 500)).unwrap();
+
+    let mut command = Command::new(env!("CARGO_BIN_EXE_satchel"));
+    command
+        .arg("chat")
+        .current_dir(&project)
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .env("TMPDIR", dir.path())
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .env_remove("SATCHEL_DB")
+        .env_remove("SATCHEL_MODEL")
+        .env_remove("RUST_LOG");
+    let mut repl = rexpect::session::spawn_command(command, Some(30_000)).unwrap();
+    repl.exp_string("/help for commands").unwrap();
+
+    // A statement: the tool call is shown, then the answer.
+    repl.send_line("list the files").unwrap();
+    repl.exp_string("echo listing-ok").unwrap();
+    repl.exp_string("Listed them.").unwrap();
+
+    // Ctrl-C during a long sleep stops the turn and its process.
+    repl.send_line("wait a while").unwrap();
+    repl.exp_string("sleep 31.7").unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    repl.send_control('c').unwrap();
+    repl.exp_string("interrupted.").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let left = Command::new("pgrep")
+        .args(["-f", "sleep 31.7"])
+        .output()
+        .unwrap();
+    assert!(!left.status.success(), "the sleep survived Ctrl-C");
+
+    // Consent: asked at the prompt, refused with a reason.
+    repl.send_line("remove the file").unwrap();
+    repl.exp_string("Allow?").unwrap();
+    repl.send_line("n not today").unwrap();
+    repl.exp_string("Understood.").unwrap();
+    let requests = model.main_requests();
+    let refused = tool_contents(&requests[4]);
+    assert!(
+        refused[0].contains("PERMISSION_DENIED") && refused[0].contains("not today"),
+        "{refused:?}"
+    );
+
+    // agent.json changes between statements: the next one uses it.
+    std::fs::write(&config_file, config(&model, 5)).unwrap();
+    repl.send_line("and again").unwrap();
+    repl.exp_string("Fine.").unwrap();
+    let requests = model.main_requests();
+    let history = requests[5]["messages"].as_array().unwrap();
+    let summary = history
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .find(|text| text.contains("echo listing-ok"))
+        .unwrap();
+    assert!(
+        summary.contains("[Tool: bash(command=\"echo listing-ok\")] → {\"std... [truncated]"),
+        "{summary}"
+    );
+
+    repl.send_line("/context").unwrap();
+    repl.exp_string("Next request to gpt-4o").unwrap();
+    repl.exp_string("tool definitions").unwrap();
+    repl.send_line("/exit").unwrap();
+    repl.exp_eof().unwrap();
+}
