@@ -287,8 +287,11 @@ impl Agent {
         let provider = self.provider(&snapshot)?;
         let registry = self.tools.current();
         let specs: Vec<ToolSpec> = registry.specs().cloned().collect();
-        let empty = Conversation::default();
-        let conversation = self.conversation.as_ref().unwrap_or(&empty);
+        let mut empty = Conversation::default();
+        let conversation = match self.conversation.as_mut() {
+            Some(conversation) => conversation,
+            None => &mut empty,
+        };
         let history = conversation.transcript.history(
             snapshot.agent.system_prompt(),
             snapshot.agent.tool_result_max_length,

@@ -9,6 +9,8 @@
 //! loop) and tool-result messages exactly as they were sent. Statements
 //! already summarised are replaced by their summary.
 
+use std::collections::HashMap;
+
 use satchel_core::{AssistantPart, Content, Message, ToolCall, ToolOutput};
 
 use crate::summary::tool_call_line;
@@ -61,6 +63,10 @@ pub struct Transcript {
     /// Every statement, oldest first (summarised ones included; the
     /// history skips them).
     pub statements: Vec<StatementRecord>,
+    /// Past answers already rendered: by statement `seq`, with the result
+    /// length and turn count they were rendered for. A past statement does
+    /// not change, so each is rendered once, not once per request.
+    rendered: HashMap<u32, (usize, usize, String)>,
 }
 
 /// Whether the last statement is still being answered.
@@ -73,9 +79,17 @@ pub enum Phase {
 }
 
 impl Transcript {
+    /// A transcript of `statements`, with no summary.
+    pub fn from_statements(statements: Vec<StatementRecord>) -> Transcript {
+        Transcript {
+            statements,
+            ..Transcript::default()
+        }
+    }
+
     /// The messages to send: `system` first, then the summary, past
     /// statements compact, and the statement in progress native.
-    pub fn history(&self, system: &str, max_result_chars: usize, phase: Phase) -> Vec<Message> {
+    pub fn history(&mut self, system: &str, max_result_chars: usize, phase: Phase) -> Vec<Message> {
         let mut messages = Vec::with_capacity(2 + self.statements.len() * 2);
         messages.push(Message::system(system));
         if let Some(compaction) = &self.compaction {
@@ -90,7 +104,22 @@ impl Transcript {
             messages.push(Message::User {
                 content: statement.user.clone(),
             });
-            messages.push(Message::assistant(past_answer(statement, max_result_chars)));
+            let answer = match self.rendered.get(&statement.seq) {
+                Some((chars, turns, text))
+                    if *chars == max_result_chars && *turns == statement.turns.len() =>
+                {
+                    text.clone()
+                }
+                _ => {
+                    let text = past_answer(statement, max_result_chars);
+                    self.rendered.insert(
+                        statement.seq,
+                        (max_result_chars, statement.turns.len(), text.clone()),
+                    );
+                    text
+                }
+            };
+            messages.push(Message::assistant(answer));
         }
         if let Some(statement) = current {
             messages.push(Message::User {
@@ -211,10 +240,8 @@ mod tests {
 
     #[test]
     fn past_statements_are_summaries_and_the_current_one_is_native() {
-        let transcript = Transcript {
-            compaction: None,
-            statements: vec![statement(1, "first"), statement(2, "second")],
-        };
+        let mut transcript =
+            Transcript::from_statements(vec![statement(1, "first"), statement(2, "second")]);
         let history = transcript.history("sys", 10, Phase::InStatement);
         assert_eq!(history.len(), 1 + 2 + 4);
         assert_eq!(
@@ -240,13 +267,12 @@ mod tests {
 
     #[test]
     fn summarised_statements_give_way_to_the_summary() {
-        let transcript = Transcript {
-            compaction: Some(Compaction {
-                text: "they said first".into(),
-                through: 1,
-            }),
-            statements: vec![statement(1, "first"), statement(2, "second")],
-        };
+        let mut transcript =
+            Transcript::from_statements(vec![statement(1, "first"), statement(2, "second")]);
+        transcript.compaction = Some(Compaction {
+            text: "they said first".into(),
+            through: 1,
+        });
         let history = transcript.history("sys", 10, Phase::Idle);
         assert_eq!(history.len(), 4);
         assert_eq!(

@@ -41,6 +41,7 @@
 
 mod anthropic;
 mod config;
+mod count_cache;
 mod error;
 mod http;
 mod models;

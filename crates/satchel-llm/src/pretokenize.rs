@@ -61,9 +61,21 @@ impl Splitter {
     }
 
     /// Calls `piece(start, text)` for every piece of `text`, in order.
-    pub(crate) fn split<'t>(&self, text: &'t str, mut piece: impl FnMut(usize, &'t str)) {
+    pub(crate) fn split<'t>(&self, text: &'t str, piece: impl FnMut(usize, &'t str)) {
+        self.split_from(text, 0, piece);
+    }
+
+    /// Like [`Splitter::split`] for the pieces from `start` on, where
+    /// `start` is where a piece of `text` begins: no rule looks behind the
+    /// position it matches at, so the pieces are those of the whole text.
+    pub(crate) fn split_from<'t>(
+        &self,
+        text: &'t str,
+        start: usize,
+        mut piece: impl FnMut(usize, &'t str),
+    ) {
         let bytes = text.as_bytes();
-        let mut pos = 0;
+        let mut pos = start;
         while pos < bytes.len() {
             let end = match self.ascii(bytes, pos) {
                 Some(end) => end,

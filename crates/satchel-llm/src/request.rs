@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::LlmError;
 use crate::config::{ModelConfig, ProviderKind};
-use crate::tokens::{Encoding, Section, Span, Spans, TokenEstimate, estimate};
+use crate::tokens::{Encoding, Section, Span, Spans, TokenEstimate, estimate_cached};
 
 /// What the model may do with the tools it is given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -106,7 +106,7 @@ impl PreparedRequest {
     pub fn estimate(&self) -> &TokenEstimate {
         let counting = &self.counting;
         counting.estimate.get_or_init(|| {
-            estimate(
+            estimate_cached(
                 counting.encoding,
                 &self.body,
                 &counting.spans,

@@ -20,12 +20,15 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
+
+use bytes::Bytes;
 
 use bpe_openai::byte_pair_encoding::BytePairEncoding;
 
 use serde::{Deserialize, Serialize};
 
+use crate::count_cache::{self, Checkpoint};
 use crate::pretokenize::Splitter;
 
 /// Tokens counted for one image, whatever its size: Anthropic's cost of an
@@ -374,7 +377,48 @@ impl Spans {
     }
 }
 
-/// Counts `body` (with its section marks) into an estimate.
+impl Spans {
+    /// The offset up to which `self` and `other` mark the same sections:
+    /// every mark before it is the same in both.
+    pub(crate) fn shared_prefix_end(&self, other: &Spans) -> usize {
+        let same = self
+            .starts
+            .iter()
+            .zip(&other.starts)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let next = |starts: &[(usize, Span)]| starts.get(same).map_or(usize::MAX, |(at, _)| *at);
+        next(&self.starts).min(next(&other.starts))
+    }
+}
+
+/// Counts `body` (with its section marks) into an estimate, resuming after
+/// the prefix it shares with a recently counted body (see
+/// `count_cache`); the result is the same as counting it whole.
+pub(crate) fn estimate_cached(
+    encoding: Encoding,
+    body: &Bytes,
+    spans: &Arc<Spans>,
+    context_window: u64,
+    max_output_tokens: Option<u64>,
+) -> TokenEstimate {
+    let resume = count_cache::resume_point(encoding, body, spans);
+    let mut checkpoints = Vec::with_capacity(body.len() / count_cache::CHECKPOINT_EVERY + 1);
+    let estimate = count(
+        encoding,
+        body,
+        spans,
+        context_window,
+        max_output_tokens,
+        resume,
+        Some(&mut checkpoints),
+    );
+    count_cache::remember(encoding, body.clone(), spans.clone(), checkpoints);
+    estimate
+}
+
+/// Counts `body` (with its section marks) into an estimate, from scratch.
+#[cfg(test)]
 pub(crate) fn estimate(
     encoding: Encoding,
     body: &[u8],
@@ -382,8 +426,29 @@ pub(crate) fn estimate(
     context_window: u64,
     max_output_tokens: Option<u64>,
 ) -> TokenEstimate {
-    let mut sections = SectionTokens::default();
-    let mut images = 0u32;
+    count(
+        encoding,
+        body,
+        spans,
+        context_window,
+        max_output_tokens,
+        None,
+        None,
+    )
+}
+
+fn count(
+    encoding: Encoding,
+    body: &[u8],
+    spans: &Spans,
+    context_window: u64,
+    max_output_tokens: Option<u64>,
+    resume: Option<Checkpoint>,
+    mut checkpoints: Option<&mut Vec<Checkpoint>>,
+) -> TokenEstimate {
+    let mut sections = resume.map_or_else(SectionTokens::default, |r| r.sections);
+    let mut images = resume.map_or(0, |r| r.images);
+    let resume_at = resume.map_or(0, |r| r.offset);
     let text = String::from_utf8_lossy(body);
 
     // (start, end, span) for every stretch of the body.
@@ -405,11 +470,14 @@ pub(crate) fn estimate(
 
     let splitter = Splitter::of(encoding);
     let mut counter = Counter::new(encoding);
+    let mut next_checkpoint = resume_at + count_cache::CHECKPOINT_EVERY;
     let mut i = 0;
     while i < segments.len() {
         if let Span::Image(section) = segments[i].2 {
-            images += 1;
-            *sections.slot(section) += IMAGE_TOKENS;
+            if segments[i].0 >= resume_at {
+                images += 1;
+                *sections.slot(section) += IMAGE_TOKENS;
+            }
             i += 1;
             continue;
         }
@@ -420,10 +488,26 @@ pub(crate) fn estimate(
             j += 1;
         }
         let (start, end) = (segments[i].0, segments[j - 1].1);
+        if end <= resume_at {
+            i = j;
+            continue;
+        }
         if let Some(region) = text.get(start..end) {
             let mut k = i;
-            splitter.split(region, |offset, piece| {
-                while k + 1 < j && segments[k + 1].0 <= start + offset {
+            let from = resume_at.saturating_sub(start);
+            splitter.split_from(region, from, |offset, piece| {
+                let at = start + offset;
+                if at >= next_checkpoint
+                    && let Some(list) = checkpoints.as_deref_mut()
+                {
+                    list.push(Checkpoint {
+                        offset: at,
+                        sections,
+                        images,
+                    });
+                    next_checkpoint = at + count_cache::CHECKPOINT_EVERY;
+                }
+                while k + 1 < j && segments[k + 1].0 <= at {
                     k += 1;
                 }
                 if let Span::Text(section) = segments[k].2 {
@@ -545,6 +629,78 @@ mod tests {
             assert!(estimate.section(section) > 0, "{section:?} got nothing");
         }
         assert_eq!(estimate.images, 0);
+    }
+
+    /// A body like a request's: messages, then tools, with marks.
+    fn request_body(messages: &[String]) -> (Bytes, Arc<Spans>) {
+        let mut body = String::from("{\"model\":\"m\",\"messages\":[");
+        let mut spans = Spans::default();
+        spans.mark(0, Span::Text(Section::Framing));
+        for (i, message) in messages.iter().enumerate() {
+            if i > 0 {
+                body.push(',');
+            }
+            spans.mark(body.len(), Span::Text(Section::Messages));
+            body.push_str(&serde_json::to_string(message).unwrap());
+            spans.mark(body.len(), Span::Text(Section::Framing));
+        }
+        body.push_str("],\"tools\":[");
+        spans.mark(body.len(), Span::Text(Section::Tools));
+        body.push_str("{\"name\":\"bash\",\"description\":\"Run a command.   \\n  Fine.\"}");
+        spans.mark(body.len(), Span::Text(Section::Framing));
+        body.push_str("]}");
+        (Bytes::from(body), Arc::new(spans))
+    }
+
+    #[test]
+    fn resuming_after_a_shared_prefix_counts_exactly_what_a_fresh_count_does() {
+        let words = [
+            "alpha ",
+            "  beta\n",
+            "γάμμα ",
+            "12345 ",
+            "don't ",
+            "\t\t",
+            "日本語 ",
+            "x",
+        ];
+        let message = |seed: usize, len: usize| -> String {
+            (0..len)
+                .map(|i| words[(seed * 7 + i * 3) % words.len()])
+                .collect()
+        };
+        let base: Vec<String> = (0..40).map(|i| message(i, 120)).collect();
+        let variants: Vec<Vec<String>> = vec![
+            base.clone(),
+            [base.clone(), vec![message(99, 200)]].concat(),
+            [base[..39].to_vec(), vec![format!("{}   ", base[39])]].concat(),
+            [
+                base[..20].to_vec(),
+                vec![message(5, 30)],
+                base[21..].to_vec(),
+            ]
+            .concat(),
+            [
+                base.clone(),
+                vec!["   \n\n  trailing".into(), message(1, 500)],
+            ]
+            .concat(),
+        ];
+        for encoding in [Encoding::O200k, Encoding::Cl100k] {
+            crate::count_cache::forget();
+            let (body, spans) = request_body(&base);
+            estimate_cached(encoding, &body, &spans, 1_000_000, None);
+            for variant in &variants {
+                let (body, spans) = request_body(variant);
+                let cached = estimate_cached(encoding, &body, &spans, 1_000_000, None);
+                let fresh = estimate(encoding, &body, &spans, 1_000_000, None);
+                assert_eq!(cached, fresh, "{encoding:?}");
+                assert_eq!(
+                    fresh.total,
+                    count_tokens(encoding, std::str::from_utf8(&body).unwrap())
+                );
+            }
+        }
     }
 
     #[test]
