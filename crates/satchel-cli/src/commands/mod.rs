@@ -7,6 +7,7 @@ mod mcp;
 mod model;
 mod policy;
 mod project;
+mod prompt;
 mod records;
 mod search;
 mod setup;
