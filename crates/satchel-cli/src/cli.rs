@@ -419,6 +419,48 @@ pub(crate) enum ToolsCommand {
     /// Write a working skeleton tool into the project's .agents/tools/.
     #[command(after_help = NEW_EXAMPLES)]
     New(NewArgs),
+    /// Print what the configured model is shown for the current tools, and its token count.
+    ///
+    /// `prompted` is the compact text a system prompt carries for models
+    /// without native tool calling; `native` is the tool definitions exactly
+    /// as the configured provider sends them (JSON). Without --format, the
+    /// model's own mode: `llm.toolCalling` in agent.json, where `auto` means
+    /// native for models known to call tools and prompted for the others.
+    /// Tokens are counted with the model's tokenizer.
+    #[command(after_help = PROMPT_EXAMPLES)]
+    Prompt(PromptArgs),
+}
+
+const PROMPT_EXAMPLES: &str = "\
+Examples:
+  satchel tools prompt
+  satchel tools prompt --format native --json | jq .tokens
+  satchel tools prompt --compare --builtin";
+
+#[derive(Debug, Args)]
+pub(crate) struct PromptArgs {
+    /// What to show: the compact text or the native JSON definitions.
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<PromptFormat>,
+    /// Compare the token counts of every form: compact, native (OpenAI and
+    /// Anthropic) and a prose description, with both tokenizers.
+    #[arg(long, conflicts_with = "format")]
+    pub(crate) compare: bool,
+    /// Only the built-in tools (bash, code, search), whatever else is installed.
+    #[arg(long)]
+    pub(crate) builtin: bool,
+    /// Print JSON: the text and its figures, or the comparison's rows.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// How tools are presented to a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum PromptFormat {
+    /// Compact text for the system prompt, with the call instruction.
+    Prompted,
+    /// The provider's JSON tool definitions.
+    Native,
 }
 
 const NEW_EXAMPLES: &str = "\

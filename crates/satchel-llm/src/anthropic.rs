@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use satchel_core::{AssistantPart, Content, Message, ToolResult, ToolResults};
+use satchel_core::{AssistantPart, Content, Message, ToolResult, ToolResults, ToolSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -135,21 +135,7 @@ impl Provider for AnthropicProvider {
 
         if !request.tools.is_empty() {
             w.key("tools", false);
-            w.raw("[");
-            for (i, tool) in request.tools.iter().enumerate() {
-                if i > 0 {
-                    w.enter(Section::Framing);
-                    w.raw(",");
-                }
-                w.enter(Section::Tools);
-                w.json(&WireTool {
-                    name: &tool.name,
-                    description: &tool.description,
-                    input_schema: &tool.input_schema,
-                })?;
-            }
-            w.enter(Section::Framing);
-            w.raw("]");
+            write_tools(&mut w, request.tools)?;
             let disable_parallel = !request.parallel_tool_calls;
             let choice = match request.tool_choice {
                 ToolChoice::Auto if disable_parallel => {
@@ -193,6 +179,26 @@ impl Provider for AnthropicProvider {
     fn send(&self, prepared: &PreparedRequest, cancel: CancellationToken) -> EventStream {
         self.transport.send(prepared, cancel)
     }
+}
+
+/// The `tools` array: name, description and input schema per tool.
+pub(crate) fn write_tools(w: &mut BodyWriter, tools: &[ToolSpec]) -> Result<(), LlmError> {
+    w.raw("[");
+    for (i, tool) in tools.iter().enumerate() {
+        if i > 0 {
+            w.enter(Section::Framing);
+            w.raw(",");
+        }
+        w.enter(Section::Tools);
+        w.json(&WireTool {
+            name: &tool.name,
+            description: &tool.description,
+            input_schema: &tool.input_schema,
+        })?;
+    }
+    w.enter(Section::Framing);
+    w.raw("]");
+    Ok(())
 }
 
 fn write_messages(w: &mut BodyWriter, messages: &[Message]) -> Result<(), LlmError> {

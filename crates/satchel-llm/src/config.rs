@@ -15,6 +15,8 @@
 //! - API key: the variable named by `llm.apiKeyEnv`, by default
 //!   `OPENAI_API_KEY` or `ANTHROPIC_API_KEY`. A key is never read from
 //!   agent.json.
+//! - tool calling: `llm.toolCalling`, by default `auto`; see
+//!   [`ModelConfig::tool_mode`] for what `auto` decides.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -67,6 +69,44 @@ impl ProviderKind {
     }
 }
 
+/// How a model is given tools: the `toolCalling` setting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ToolCalling {
+    /// The provider's own tool calling: tool definitions in the request,
+    /// calls as structured parts of the answer.
+    Native,
+    /// Tools described in the system prompt, calls read from the model's
+    /// text (see [`crate::prompted`]); works with every model.
+    Prompted,
+    /// Native when the provider and model are known to support it, else
+    /// prompted (see [`ModelConfig::tool_mode`]).
+    #[default]
+    Auto,
+}
+
+/// How tools are given to the model for one request: [`ToolCalling`] with
+/// `auto` decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ToolMode {
+    /// Tool definitions in the request (`ChatRequest::tools`).
+    Native,
+    /// Tools in the system prompt (`prompted::render_tools`), an empty
+    /// `ChatRequest::tools`, calls parsed from the text.
+    Prompted,
+}
+
+impl ToolMode {
+    /// `native` or `prompted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolMode::Native => "native",
+            ToolMode::Prompted => "prompted",
+        }
+    }
+}
+
 /// The `llm` section of agent.json (camelCase keys; every key optional).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
@@ -110,6 +150,8 @@ pub struct LlmConfig {
     /// Extra HTTP headers sent with every request (e.g. OpenRouter's
     /// `HTTP-Referer`). Not for secrets: this file is not secret.
     pub headers: BTreeMap<String, String>,
+    /// `native`, `prompted` or `auto` (the default).
+    pub tool_calling: Option<ToolCalling>,
 }
 
 /// An API key read from the environment; never printed.
@@ -200,6 +242,39 @@ pub struct ModelConfig {
     pub reasoning_effort: Option<String>,
     /// See [`LlmConfig::headers`].
     pub headers: BTreeMap<String, String>,
+    /// As configured; [`ModelConfig::tool_mode`] decides `auto`.
+    pub tool_calling: ToolCalling,
+}
+
+impl ModelConfig {
+    /// True when the provider is known to support native tool calls for
+    /// this model: the model's family in the built-in table (see
+    /// [`ModelInfo::native_tools`](crate::ModelInfo::native_tools)); for a
+    /// model the table does not know, true on Anthropic and on
+    /// api.openai.com (whose models all call tools), false on any other
+    /// OpenAI-compatible server (a local model may have no tool template).
+    pub fn advertises_native_tools(&self) -> bool {
+        let info = model_info(&self.model);
+        if info.known {
+            return info.native_tools;
+        }
+        match self.provider {
+            ProviderKind::Anthropic => true,
+            ProviderKind::OpenAi => self.base_url.starts_with(OPENAI_URL),
+        }
+    }
+
+    /// How tools are given to this model: `toolCalling` as configured, with
+    /// `auto` native when [`ModelConfig::advertises_native_tools`], else
+    /// prompted.
+    pub fn tool_mode(&self) -> ToolMode {
+        match self.tool_calling {
+            ToolCalling::Native => ToolMode::Native,
+            ToolCalling::Prompted => ToolMode::Prompted,
+            ToolCalling::Auto if self.advertises_native_tools() => ToolMode::Native,
+            ToolCalling::Auto => ToolMode::Prompted,
+        }
+    }
 }
 
 impl LlmConfig {
@@ -334,6 +409,7 @@ impl LlmConfig {
             thinking_budget_tokens: self.thinking_budget_tokens,
             reasoning_effort: self.reasoning_effort.clone(),
             headers: self.headers.clone(),
+            tool_calling: self.tool_calling.unwrap_or_default(),
         })
     }
 }
@@ -462,6 +538,64 @@ mod tests {
         assert_eq!(config.model.as_deref(), Some("qwen3:30b"));
         let resolved = config.resolve(&env(&[])).unwrap();
         assert_eq!(resolved.context_window, 40_960);
+    }
+
+    #[test]
+    fn tool_calling_parses_and_auto_follows_what_is_advertised() {
+        let config: LlmConfig =
+            serde_json::from_value(serde_json::json!({"toolCalling": "prompted"})).unwrap();
+        assert_eq!(config.tool_calling, Some(ToolCalling::Prompted));
+        assert!(
+            serde_json::from_value::<LlmConfig>(serde_json::json!({"toolCalling": "xml"})).is_err()
+        );
+        let mode = |file: LlmConfig, pairs: &[(&str, &str)]| {
+            file.resolve(&env(pairs)).unwrap().tool_mode()
+        };
+        let model = |name: &str, tool_calling: Option<ToolCalling>| LlmConfig {
+            model: Some(name.into()),
+            tool_calling,
+            ..LlmConfig::default()
+        };
+        // auto: the table for known families, wherever they are served.
+        assert_eq!(mode(model("qwen2.5-coder:7b", None), &[]), ToolMode::Native);
+        assert_eq!(mode(model("gemma3:27b", None), &[]), ToolMode::Prompted);
+        assert_eq!(
+            mode(model("chatgpt-4o-latest", None), &[("OPENAI_API_KEY", "k")]),
+            ToolMode::Prompted
+        );
+        // auto, unknown model: native on the official APIs, prompted elsewhere.
+        assert_eq!(mode(model("my-finetune", None), &[]), ToolMode::Prompted);
+        assert_eq!(
+            mode(model("ft:my-finetune", None), &[("OPENAI_API_KEY", "k")]),
+            ToolMode::Native
+        );
+        let anthropic = LlmConfig {
+            provider: Some(ProviderKind::Anthropic),
+            ..model("internal-model", None)
+        };
+        assert_eq!(
+            mode(anthropic, &[("ANTHROPIC_API_KEY", "k")]),
+            ToolMode::Native
+        );
+        // An explicit setting wins.
+        assert_eq!(
+            mode(model("gemma3", Some(ToolCalling::Native)), &[]),
+            ToolMode::Native
+        );
+        assert_eq!(
+            mode(
+                model("gpt-4o", Some(ToolCalling::Prompted)),
+                &[("OPENAI_API_KEY", "k")]
+            ),
+            ToolMode::Prompted
+        );
+        assert_eq!(
+            LlmConfig::default()
+                .resolve(&env(&[]))
+                .unwrap()
+                .tool_calling,
+            ToolCalling::Auto
+        );
     }
 
     #[test]

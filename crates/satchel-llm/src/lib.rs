@@ -8,6 +8,10 @@
 //! backoff, cancellable) → [`StreamEvent`]s → a [`Response`] that carries
 //! the estimate next to the provider's [`Usage`].
 //!
+//! For models without native tool calling, [`prompted`] presents tools in
+//! the system prompt and reads calls from the model's text;
+//! [`ModelConfig::tool_mode`] says which way a model gets its tools.
+//!
 //! What does not live here: the agent loop, storage of usage rows, the
 //! `satchel context` command, reading the process environment (callers
 //! pass it to [`LlmConfig::resolve`]).
@@ -47,6 +51,7 @@ mod http;
 mod models;
 mod openai;
 mod pretokenize;
+pub mod prompted;
 mod provider;
 mod request;
 mod response;
@@ -57,12 +62,13 @@ pub use anthropic::{ANTHROPIC_VERSION, AnthropicProvider};
 pub use config::{
     ANTHROPIC_URL, ApiKey, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OLLAMA_MODEL, DEFAULT_OLLAMA_URL,
     DEFAULT_OPENAI_MODEL, LlmConfig, ModelConfig, OPENAI_URL, ProviderKind, RetryPolicy,
+    ToolCalling, ToolMode,
 };
 pub use error::LlmError;
 pub use http::{EventStream, collect};
 pub use models::{ModelInfo, UNKNOWN_MODEL, model_info};
 pub use openai::OpenAiProvider;
-pub use provider::{Provider, connect};
+pub use provider::{Provider, connect, native_tools_json};
 pub use request::{ChatRequest, Mode, PreparedRequest, ToolChoice};
 pub use response::{AssembledToolCall, Response, StopReason, StreamEvent, Usage};
 pub use tokens::{Encoding, IMAGE_TOKENS, Section, SectionTokens, TokenEstimate, count_tokens};

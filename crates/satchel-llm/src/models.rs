@@ -1,5 +1,6 @@
 //! What Satchel knows about common models without asking them: context
-//! window, largest answer, and which tokenizer counts their tokens.
+//! window, largest answer, which tokenizer counts their tokens, and
+//! whether they call tools natively.
 //!
 //! The table is matched on a normalised name: lower case, without a router
 //! prefix (`openai/gpt-4o` → `gpt-4o`) and without an Ollama tag
@@ -7,6 +8,14 @@
 //! wins, so specific names come before their families. A model that is not
 //! in the table gets [`UNKNOWN_MODEL`]: set `contextWindow` and
 //! `maxOutputTokens` in agent.json for it.
+//!
+//! `native_tools` is what `toolCalling: "auto"` goes by: true for the
+//! families whose chat template (in Ollama, vLLM, llama.cpp) or API
+//! supports tool calls, false for those without (Gemma, Codestral, Phi,
+//! Llama 3.0, o1-mini, chatgpt-4o) and for DeepSeek, whose variants
+//! differ. It is a table, not a question to the server: a server started
+//! without tool support (vLLM without `--enable-auto-tool-choice`) needs
+//! `toolCalling: "prompted"`.
 
 use crate::tokens::Encoding;
 
@@ -19,6 +28,8 @@ pub struct ModelInfo {
     pub max_output_tokens: u32,
     /// The tokenizer that counts the request's tokens.
     pub encoding: Encoding,
+    /// True when the model calls tools natively (see the module header).
+    pub native_tools: bool,
     /// False when the values are [`UNKNOWN_MODEL`]'s defaults.
     pub known: bool,
 }
@@ -28,11 +39,14 @@ pub struct ModelInfo {
 /// tokenizer (Claude, Llama, Qwen and Mistral use their own tokenizers,
 /// which no crate embeds offline for all of them; `cl100k` is within about
 /// 10-20% of them on English and code, and the provider's reported usage is
-/// stored next to every estimate so the error stays visible).
+/// stored next to every estimate so the error stays visible), and no
+/// native tool calling (prompted tools work with every model; native tools
+/// sent to a model without a tool template fail or are ignored).
 pub const UNKNOWN_MODEL: ModelInfo = ModelInfo {
     context_window: 32_768,
     max_output_tokens: 4_096,
     encoding: Encoding::Cl100k,
+    native_tools: false,
     known: false,
 };
 
@@ -41,6 +55,7 @@ const fn entry(
     context_window: u32,
     max_output_tokens: u32,
     encoding: Encoding,
+    native_tools: bool,
 ) -> (&'static str, ModelInfo) {
     (
         prefix,
@@ -48,6 +63,7 @@ const fn entry(
             context_window,
             max_output_tokens,
             encoding,
+            native_tools,
             known: true,
         },
     )
@@ -58,49 +74,49 @@ use Encoding::{Cl100k, O200k};
 /// Known models, specific names before their families.
 const MODELS: &[(&str, ModelInfo)] = &[
     // OpenAI: o200k for gpt-4o and everything after it.
-    entry("gpt-5", 400_000, 128_000, O200k),
-    entry("gpt-4.1", 1_047_576, 32_768, O200k),
-    entry("gpt-4.5", 128_000, 16_384, O200k),
-    entry("gpt-4o", 128_000, 16_384, O200k),
-    entry("chatgpt-4o", 128_000, 16_384, O200k),
-    entry("gpt-oss", 131_072, 131_072, O200k),
-    entry("o1-mini", 128_000, 65_536, O200k),
-    entry("o1", 200_000, 100_000, O200k),
-    entry("o3", 200_000, 100_000, O200k),
-    entry("o4-mini", 200_000, 100_000, O200k),
-    entry("gpt-4-turbo", 128_000, 4_096, Cl100k),
-    entry("gpt-4-32k", 32_768, 4_096, Cl100k),
-    entry("gpt-4", 8_192, 8_192, Cl100k),
-    entry("gpt-3.5-turbo", 16_385, 4_096, Cl100k),
+    entry("gpt-5", 400_000, 128_000, O200k, true),
+    entry("gpt-4.1", 1_047_576, 32_768, O200k, true),
+    entry("gpt-4.5", 128_000, 16_384, O200k, true),
+    entry("gpt-4o", 128_000, 16_384, O200k, true),
+    entry("chatgpt-4o", 128_000, 16_384, O200k, false),
+    entry("gpt-oss", 131_072, 131_072, O200k, true),
+    entry("o1-mini", 128_000, 65_536, O200k, false),
+    entry("o1", 200_000, 100_000, O200k, true),
+    entry("o3", 200_000, 100_000, O200k, true),
+    entry("o4-mini", 200_000, 100_000, O200k, true),
+    entry("gpt-4-turbo", 128_000, 4_096, Cl100k, true),
+    entry("gpt-4-32k", 32_768, 4_096, Cl100k, true),
+    entry("gpt-4", 8_192, 8_192, Cl100k, true),
+    entry("gpt-3.5-turbo", 16_385, 4_096, Cl100k, true),
     // Anthropic (tokenizer not published: cl100k fallback).
-    entry("claude-opus-4-5", 200_000, 64_000, Cl100k),
-    entry("claude-opus-4", 200_000, 32_000, Cl100k),
-    entry("claude-sonnet-4", 200_000, 64_000, Cl100k),
-    entry("claude-haiku-4", 200_000, 64_000, Cl100k),
-    entry("claude-3-7-sonnet", 200_000, 64_000, Cl100k),
-    entry("claude-3-5", 200_000, 8_192, Cl100k),
-    entry("claude-3", 200_000, 4_096, Cl100k),
-    entry("claude", 200_000, 8_192, Cl100k),
+    entry("claude-opus-4-5", 200_000, 64_000, Cl100k, true),
+    entry("claude-opus-4", 200_000, 32_000, Cl100k, true),
+    entry("claude-sonnet-4", 200_000, 64_000, Cl100k, true),
+    entry("claude-haiku-4", 200_000, 64_000, Cl100k, true),
+    entry("claude-3-7-sonnet", 200_000, 64_000, Cl100k, true),
+    entry("claude-3-5", 200_000, 8_192, Cl100k, true),
+    entry("claude-3", 200_000, 4_096, Cl100k, true),
+    entry("claude", 200_000, 8_192, Cl100k, true),
     // Open models, as served by Ollama, vLLM, llama.cpp (cl100k fallback).
-    entry("llama3.1", 131_072, 8_192, Cl100k),
-    entry("llama3.2", 131_072, 8_192, Cl100k),
-    entry("llama3.3", 131_072, 8_192, Cl100k),
-    entry("llama4", 1_048_576, 8_192, Cl100k),
-    entry("llama3", 8_192, 4_096, Cl100k),
-    entry("qwen3", 40_960, 8_192, Cl100k),
-    entry("qwen2.5", 32_768, 8_192, Cl100k),
-    entry("qwq", 131_072, 8_192, Cl100k),
-    entry("mistral-nemo", 131_072, 8_192, Cl100k),
-    entry("mistral-large", 131_072, 8_192, Cl100k),
-    entry("mistral-small", 131_072, 8_192, Cl100k),
-    entry("mistral", 32_768, 8_192, Cl100k),
-    entry("mixtral", 32_768, 8_192, Cl100k),
-    entry("codestral", 262_144, 8_192, Cl100k),
-    entry("devstral", 131_072, 8_192, Cl100k),
-    entry("gemma3", 131_072, 8_192, Cl100k),
-    entry("gemma2", 8_192, 4_096, Cl100k),
-    entry("deepseek", 131_072, 8_192, Cl100k),
-    entry("phi4", 16_384, 4_096, Cl100k),
+    entry("llama3.1", 131_072, 8_192, Cl100k, true),
+    entry("llama3.2", 131_072, 8_192, Cl100k, true),
+    entry("llama3.3", 131_072, 8_192, Cl100k, true),
+    entry("llama4", 1_048_576, 8_192, Cl100k, true),
+    entry("llama3", 8_192, 4_096, Cl100k, false),
+    entry("qwen3", 40_960, 8_192, Cl100k, true),
+    entry("qwen2.5", 32_768, 8_192, Cl100k, true),
+    entry("qwq", 131_072, 8_192, Cl100k, true),
+    entry("mistral-nemo", 131_072, 8_192, Cl100k, true),
+    entry("mistral-large", 131_072, 8_192, Cl100k, true),
+    entry("mistral-small", 131_072, 8_192, Cl100k, true),
+    entry("mistral", 32_768, 8_192, Cl100k, true),
+    entry("mixtral", 32_768, 8_192, Cl100k, true),
+    entry("codestral", 262_144, 8_192, Cl100k, false),
+    entry("devstral", 131_072, 8_192, Cl100k, true),
+    entry("gemma3", 131_072, 8_192, Cl100k, false),
+    entry("gemma2", 8_192, 4_096, Cl100k, false),
+    entry("deepseek", 131_072, 8_192, Cl100k, false),
+    entry("phi4", 16_384, 4_096, Cl100k, false),
 ];
 
 /// What Satchel knows about `model`, or [`UNKNOWN_MODEL`].
@@ -159,6 +175,29 @@ mod tests {
                 (window, encoding),
                 "{model}"
             );
+        }
+    }
+
+    #[test]
+    fn native_tool_support_follows_the_family() {
+        for model in [
+            "gpt-4o-mini",
+            "claude-haiku-4-5",
+            "llama3.1:8b",
+            "qwen2.5-coder:7b",
+            "qwen3:30b",
+        ] {
+            assert!(model_info(model).native_tools, "{model}");
+        }
+        for model in [
+            "gemma3:27b",
+            "llama3:8b",
+            "phi4",
+            "codestral",
+            "o1-mini",
+            "my-finetune",
+        ] {
+            assert!(!model_info(model).native_tools, "{model}");
         }
     }
 

@@ -105,17 +105,7 @@ impl Provider for OpenAiProvider {
         w.raw("]");
         if !request.tools.is_empty() {
             w.key("tools", false);
-            w.raw("[");
-            for (i, tool) in request.tools.iter().enumerate() {
-                if i > 0 {
-                    w.enter(Section::Framing);
-                    w.raw(",");
-                }
-                w.enter(Section::Tools);
-                w.json(&WireTool::from(tool))?;
-            }
-            w.enter(Section::Framing);
-            w.raw("]");
+            write_tools(&mut w, request.tools)?;
             match request.tool_choice {
                 ToolChoice::Auto => {}
                 ToolChoice::None => {
@@ -166,6 +156,22 @@ impl Provider for OpenAiProvider {
     fn send(&self, prepared: &PreparedRequest, cancel: CancellationToken) -> EventStream {
         self.transport.send(prepared, cancel)
     }
+}
+
+/// The `tools` array: one function definition per tool.
+pub(crate) fn write_tools(w: &mut BodyWriter, tools: &[ToolSpec]) -> Result<(), LlmError> {
+    w.raw("[");
+    for (i, tool) in tools.iter().enumerate() {
+        if i > 0 {
+            w.enter(Section::Framing);
+            w.raw(",");
+        }
+        w.enter(Section::Tools);
+        w.json(&WireTool::from(tool))?;
+    }
+    w.enter(Section::Framing);
+    w.raw("]");
+    Ok(())
 }
 
 fn write_message(w: &mut BodyWriter, message: &Message) -> Result<(), LlmError> {

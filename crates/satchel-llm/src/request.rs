@@ -192,6 +192,11 @@ impl BodyWriter {
         Ok(())
     }
 
+    /// What was written, as text (everything written is UTF-8 JSON).
+    pub(crate) fn into_text(self) -> String {
+        String::from_utf8_lossy(&self.buf).into_owned()
+    }
+
     /// Packs the body with what its estimate needs.
     pub(crate) fn finish(
         self,

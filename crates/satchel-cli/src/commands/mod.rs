@@ -9,6 +9,7 @@ mod mcp;
 mod model;
 mod policy;
 mod project;
+mod prompt;
 mod records;
 mod run;
 mod search;

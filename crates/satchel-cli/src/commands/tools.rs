@@ -1,4 +1,5 @@
-//! `satchel tools ...`: list, show, call, refresh and create tools from a shell.
+//! `satchel tools ...`: list, show, call, refresh and create tools from a
+//! shell, and show what a model is shown of them (`prompt`, in `prompt.rs`).
 
 use std::io::{IsTerminal, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -6,19 +7,21 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use satchel_core::{ToolCall, ToolOutput, ToolResults, is_valid_tool_name};
+use satchel_core::{ToolCall, ToolOutput, ToolResults, ToolSpec, is_valid_tool_name};
 use satchel_tools::external::{
     Language, SpecCache, ToolDirs, discover, skeleton, tool_name_for_file,
 };
 use satchel_tools::format::truncate_chars;
 use satchel_tools::{
-    LiveRegistry, Registry, Style, ToolContext, ToolSource, UserInitiated, dispatch,
+    BuiltinDeps, LiveRegistry, Registry, Style, ToolContext, ToolSource, UserInitiated,
+    builtin_tools, dispatch,
 };
 use serde_json::{Value, json};
 
 use satchel_store::{AuditSource, Clock, NewToolCall, SystemClock, ToolCallStore};
 
 use super::project::{PROJECT_TOOLS, Project};
+use super::prompt;
 use super::setup;
 use crate::cli::{CallArgs, Lang, ListArgs, NewArgs, ToolsCommand};
 
@@ -29,6 +32,13 @@ pub(crate) async fn run(command: ToolsCommand, project: &Project) -> anyhow::Res
     let reprobe = matches!(command, ToolsCommand::Refresh(_));
     let live = match command {
         ToolsCommand::New(args) => return new_tool(args, project).await,
+        ToolsCommand::Prompt(args) if args.builtin => {
+            let specs: Vec<ToolSpec> = builtin_tools(&BuiltinDeps::default())
+                .iter()
+                .map(|tool| tool.spec().clone())
+                .collect();
+            return prompt::run(&specs, &args, project);
+        }
         _ => Arc::new(project.tools(reprobe).await?),
     };
     // Imported MCP tools: started unless the named tool is already known.
@@ -73,6 +83,10 @@ async fn run_with(
             )?;
         }
         ToolsCommand::Call(args) => return call(&registry, args, project).await,
+        ToolsCommand::Prompt(args) => {
+            let specs: Vec<ToolSpec> = registry.specs().cloned().collect();
+            return prompt::run(&specs, &args, project);
+        }
         ToolsCommand::New(_) => {}
     }
     Ok(ExitCode::SUCCESS)

@@ -7,6 +7,7 @@
 
 mod anthropic;
 mod openai;
+mod prompted;
 mod server;
 
 use std::collections::HashMap;
