@@ -59,6 +59,7 @@ fn statement(seq: u32) -> StatementRecord {
                 ],
                 sent_results: vec![Message::tool_result(&call.id, &output)],
                 calls: vec![CallRecord { call, output }],
+                raw_reply: None,
             },
             TurnRecord {
                 assistant: vec![AssistantPart::Text {

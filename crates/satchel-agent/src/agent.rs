@@ -19,9 +19,10 @@ use satchel_core::{
     AssistantPart, Content, ErrorCode, Message, ToolCall, ToolOutput, ToolResult, ToolResults,
     ToolSpec,
 };
+use satchel_llm::prompted::{self, PromptedResult, ReplyOutcome, format_results, parse_reply};
 use satchel_llm::{
     AssembledToolCall, ChatRequest, LlmError, Mode, PreparedRequest, Provider, Response,
-    StreamEvent, TokenEstimate, ToolChoice, Usage, collect, count_tokens,
+    StreamEvent, TokenEstimate, ToolChoice, ToolMode, Usage, collect, count_tokens,
 };
 use satchel_store::{
     AuditSource, LogKind, NewConversation, NewLlmCall, NewLlmMessage, NewLogEntry, NewStatement,
@@ -40,6 +41,10 @@ use crate::{AgentEvent, EventSink, Feedback, HotConfig, Resources, Snapshot, Too
 
 /// Role under which a summary of older statements is stored in the history.
 pub const SUMMARY_ROLE: &str = "summary";
+
+/// Key of a stored assistant message that holds a prompted-mode reply as
+/// the model wrote it (the message's parts are its reading).
+pub const PROMPTED_REPLY_KEY: &str = "prompted_reply";
 
 /// What the loop needs from its host.
 pub struct AgentDeps {
@@ -428,7 +433,8 @@ impl Agent {
             });
             report.turns = turn;
             let started = Instant::now();
-            let result = stream_answer(provider.as_ref(), &prepared, cancel, sink).await;
+            let prompted = provider.config().tool_mode() == ToolMode::Prompted;
+            let result = stream_answer(provider.as_ref(), &prepared, !prompted, cancel, sink).await;
             let mut call = llm_call_row(&provider, "turn", &estimate, started, &result);
             call.conversation_id = Some(conversation_id.clone());
             call.statement_id = Some(statement.id.clone());
@@ -457,9 +463,10 @@ impl Agent {
                             &conversation_id,
                             &statement.id,
                             turn,
-                            parts,
-                            Vec::new(),
-                            Vec::new(),
+                            TurnRecord {
+                                assistant: parts,
+                                ..TurnRecord::default()
+                            },
                         )
                         .await?;
                     }
@@ -481,8 +488,24 @@ impl Agent {
                 turn,
                 usage: response.usage,
             });
-            let mut parts = response.content.clone();
-            let mut calls = response.tool_calls.clone();
+            let (mut parts, mut calls, raw_reply) = if prompted {
+                let raw = response.text();
+                let (parts, calls) = prompted_turn(&raw, turn);
+                let prose: String = parts
+                    .iter()
+                    .filter_map(|p| match p {
+                        AssistantPart::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                if !prose.is_empty() {
+                    sink.emit(AgentEvent::TextDelta(prose));
+                }
+                (parts, calls, Some(raw))
+            } else {
+                let calls = response.tool_calls.iter().map(Planned::native).collect();
+                (response.content.clone(), calls, None)
+            };
             if last && !calls.is_empty() {
                 // Tools were disabled: calls asked anyway are not run, and
                 // are left out so no call goes without a result.
@@ -492,7 +515,13 @@ impl Agent {
                     "the model asked for tools in its last turn; they were not run".into(),
                 ));
             }
-            let text = response.text();
+            let text: String = parts
+                .iter()
+                .filter_map(|p| match p {
+                    AssistantPart::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
             let thinking = response.thinking();
             self.log_answer(&conversation_id, &statement.id, &text, &thinking)
                 .await?;
@@ -502,9 +531,11 @@ impl Agent {
                     &conversation_id,
                     &statement.id,
                     turn,
-                    parts,
-                    Vec::new(),
-                    Vec::new(),
+                    TurnRecord {
+                        assistant: parts,
+                        raw_reply,
+                        ..TurnRecord::default()
+                    },
                 )
                 .await?;
                 if last && turn > 1 {
@@ -549,13 +580,27 @@ impl Agent {
             }
             .render();
             let room = room_for_results(&estimate, &response, snapshot.agent.context_threshold);
-            let (sent, notices) =
-                result_messages(&records, &feedback, room, provider.config().encoding);
+            let (outputs, notices) = fit_results(&records, room, provider.config().encoding);
             for notice in notices {
                 sink.emit(AgentEvent::Notice(notice));
             }
-            self.finish_turn(&conversation_id, &statement.id, turn, parts, records, sent)
-                .await?;
+            let sent = if prompted {
+                prompted_results(&records, &outputs, &feedback)
+            } else {
+                native_results(&records, &outputs, &feedback)
+            };
+            self.finish_turn(
+                &conversation_id,
+                &statement.id,
+                turn,
+                TurnRecord {
+                    assistant: parts,
+                    calls: records,
+                    sent_results: sent,
+                    raw_reply,
+                },
+            )
+            .await?;
             if cancel.is_cancelled() {
                 report.outcome = Outcome::Cancelled;
                 let mut entry =
@@ -618,15 +663,25 @@ impl Agent {
         specs: &[ToolSpec],
         last: bool,
     ) -> Result<PreparedRequest, AgentError> {
+        let prompted = provider.config().tool_mode() == ToolMode::Prompted;
+        let system = match (prompted, last) {
+            (true, false) => format!(
+                "{}\n\n{}",
+                snapshot.agent.system_prompt(),
+                prompted::render_tools(specs)
+            ),
+            _ => snapshot.agent.system_prompt().to_owned(),
+        };
         let conversation = self.conversation_mut();
         let history = conversation.transcript.history(
-            snapshot.agent.system_prompt(),
+            &system,
             snapshot.agent.tool_result_max_length,
             Phase::InStatement,
         );
-        let mut request = ChatRequest::new(&history, specs);
+        let native_specs = if prompted { &[][..] } else { specs };
+        let mut request = ChatRequest::new(&history, native_specs);
         let none = ToolChoice::None;
-        if last {
+        if last && !prompted {
             request.tool_choice = &none;
         }
         Ok(provider.prepare(&request, Mode::Stream)?)
@@ -847,7 +902,7 @@ impl Agent {
         &mut self,
         registry: &Arc<Registry>,
         snapshot: &Snapshot,
-        calls: &[AssembledToolCall],
+        calls: &[Planned],
         trigger: Option<String>,
         reasoning: Option<String>,
         statement_id: &str,
@@ -858,10 +913,15 @@ impl Agent {
         let conversation_id = self.conversation_mut().id.clone();
         let capabilities: Vec<_> = calls
             .iter()
-            .map(|call| {
-                call.error
+            .map(|planned| {
+                planned
+                    .preset
                     .is_none()
-                    .then(|| registry.get(&call.name).map(|t| &t.spec().capabilities))
+                    .then(|| {
+                        registry
+                            .get(&planned.call.name)
+                            .map(|t| &t.spec().capabilities)
+                    })
                     .flatten()
             })
             .collect();
@@ -872,7 +932,7 @@ impl Agent {
                 let ctx = ToolContext {
                     cancel: cancel.child_token(),
                     conversation_id: Some(conversation_id.clone()),
-                    call_id: call.id.clone(),
+                    call_id: call.call.id.clone(),
                     working_dir: self.working_dir.clone(),
                     config: snapshot.tools.clone(),
                     trace: CallTrace {
@@ -948,15 +1008,11 @@ impl Agent {
         &self,
         registry: &Registry,
         snapshot: &Snapshot,
-        assembled: &AssembledToolCall,
+        planned: &Planned,
         ctx: ToolContext,
         sink: &dyn EventSink,
     ) -> Finished {
-        let call = ToolCall {
-            id: assembled.id.clone(),
-            name: assembled.name.clone(),
-            input: assembled.input.clone(),
-        };
+        let call = planned.call.clone();
         let tool = registry.get(&call.name);
         sink.emit(AgentEvent::ToolStarted {
             call_id: call.id.clone(),
@@ -968,7 +1024,7 @@ impl Agent {
         });
         let started_at = SystemTime::now();
         let clock = Instant::now();
-        let (output, decision) = match assembled.invalid_params_output() {
+        let (output, decision) = match planned.preset.clone() {
             Some(output) => (output, None),
             None if ctx.cancel.is_cancelled() => (
                 ToolOutput::error(
@@ -1016,22 +1072,27 @@ impl Agent {
         conversation_id: &str,
         statement_id: &str,
         turn: u32,
-        assistant: Vec<AssistantPart>,
-        calls: Vec<CallRecord>,
-        sent_results: Vec<Message>,
+        record: TurnRecord,
     ) -> Result<(), AgentError> {
-        let mut messages = vec![Message::Assistant {
-            content: assistant.clone(),
-        }];
-        messages.extend(sent_results.iter().cloned());
-        self.record_messages(conversation_id, statement_id, turn, &messages)
+        let mut assistant = serde_json::to_value(Message::Assistant {
+            content: record.assistant.clone(),
+        })
+        .unwrap_or_default();
+        if let (Some(raw), Some(object)) = (&record.raw_reply, assistant.as_object_mut()) {
+            // What was sent back is the reply as written; the parts are its reading.
+            object.insert(PROMPTED_REPLY_KEY.into(), raw.clone().into());
+        }
+        let mut rows = vec![assistant];
+        rows.extend(
+            record
+                .sent_results
+                .iter()
+                .map(|m| serde_json::to_value(m).unwrap_or_default()),
+        );
+        self.record_values(conversation_id, statement_id, turn, rows)
             .await?;
         if let Some(statement) = self.conversation_mut().transcript.statements.last_mut() {
-            statement.turns.push(TurnRecord {
-                assistant,
-                calls,
-                sent_results,
-            });
+            statement.turns.push(record);
         }
         Ok(())
     }
@@ -1043,21 +1104,33 @@ impl Agent {
         turn: u32,
         messages: &[Message],
     ) -> Result<(), AgentError> {
-        let rows = messages
+        let values = messages
             .iter()
-            .map(|message| {
-                let content = serde_json::to_value(message).unwrap_or_default();
-                NewLlmMessage {
-                    conversation_id: conversation_id.to_owned(),
-                    statement_id: Some(statement_id.to_owned()),
-                    turn,
-                    role: content
-                        .get("role")
-                        .and_then(|r| r.as_str())
-                        .unwrap_or("unknown")
-                        .to_owned(),
-                    content,
-                }
+            .map(|m| serde_json::to_value(m).unwrap_or_default())
+            .collect();
+        self.record_values(conversation_id, statement_id, turn, values)
+            .await
+    }
+
+    async fn record_values(
+        &self,
+        conversation_id: &str,
+        statement_id: &str,
+        turn: u32,
+        values: Vec<serde_json::Value>,
+    ) -> Result<(), AgentError> {
+        let rows = values
+            .into_iter()
+            .map(|content| NewLlmMessage {
+                conversation_id: conversation_id.to_owned(),
+                statement_id: Some(statement_id.to_owned()),
+                turn,
+                role: content
+                    .get("role")
+                    .and_then(|r| r.as_str())
+                    .unwrap_or("unknown")
+                    .to_owned(),
+                content,
             })
             .collect();
         self.store.append_messages(rows).await?;
@@ -1099,21 +1172,19 @@ fn room_for_results(estimate: &TokenEstimate, response: &Response, threshold: f6
 /// The smallest share of the room a result is allowed before it is cut.
 const MIN_RESULT_TOKENS: u64 = 256;
 
-/// The tool-result messages of a turn: the feedback block before the first
-/// result; each result too large for the room left in the window cut, with
-/// a note that says so. Returns the notices for the user too.
-fn result_messages(
+/// The outputs of a turn as they will be sent: each result too large for
+/// the room left in the window cut, with a note saying so. Returns the
+/// notices for the user too.
+fn fit_results(
     records: &[CallRecord],
-    feedback: &str,
     room: u64,
     encoding: satchel_llm::Encoding,
-) -> (Vec<Message>, Vec<String>) {
+) -> (Vec<ToolOutput>, Vec<String>) {
     let share = (room / records.len().max(1) as u64).max(MIN_RESULT_TOKENS);
     let mut notices = Vec::new();
-    let messages = records
+    let outputs = records
         .iter()
-        .enumerate()
-        .map(|(index, record)| {
+        .map(|record| {
             let mut output = record.output.clone();
             if let ToolResults::Text(text) = &output.results {
                 let tokens = count_tokens(encoding, text);
@@ -1133,7 +1204,20 @@ fn result_messages(
                     output.results = ToolResults::Text(kept + &note);
                 }
             }
-            let mut message = Message::tool_result(&record.call.id, &output);
+            output
+        })
+        .collect();
+    (outputs, notices)
+}
+
+/// Native tool-result messages, the feedback block before the first.
+fn native_results(records: &[CallRecord], outputs: &[ToolOutput], feedback: &str) -> Vec<Message> {
+    records
+        .iter()
+        .zip(outputs)
+        .enumerate()
+        .map(|(index, (record, output))| {
+            let mut message = Message::tool_result(&record.call.id, output);
             if index == 0
                 && let Message::Tool(ToolResult { content, .. }) = &mut message
             {
@@ -1152,21 +1236,107 @@ fn result_messages(
             }
             message
         })
+        .collect()
+}
+
+/// Prompted mode: one user message, the feedback block, then the results
+/// as `{"tool": ..., "result": ...}` objects.
+fn prompted_results(
+    records: &[CallRecord],
+    outputs: &[ToolOutput],
+    feedback: &str,
+) -> Vec<Message> {
+    let results: Vec<PromptedResult<'_>> = records
+        .iter()
+        .zip(outputs)
+        .map(|(record, output)| {
+            let tool = (!record.call.name.starts_with('(')).then_some(record.call.name.as_str());
+            PromptedResult::new(tool, output)
+        })
         .collect();
-    (messages, notices)
+    vec![Message::user(format!(
+        "{feedback}{}",
+        format_results(&results)
+    ))]
+}
+
+/// Reads a prompted-mode reply: the prose as the assistant's text, each
+/// call (or the reason it cannot run) as a planned call.
+fn prompted_turn(raw: &str, turn: u32) -> (Vec<AssistantPart>, Vec<Planned>) {
+    let reply = parse_reply(raw);
+    let mut parts = Vec::new();
+    if !reply.message.trim().is_empty() {
+        parts.push(AssistantPart::Text {
+            text: reply.message.clone(),
+        });
+    }
+    let id = |index: usize| format!("prompted_{turn}_{index}");
+    let planned: Vec<Planned> = match &reply.outcome {
+        ReplyOutcome::Final => Vec::new(),
+        ReplyOutcome::Calls(calls) => calls
+            .iter()
+            .enumerate()
+            .map(|(index, call)| match call.to_tool_call(id(index)) {
+                Ok(call) => Planned { call, preset: None },
+                Err(output) => Planned {
+                    call: ToolCall {
+                        id: id(index),
+                        name: call.tool().unwrap_or("(invalid call)").to_owned(),
+                        input: serde_json::Value::Null,
+                    },
+                    preset: Some(output),
+                },
+            })
+            .collect(),
+        ReplyOutcome::Invalid(error) => vec![Planned {
+            call: ToolCall {
+                id: id(0),
+                name: "(unreadable reply)".into(),
+                input: serde_json::Value::Null,
+            },
+            preset: Some(error.to_output()),
+        }],
+    };
+    parts.extend(
+        planned
+            .iter()
+            .map(|p| AssistantPart::ToolCall(p.call.clone())),
+    );
+    (parts, planned)
+}
+
+/// A call to run, or the output it gets without running (malformed).
+#[derive(Debug, Clone)]
+struct Planned {
+    call: ToolCall,
+    preset: Option<ToolOutput>,
+}
+
+impl Planned {
+    fn native(assembled: &AssembledToolCall) -> Planned {
+        Planned {
+            call: ToolCall {
+                id: assembled.id.clone(),
+                name: assembled.name.clone(),
+                input: assembled.input.clone(),
+            },
+            preset: assembled.invalid_params_output(),
+        }
+    }
 }
 
 /// Streams one answer, passing text and thinking to `sink`.
 async fn stream_answer(
     provider: &dyn Provider,
     prepared: &PreparedRequest,
+    stream_text: bool,
     cancel: &CancellationToken,
     sink: &dyn EventSink,
 ) -> Result<Response, LlmError> {
     let mut events = provider.send(prepared, cancel.clone());
     while let Some(event) = events.next().await {
         match event? {
-            StreamEvent::TextDelta(text) => sink.emit(AgentEvent::TextDelta(text)),
+            StreamEvent::TextDelta(text) if stream_text => sink.emit(AgentEvent::TextDelta(text)),
             StreamEvent::ThinkingDelta(text) => sink.emit(AgentEvent::ThinkingDelta(text)),
             StreamEvent::Done(response) => return Ok(*response),
             _ => {}

@@ -33,6 +33,9 @@ pub struct TurnRecord {
     pub calls: Vec<CallRecord>,
     /// The tool-result messages exactly as sent (feedback block included).
     pub sent_results: Vec<Message>,
+    /// In prompted mode, the reply as the model wrote it (`assistant` is
+    /// its reading: prose and calls); sent back as written.
+    pub raw_reply: Option<String>,
 }
 
 /// One user message and the turns that answered it.
@@ -126,8 +129,11 @@ impl Transcript {
                 content: statement.user.clone(),
             });
             for turn in &statement.turns {
-                messages.push(Message::Assistant {
-                    content: turn.assistant.clone(),
+                messages.push(match &turn.raw_reply {
+                    Some(raw) => Message::assistant(raw.clone()),
+                    None => Message::Assistant {
+                        content: turn.assistant.clone(),
+                    },
                 });
                 messages.extend(turn.sent_results.iter().cloned());
             }
@@ -227,6 +233,7 @@ mod tests {
                     ],
                     sent_results: vec![Message::tool_result(&call.id, &output)],
                     calls: vec![CallRecord { call, output }],
+                    raw_reply: None,
                 },
                 TurnRecord {
                     assistant: vec![AssistantPart::Text {

@@ -26,7 +26,8 @@ mod side;
 pub mod summary;
 
 pub use agent::{
-    Agent, AgentDeps, AgentError, ContextReport, Outcome, SUMMARY_ROLE, StatementReport,
+    Agent, AgentDeps, AgentError, ContextReport, Outcome, PROMPTED_REPLY_KEY, SUMMARY_ROLE,
+    StatementReport,
 };
 pub use config::{AgentConfig, DEFAULT_SYSTEM_PROMPT};
 pub use events::{AgentEvent, EventSink, Silent};

@@ -13,7 +13,7 @@ use satchel_core::{AssistantPart, Content, ErrorCode, Message, ToolOutput};
 use satchel_store::{Store, StoreError};
 use satchel_tools::Registry;
 
-use crate::agent::SUMMARY_ROLE;
+use crate::agent::{PROMPTED_REPLY_KEY, SUMMARY_ROLE};
 use crate::history::{CallRecord, Compaction, StatementRecord, Transcript, TurnRecord};
 use crate::{Resources, ToolTally};
 
@@ -119,6 +119,11 @@ pub async fn load_transcript(
                     assistant: content,
                     calls,
                     sent_results: Vec::new(),
+                    raw_reply: row
+                        .content
+                        .get(PROMPTED_REPLY_KEY)
+                        .and_then(|raw| raw.as_str())
+                        .map(str::to_owned),
                 });
             }
             tool @ Message::Tool(_) => {

@@ -302,3 +302,37 @@ fn no_model_is_a_clear_error_before_anything_is_recorded() {
         "{stderr}"
     );
 }
+
+#[test]
+fn prompted_mode_drives_a_statement_for_a_model_without_native_tools() {
+    let calls = "Let me check.\n```json\n{\"reasoning\": \"two at once\", \"tool_calls\": [\
+        {\"tool\": \"bash\", \"params\": {\"command\": \"echo one\"}},\
+        {\"tool\": \"bash\", \"params\": {\"command\": \"echo two\"}}]}\n```";
+    let sandbox = Sandbox::new(
+        vec![
+            Reply::text(calls),
+            Reply::text("{'tool_calls': [{'tool': 'bash', 'params': {'command': 5},}]}"),
+            Reply::text("They said one and two."),
+        ],
+        json!({"llm": {"toolCalling": "prompted"}, "sideRequests": false}),
+    );
+    let (transcript, output) = sandbox.run("say one and two", None);
+    assert!(output.status.success(), "{transcript}");
+    assert_eq!(transcript["answer"], "They said one and two.");
+    assert_eq!(transcript["tool_calls"].as_array().unwrap().len(), 3);
+
+    let requests = sandbox.model.main_requests();
+    assert_eq!(requests.len(), 3);
+    assert!(requests[0].get("tools").is_none(), "native tools sent");
+    assert!(system_text(&requests[0]).contains("### bash\n"));
+    // The reply goes back as written; the results as one user message.
+    let second = messages(&requests[1]);
+    assert_eq!(content_text(&second[second.len() - 2]), calls);
+    let results = content_text(second.last().unwrap());
+    assert!(results.starts_with("Tool results feedback:\nTurn 1/25\n"), "{results}");
+    assert!(results.contains("\"tool\":\"bash\"") && results.contains("one\\n") && results.contains("two\\n"));
+    // A call that fails the schema is an error the model reads next turn.
+    let third = content_text(messages(&requests[2]).last().unwrap());
+    assert!(third.contains("INVALID_PARAMS"), "{third}");
+    assert!(third.contains("Tools Used: bash(3: 2✓ 1✗)"), "{third}");
+}
