@@ -329,8 +329,15 @@ fn prompted_mode_drives_a_statement_for_a_model_without_native_tools() {
     let second = messages(&requests[1]);
     assert_eq!(content_text(&second[second.len() - 2]), calls);
     let results = content_text(second.last().unwrap());
-    assert!(results.starts_with("Tool results feedback:\nTurn 1/25\n"), "{results}");
-    assert!(results.contains("\"tool\":\"bash\"") && results.contains("one\\n") && results.contains("two\\n"));
+    assert!(
+        results.starts_with("Tool results feedback:\nTurn 1/25\n"),
+        "{results}"
+    );
+    assert!(
+        results.contains("\"tool\":\"bash\"")
+            && results.contains("one\\n")
+            && results.contains("two\\n")
+    );
     // A call that fails the schema is an error the model reads next turn.
     let third = content_text(messages(&requests[2]).last().unwrap());
     assert!(third.contains("INVALID_PARAMS"), "{third}");

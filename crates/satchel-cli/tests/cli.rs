@@ -742,6 +742,7 @@ fn code_generate_with_the_configured_model() {
 fn mcp_serve_over_stdio_writes_only_protocol_to_stdout() {
     use std::io::{BufRead, BufReader, Write};
     let sandbox = Sandbox::new();
+    sandbox.write_config(r#"{"permissions": {"allow": ["bash"]}}"#);
     std::fs::write(
         sandbox.project().join(".agents/mcp.json"),
         r#"{"mcpServers": {"broken": {"command": "/nonexistent/server"}}}"#,
@@ -876,6 +877,8 @@ fn mcp_serve_tells_clients_when_external_tools_change() {
 fn mcp_calls_are_on_the_audit_trail() {
     use std::io::{BufRead, BufReader, Write};
     let sandbox = Sandbox::new();
+    // Nobody can consent over MCP: bash runs because a rule allows it.
+    sandbox.write_config(r#"{"permissions": {"allow": ["bash(echo *)"]}}"#);
     let mut child = sandbox
         .command(&["mcp", "serve"])
         .stdin(Stdio::piped())
@@ -917,6 +920,10 @@ fn mcp_calls_are_on_the_audit_trail() {
         (Some("mcp"), Some("bash"))
     );
     assert_eq!(row["input"]["command"], "echo audited");
+    assert_eq!(
+        row["decision"], "allow by allow rule `bash(echo *)`",
+        "{row}"
+    );
 }
 
 #[test]

@@ -43,6 +43,13 @@ impl Sandbox {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("project/.agents/tools")).unwrap();
         std::fs::create_dir_all(dir.path().join("config")).unwrap();
+        // The peers call bash and the project's tools; nobody can consent
+        // over MCP, so the project allows them.
+        std::fs::write(
+            dir.path().join("project/.agents/agent.json"),
+            r#"{"permissions": {"mode": "trust"}}"#,
+        )
+        .unwrap();
         Sandbox { dir }
     }
 

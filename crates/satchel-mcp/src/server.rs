@@ -1,8 +1,9 @@
 //! [`SatchelServer`]: Satchel's tools served to MCP clients.
 //!
 //! An `rmcp` `ServerHandler` over a [`LiveRegistry`]: `tools/list` reads
-//! the current snapshot, `tools/call` goes through [`observed_call`] (the
-//! registry's lookup, validation and run, then the audit hook) and comes
+//! the current snapshot, `tools/call` goes through [`observed_dispatch`]
+//! (lookup, validation, policy with nobody to consent, limits, the run,
+//! then the audit hook with the decision) and comes
 //! back as a `CallToolResult`. Every failure, an unknown tool and invalid
 //! arguments included, is an `isError` result, never a protocol error, so
 //! the model can read it and try again. When the registry changes, clients
@@ -27,8 +28,10 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ServerHandler, ServiceExt};
 use satchel_core::ToolCall;
+use satchel_tools::policy::Policy;
 use satchel_tools::{
-    CallObserver, CallSource, LiveRegistry, ToolContext, ToolsConfig, observed_call,
+    CallObserver, CallSource, LiveRegistry, NonInteractive, ToolContext, ToolsConfig,
+    observed_dispatch,
 };
 use serde_json::Value;
 use tokio::net::unix::pipe;
@@ -43,6 +46,9 @@ const PEER_CHECK_INTERVAL: Duration = Duration::from_secs(5);
 /// Reads the tools' configuration as of now (agent.json may change between calls).
 pub type ConfigLoader = Arc<dyn Fn() -> Arc<ToolsConfig> + Send + Sync>;
 
+/// Gives the policy in force (read again when agent.json changes).
+pub type PolicyLoader = Arc<dyn Fn() -> Arc<Policy> + Send + Sync>;
+
 /// What a server needs besides its tools.
 #[derive(Clone)]
 pub struct ServerOptions {
@@ -52,6 +58,9 @@ pub struct ServerOptions {
     pub working_dir: PathBuf,
     /// The tools' configuration, read at each call.
     pub config: ConfigLoader,
+    /// The permission rules and limits, read at each call. Nobody can
+    /// consent here: what policy would ask about is refused.
+    pub policy: PolicyLoader,
     /// Told about every call, when set: the audit trail's hook.
     pub observer: Option<Arc<dyn CallObserver>>,
 }
@@ -108,8 +117,11 @@ impl SatchelServer {
             peer,
         };
         let registry = inner.live.current();
-        observed_call(
+        let policy = (inner.options.policy)();
+        observed_dispatch(
             &registry,
+            &policy,
+            &NonInteractive,
             &call,
             &ctx,
             &source,

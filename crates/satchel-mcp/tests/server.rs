@@ -20,8 +20,10 @@ use rmcp::{ClientHandler, ServiceExt};
 use satchel_core::{ToolCall, ToolOutput};
 use satchel_mcp::diagnostic::{self, EchoTool};
 use satchel_mcp::http::{self, HttpOptions};
+use satchel_mcp::server::PolicyLoader;
 use satchel_mcp::{McpError, SatchelServer, ServerOptions};
 use satchel_tools::external::{SpecCache, ToolDirs};
+use satchel_tools::policy::{Mode, Policy};
 use satchel_tools::{CallObserver, CallSource, ExternalConfig, LiveRegistry, ToolsConfig};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -36,6 +38,7 @@ async fn bounded<T>(future: impl Future<Output = T>) -> T {
 #[derive(Default)]
 struct Recorder {
     calls: Mutex<Vec<(CallSource, String, bool)>>,
+    decisions: Mutex<Vec<Option<String>>>,
 }
 
 #[async_trait]
@@ -45,9 +48,14 @@ impl CallObserver for Recorder {
         source: &CallSource,
         call: &ToolCall,
         output: &ToolOutput,
+        decision: Option<&str>,
         _started: SystemTime,
         _finished: SystemTime,
     ) {
+        self.decisions
+            .lock()
+            .unwrap()
+            .push(decision.map(str::to_owned));
         self.calls
             .lock()
             .unwrap()
@@ -71,6 +79,19 @@ struct Fixture {
     dir: tempfile::TempDir,
     live: Arc<LiveRegistry>,
     recorder: Arc<Recorder>,
+    policy: PolicyLoader,
+}
+
+/// A policy in `mode` with no rules.
+fn policy(mode: Mode) -> PolicyLoader {
+    let policy = Arc::new(Policy::new(
+        Vec::new(),
+        mode,
+        Vec::new(),
+        16,
+        Duration::from_secs(10),
+    ));
+    Arc::new(move || policy.clone())
 }
 
 impl Fixture {
@@ -89,6 +110,7 @@ impl Fixture {
             dir,
             live: Arc::new(live),
             recorder: Arc::new(Recorder::default()),
+            policy: policy(Mode::Trust),
         }
     }
 
@@ -100,6 +122,7 @@ impl Fixture {
                 channel: channel.into(),
                 working_dir: self.dir.path().to_path_buf(),
                 config: Arc::new(|| Arc::new(ToolsConfig::default())),
+                policy: self.policy.clone(),
                 observer: Some(observer),
             },
         )
@@ -188,6 +211,42 @@ async fn calls_return_text_and_structured_content() {
             "{calls:?}"
         );
         assert_eq!((calls[0].1.as_str(), calls[0].2), ("bash", false));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn policy_gates_calls_and_nobody_can_consent_over_mcp() {
+    bounded(async {
+        let mut fx = Fixture::new().await;
+        fx.policy = policy(Mode::Default);
+        fx.live
+            .set_extra_tools(diagnostic::GROUP, vec![Arc::new(EchoTool::new())])
+            .unwrap();
+        let (client, _) = fx.connect().await;
+        // bash may change data: in the default mode it needs consent,
+        // which nobody can give here.
+        let result = call(&client, "bash", json!({"command": "echo hello"})).await;
+        assert_eq!(result.is_error, Some(true));
+        let text = &result.content[0].as_text().unwrap().text;
+        assert!(text.contains("PERMISSION_DENIED"), "{text}");
+        assert!(text.contains("no one can approve it"), "{text}");
+        // A read-only tool runs.
+        let result = call(&client, "echo", json!({"message": "hi"})).await;
+        assert_eq!(result.is_error, Some(false), "{result:?}");
+        let decisions = fx.recorder.decisions.lock().unwrap().clone();
+        assert_eq!(decisions.len(), 2);
+        assert!(
+            decisions[0]
+                .as_deref()
+                .unwrap()
+                .contains("ask by mode default; nobody could consent"),
+            "{decisions:?}"
+        );
+        assert!(
+            decisions[1].as_deref().unwrap().starts_with("allow"),
+            "{decisions:?}"
+        );
     })
     .await;
 }

@@ -12,7 +12,8 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use satchel_core::{ToolCall, ToolOutput};
 
-use crate::{Registry, ToolContext};
+use crate::policy::Policy;
+use crate::{Consent, Registry, ToolContext, dispatch};
 
 /// Who made a call, for the audit trail.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,12 +30,14 @@ pub struct CallSource {
 /// waits for `on_call` before it answers.
 #[async_trait]
 pub trait CallObserver: Send + Sync + 'static {
-    /// Called once per call, after the output is known, whatever it is.
+    /// Called once per call, after the output is known, whatever it is;
+    /// `decision` says how policy decided (the rule), when it was asked.
     async fn on_call(
         &self,
         source: &CallSource,
         call: &ToolCall,
         output: &ToolOutput,
+        decision: Option<&str>,
         started: SystemTime,
         finished: SystemTime,
     );
@@ -58,10 +61,43 @@ pub async fn observed_call(
     let output = registry.call(call, ctx).await;
     if let Some(observer) = observer {
         observer
-            .on_call(source, call, &output, started, SystemTime::now())
+            .on_call(source, call, &output, None, started, SystemTime::now())
             .await;
     }
     output
+}
+
+/// Runs `call` through [`dispatch`] (lookup, validation, policy with
+/// `consent`, limits, run) and reports it, with the policy's decision, to
+/// `observer`. Non-interactive servers pass [`crate::NonInteractive`], so
+/// whatever policy says to ask about is refused with a reason.
+///
+/// # Caveats
+/// As for [`observed_call`].
+pub async fn observed_dispatch(
+    registry: &Registry,
+    policy: &Policy,
+    consent: &dyn Consent,
+    call: &ToolCall,
+    ctx: &ToolContext,
+    source: &CallSource,
+    observer: Option<&Arc<dyn CallObserver>>,
+) -> ToolOutput {
+    let dispatched = dispatch(registry, policy, consent, call, ctx).await;
+    if let Some(observer) = observer {
+        let decision = dispatched.decision_label();
+        observer
+            .on_call(
+                source,
+                call,
+                &dispatched.output,
+                decision.as_deref(),
+                dispatched.started_at,
+                dispatched.started_at + dispatched.duration,
+            )
+            .await;
+    }
+    dispatched.output
 }
 
 #[cfg(test)]
@@ -86,6 +122,7 @@ mod tests {
             source: &CallSource,
             call: &ToolCall,
             output: &ToolOutput,
+            _decision: Option<&str>,
             started: SystemTime,
             finished: SystemTime,
         ) {

@@ -55,6 +55,7 @@ async fn serve(args: ServeArgs, project: &Project) -> anyhow::Result<ExitCode> {
         .into(),
         working_dir: project.root.clone(),
         config: setup::config_loader(&project.root),
+        policy: setup::policy_loader(&project.root),
         observer: Some(Arc::new(AuditObserver {
             store: project.store.clone(),
         })),
@@ -158,6 +159,7 @@ impl CallObserver for AuditObserver {
         _source: &CallSource,
         call: &ToolCall,
         output: &ToolOutput,
+        decision: Option<&str>,
         started: SystemTime,
         finished: SystemTime,
     ) {
@@ -173,7 +175,7 @@ impl CallObserver for AuditObserver {
             turn: None,
             call: call.clone(),
             output: output.clone(),
-            decision: None,
+            decision: decision.map(str::to_owned),
             started_at: millis(started),
             finished_at: millis(finished),
             duration_us: u64::try_from(duration.as_micros()).unwrap_or(u64::MAX),

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use satchel_mcp::McpManager;
 use satchel_mcp::client::{ManagerOptions, McpConfig};
+use satchel_tools::policy::Policy;
 use satchel_tools::{LiveRegistry, Settings, ToolsConfig};
 
 use super::project::read_settings;
@@ -26,10 +27,31 @@ pub(crate) fn load_config(project: &Path) -> Arc<ToolsConfig> {
 /// only when one of them changed (size or modification time), so every
 /// call sees the current configuration without paying for a reparse.
 pub(crate) fn config_loader(project: &Path) -> satchel_mcp::server::ConfigLoader {
+    reloading(project, load_config)
+}
+
+/// The policy for a long-running server, read again only when agent.json
+/// changed. Rate-limit windows start afresh with a changed file.
+pub(crate) fn policy_loader(project: &Path) -> satchel_mcp::server::PolicyLoader {
+    reloading(project, |project| {
+        let (policy, warnings) = Policy::from_settings(&read_settings(project));
+        for warning in warnings {
+            tracing::warn!("{warning}");
+        }
+        Arc::new(policy)
+    })
+}
+
+/// `build(project)`, built again only when an agent.json layer changed
+/// (size or modification time).
+fn reloading<T: Send + Sync + 'static>(
+    project: &Path,
+    build: impl Fn(&Path) -> Arc<T> + Send + Sync + 'static,
+) -> Arc<dyn Fn() -> Arc<T> + Send + Sync> {
     type Key = Vec<Option<(u64, Option<std::time::SystemTime>)>>;
     let paths = Settings::default_paths(project, paths::user_config_dir().as_deref());
     let project = project.to_path_buf();
-    let cache: std::sync::Mutex<Option<(Key, Arc<ToolsConfig>)>> = std::sync::Mutex::new(None);
+    let cache: std::sync::Mutex<Option<(Key, Arc<T>)>> = std::sync::Mutex::new(None);
     Arc::new(move || {
         let key: Key = paths
             .iter()
@@ -40,14 +62,14 @@ pub(crate) fn config_loader(project: &Path) -> satchel_mcp::server::ConfigLoader
             })
             .collect();
         let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((known, config)) = &*cache
+        if let Some((known, value)) = &*cache
             && *known == key
         {
-            return config.clone();
+            return value.clone();
         }
-        let config = load_config(&project);
-        *cache = Some((key, config.clone()));
-        config
+        let value = build(&project);
+        *cache = Some((key, value.clone()));
+        value
     })
 }
 
