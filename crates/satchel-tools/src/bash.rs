@@ -50,12 +50,10 @@ fn spec() -> ToolSpec {
     ToolSpec {
         name: "bash".into(),
         title: Some("Bash".into()),
-        description: "Run a bash command and return its stdout, stderr and exit code. The command runs \
-            non-interactively: stdin is empty and there is no terminal, so anything that prompts \
-            (passwords, pagers, confirmations) fails at once instead of waiting; pass flags like `-y` \
-            instead. Long output is cut in the middle (head and tail kept) and the full text saved to \
-            a file named in the response. Background jobs are stopped when the command ends; to leave \
-            a server running, use `setsid nohup CMD > FILE 2>&1 &`."
+        description: "Run a bash command non-interactively: no stdin, no terminal, so prompts fail \
+            at once (pass `-y` and the like). Long output keeps its head and tail; the full text is \
+            saved to a file named in the response. Background jobs end with the command; \
+            `setsid nohup CMD > FILE 2>&1 &` keeps one running."
             .into(),
         input_schema: json!({
             "type": "object",
@@ -67,7 +65,7 @@ fn spec() -> ToolSpec {
                 },
                 "working_dir": {
                     "type": "string", "default": ".",
-                    "description": "Directory to run in, relative to the project directory or absolute"
+                    "description": "Where to run, relative to the project"
                 }
             },
             "required": ["command"],

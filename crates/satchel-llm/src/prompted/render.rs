@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! ### bash
-//! Run a bash command and return its stdout, stderr and exit code. ...
+//! Run a bash command non-interactively: no stdin, no terminal, so prompts ...
 //! Parameters:
 //! - `command` (string, required): The bash command to execute
 //! - `timeout` (integer, optional, default: 30): Command timeout in seconds

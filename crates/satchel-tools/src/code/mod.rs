@@ -446,11 +446,9 @@ fn spec() -> ToolSpec {
     ToolSpec {
         name: "code".into(),
         title: Some("Code".into()),
-        description: "Run a short program and get what it printed (action \"execute\": code + language), or have code \
-                      written in the background (action \"generate\": task + context, returns a job_id; then action \
-                      \"status\" with the job_id). Programs run in an empty temporary directory, with stdin at end of \
-                      file, a reduced environment, and (where the kernel allows) no writes outside that directory and no \
-                      network; the result says which sandbox applied."
+        description: "Run a short program and get its output (\"execute\": code, language), or have code \
+                      written in the background (\"generate\": task, context; returns a job_id for \"status\"). \
+                      Runs sandboxed in an empty temporary directory."
             .into(),
         input_schema: json!({
             "type": "object",

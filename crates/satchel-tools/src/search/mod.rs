@@ -222,14 +222,13 @@ fn spec() -> ToolSpec {
         name: "search".into(),
         title: Some("Web search".into()),
         description:
-            "Search the web or the news. Returns up to max_results results, each with title, url, a plain-text \
-                      snippet and, when known, the publication date (ISO 8601)."
+            "Search the web or the news: up to max_results results with title, url, snippet and date."
                 .into(),
         input_schema: json!({
             "type": "object",
             "properties": {
                 "query": {"type": "string", "minLength": 1, "description": "What to search for"},
-                "type": {"type": "string", "enum": ["web", "news"], "default": "web", "description": "web pages or news articles"},
+                "type": {"type": "string", "enum": ["web", "news"], "default": "web"},
                 "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "default": DEFAULT_MAX_RESULTS}
             },
             "required": ["query"],
