@@ -1440,3 +1440,62 @@ fn timestamp(time: SystemTime) -> Timestamp {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
     Timestamp::from_millis(millis)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn record(id: &str, text: String) -> CallRecord {
+        CallRecord {
+            call: ToolCall {
+                id: id.into(),
+                name: "bash".into(),
+                input: json!({"command": "cat big"}),
+            },
+            output: ToolOutput::success(ToolResults::Text(text), "ran"),
+        }
+    }
+
+    #[test]
+    fn a_result_too_big_for_the_room_left_is_cut_with_a_note() {
+        let records = [
+            record("small", "fine".into()),
+            record("big", "word ".repeat(20_000)),
+        ];
+        let (outputs, notices) = fit_results(&records, 2_000, satchel_llm::Encoding::O200k);
+        assert_eq!(outputs[0].results.to_text(), "fine");
+        let cut = outputs[1].results.to_text();
+        assert!(cut.len() < 10_000, "{} bytes", cut.len());
+        assert!(
+            cut.ends_with("The whole result is stored; the call id is big.]"),
+            "{cut}"
+        );
+        assert_eq!(notices.len(), 1);
+        // Stored outputs are untouched: only what is sent is cut.
+        assert_eq!(records[1].output.results.to_text().len(), 100_000);
+    }
+
+    #[test]
+    fn the_feedback_block_goes_before_the_first_result_only() {
+        let records = [record("a", "one".into()), record("b", "two".into())];
+        let outputs: Vec<ToolOutput> = records.iter().map(|r| r.output.clone()).collect();
+        let native = native_results(&records, &outputs, "FEEDBACK\n");
+        let texts: Vec<String> = native
+            .iter()
+            .map(|m| match m {
+                Message::Tool(result) => result.content.to_text(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(texts, ["FEEDBACK\none", "two"]);
+        let prompted = prompted_results(&records, &outputs, "FEEDBACK\n");
+        assert_eq!(prompted.len(), 1);
+        let Message::User { content } = &prompted[0] else {
+            panic!("not a user message")
+        };
+        let text = content[0].to_text();
+        assert!(text.starts_with("FEEDBACK\n[{\"tool\":\"bash\""), "{text}");
+    }
+}

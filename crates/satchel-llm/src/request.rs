@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::LlmError;
 use crate::config::{ModelConfig, ProviderKind};
-use crate::tokens::{Encoding, Section, Span, Spans, TokenEstimate, estimate_cached};
+use crate::tokens::{Encoding, Section, Span, Spans, TokenEstimate, estimate, estimate_cached};
 
 /// What the model may do with the tools it is given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -114,6 +114,20 @@ impl PreparedRequest {
                 counting.max_output_tokens,
             )
         })
+    }
+
+    /// Counts the body from scratch, ignoring what was counted before:
+    /// the same figure as [`PreparedRequest::estimate`], at full cost
+    /// (for benchmarks and checks).
+    pub fn count_fresh(&self) -> TokenEstimate {
+        let counting = &self.counting;
+        estimate(
+            counting.encoding,
+            &self.body,
+            &counting.spans,
+            counting.context_window,
+            counting.max_output_tokens,
+        )
     }
 
     /// The body as text (it is always UTF-8 JSON).

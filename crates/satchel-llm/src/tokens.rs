@@ -418,7 +418,6 @@ pub(crate) fn estimate_cached(
 }
 
 /// Counts `body` (with its section marks) into an estimate, from scratch.
-#[cfg(test)]
 pub(crate) fn estimate(
     encoding: Encoding,
     body: &[u8],
