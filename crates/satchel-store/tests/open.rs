@@ -55,8 +55,8 @@ async fn migrates_from_empty_and_reopens_without_reapplying() {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(versions.len(), 1);
-        assert_eq!((versions[0].0, versions[0].1.as_str()), (1, "initial"));
+        let names: Vec<(u32, &str)> = versions.iter().map(|(v, n, _)| (*v, n.as_str())).collect();
+        assert_eq!(names, [(1, "initial"), (2, "memory")]);
         let pragma = |name: &str| -> String {
             raw.pragma_query_value(None, name, |row| row.get::<_, rusqlite::types::Value>(0))
                 .map(|value| match value {
@@ -92,7 +92,7 @@ async fn migrates_from_empty_and_reopens_without_reapplying() {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(again, [(1, versions[0].2)]);
+        assert_eq!(again, [(1, versions[0].2), (2, versions[1].2)]);
     })
     .await;
 }

@@ -8,7 +8,8 @@
 //! caller never sees a Rust error or a panic.
 //!
 //! What does not live here: running processes (that is `satchel-exec`),
-//! talking to models, storing anything.
+//! talking to models, storing anything (the `memory` tool works through the
+//! [`satchel_memory::Memory`] its caller puts in the [`ToolContext`]).
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -20,6 +21,7 @@ mod dispatch;
 pub mod external;
 pub mod format;
 mod live;
+pub mod memory;
 pub mod policy;
 mod registry;
 pub mod search;
@@ -40,6 +42,7 @@ pub use validation::SchemaViolation;
 pub fn builtin_registry() -> Result<Registry, RegistryError> {
     let mut registry = Registry::new();
     registry.register(bash::BashTool::new())?;
+    registry.register(memory::MemoryTool::new())?;
     registry.register(search::SearchTool::new(Arc::new(
         search::MemoryCache::default(),
     )))?;

@@ -103,6 +103,9 @@ pub struct ToolContext {
     pub working_dir: PathBuf,
     /// Configuration as of this call (it may change between calls).
     pub config: Arc<ToolsConfig>,
+    /// The memory the `memory` tool works on; `None` when no database is
+    /// open (the tool then answers with an error saying so).
+    pub memory: Option<Arc<satchel_memory::Memory>>,
 }
 
 impl ToolContext {
@@ -118,7 +121,14 @@ impl ToolContext {
             call_id: call_id.into(),
             working_dir,
             config,
+            memory: None,
         }
+    }
+
+    /// The same context with a memory for the `memory` tool.
+    pub fn with_memory(mut self, memory: Option<Arc<satchel_memory::Memory>>) -> ToolContext {
+        self.memory = memory;
+        self
     }
 }
 

@@ -12,6 +12,7 @@
 //! WAL on every commit for those who need power-cut durability too.
 
 mod failure;
+mod memory;
 mod repo;
 mod schema;
 mod writer;

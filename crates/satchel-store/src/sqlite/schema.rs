@@ -22,7 +22,7 @@ use crate::sqlite::{Access, StoreOptions};
 pub const APPLICATION_ID: i32 = 0x5341_4348;
 
 /// The schema version this build creates and reads.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One embedded migration.
 pub(crate) struct Migration {
@@ -35,11 +35,18 @@ pub(crate) struct Migration {
 }
 
 /// Every migration this build carries, oldest first.
-pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "initial",
-    sql: include_str!("../../migrations/0001_initial.sql"),
-}];
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "initial",
+        sql: include_str!("../../migrations/0001_initial.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "memory",
+        sql: include_str!("../../migrations/0002_memory.sql"),
+    },
+];
 
 /// The schema version this build creates and expects.
 pub(crate) fn latest_version() -> u32 {
