@@ -11,7 +11,8 @@
 //! Modules: `memory` (the [`Memory`] service), `embed` (tokenizer and BERT
 //! forward pass), `index` (quantised vectors and filtered search),
 //! `text` (safe FTS5 queries), `session` (division times, the sentinel,
-//! [`Summarizer`]), `config` (the `memory` section of agent.json).
+//! [`Summarizer`]), `config` (the `memory` section of agent.json), `locomo`
+//! (the benchmark's conversation format and recall metric).
 //!
 //! What does not live here: SQL and the file (that is `satchel-store`,
 //! behind [`MemoryStore`](satchel_store::MemoryStore)), the tool's JSON
@@ -23,6 +24,7 @@ pub mod config;
 pub mod embed;
 mod error;
 pub mod index;
+pub mod locomo;
 mod memory;
 pub mod session;
 pub mod text;

@@ -1,7 +1,9 @@
 //! One module per command group; [`run`] dispatches.
 
+mod bench;
 mod db;
 mod log;
+mod memory;
 mod policy;
 mod project;
 mod records;
@@ -30,5 +32,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Conversations(args) => records::conversations(args, &project).await,
         Command::Audit(args) => records::audit(args, &project).await,
         Command::Export(args) => records::export(args, &project).await,
+        Command::Memory(command) => memory::run(command, &project).await,
+        Command::Bench(command) => bench::run(command, &project).await,
     }
 }

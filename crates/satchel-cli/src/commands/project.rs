@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use satchel_memory::{MemoryConfig, MemorySettings};
 use satchel_tools::external::{SpecCache, ToolDirs};
 use satchel_tools::policy::Policy;
 use satchel_tools::{LiveRegistry, Settings, ToolsConfig};
@@ -26,6 +27,8 @@ pub(crate) struct Project {
     pub(crate) tools_config: Arc<ToolsConfig>,
     /// Permission rules and rate limits.
     pub(crate) policy: Arc<Policy>,
+    /// The `memory` section, with the model directory resolved.
+    pub(crate) memory: MemoryConfig,
 }
 
 impl Project {
@@ -41,11 +44,20 @@ impl Project {
             }));
         let (tools_config, tools_warnings) = ToolsConfig::from_settings(&settings);
         let (policy, policy_warnings) = Policy::from_settings(&settings);
+        let (memory_settings, memory_warning) = settings.section::<MemorySettings>("memory");
+        let (mut memory, memory_warnings) = MemoryConfig::from_settings(memory_settings);
+        memory.model_dir = match memory.model_dir.take() {
+            // A relative model directory is relative to the project.
+            Some(dir) => Some(root.join(dir)),
+            None => paths::default_model_dir(),
+        };
         for warning in settings
             .warnings
             .iter()
             .chain(&tools_warnings)
             .chain(&policy_warnings)
+            .chain(memory_warning.iter())
+            .chain(&memory_warnings)
         {
             tracing::warn!("{warning}");
         }
@@ -55,6 +67,7 @@ impl Project {
             settings,
             tools_config: Arc::new(tools_config),
             policy: Arc::new(policy),
+            memory,
         }
     }
 
