@@ -126,22 +126,32 @@ impl LayerArg {
 #[derive(Debug, Subcommand)]
 pub(crate) enum MemoryCommand {
     /// Store a memory; a near-duplicate of the same layer is updated instead.
-    #[command(after_help = "Examples:\n  satchel memory store long \"Alice is the user's sister\" --category relationship\n  satchel memory store mid \"Ship v2 by March\" --category goal --certainty 0.8 --json")]
+    #[command(
+        after_help = "Examples:\n  satchel memory store long \"Alice is the user's sister\" --category relationship\n  satchel memory store mid \"Ship v2 by March\" --category goal --certainty 0.8 --json"
+    )]
     Store(MemoryStoreArgs),
     /// Recall the memories most relevant to a query (meaning and keywords).
-    #[command(after_help = "Examples:\n  satchel memory recall \"what does the user like to eat\"\n  satchel memory recall \"deadlines\" --layer mid --since 30d -n 5 --json")]
+    #[command(
+        after_help = "Examples:\n  satchel memory recall \"what does the user like to eat\"\n  satchel memory recall \"deadlines\" --layer mid --since 30d -n 5 --json"
+    )]
     Recall(MemoryRecallArgs),
     /// List memories, newest first.
-    #[command(after_help = "Examples:\n  satchel memory list\n  satchel memory list --layer long --category preference --json\n  satchel memory list --all")]
+    #[command(
+        after_help = "Examples:\n  satchel memory list\n  satchel memory list --layer long --category preference --json\n  satchel memory list --all"
+    )]
     List(MemoryListArgs),
     /// Delete a memory for good.
-    #[command(after_help = "Examples:\n  satchel memory forget 0196f0c2-8a3b-7c4d-9e5f-0123456789ab\n  satchel memory forget \"$(satchel memory list --json | jq -r '.memories[0].id')\" --json")]
+    #[command(
+        after_help = "Examples:\n  satchel memory forget 0196f0c2-8a3b-7c4d-9e5f-0123456789ab\n  satchel memory forget \"$(satchel memory list --json | jq -r '.memories[0].id')\" --json"
+    )]
     Forget(MemoryForgetArgs),
     /// Counts: memories per layer, expired, archived, sessions, the model.
     #[command(after_help = "Examples:\n  satchel memory stats\n  satchel memory stats --json")]
     Stats(JsonArgs),
     /// End the current memory session (archiving its memories) and start a new one.
-    #[command(after_help = "Examples:\n  satchel memory new-session\n  satchel memory new-session \"release week\" --json")]
+    #[command(
+        after_help = "Examples:\n  satchel memory new-session\n  satchel memory new-session \"release week\" --json"
+    )]
     NewSession(NewSessionArgs),
 }
 
@@ -276,6 +286,9 @@ pub(crate) struct BenchMemoryArgs {
     /// The embedding model's directory [default: the configured one].
     #[arg(long, value_name = "DIR")]
     pub(crate) model_dir: Option<PathBuf>,
+    /// Rank by keywords only (BM25), as a baseline.
+    #[arg(long)]
+    pub(crate) keywords_only: bool,
     /// Keep the benchmark database here instead of a temporary file.
     #[arg(long, value_name = "PATH")]
     pub(crate) bench_db: Option<PathBuf>,

@@ -105,6 +105,8 @@ impl Default for SessionSettings {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct RecallSettings {
+    /// `convex` (weighted sum of normalised scores) or `rrf` (reciprocal ranks).
+    pub fusion: String,
     /// Weight of the semantic ranking in the fusion.
     pub semantic_weight: f32,
     /// Weight of the keyword (BM25) ranking in the fusion.
@@ -130,6 +132,10 @@ impl Default for RecallSettings {
     fn default() -> RecallSettings {
         let config = RecallConfig::default();
         RecallSettings {
+            fusion: match config.fusion {
+                Fusion::Convex => "convex".into(),
+                Fusion::Rrf => "rrf".into(),
+            },
             semantic_weight: config.semantic_weight,
             keyword_weight: config.keyword_weight,
             rrf_k: config.rrf_k,
@@ -143,16 +149,29 @@ impl Default for RecallSettings {
     }
 }
 
+/// How the two rankings are combined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fusion {
+    /// Weighted sum of scores normalised per query: cosine and BM25 each
+    /// mapped to 0..1 by the min and max of their candidates (a memory
+    /// missing from a ranking gets 0 from it), weights divided by their sum.
+    Convex,
+    /// Reciprocal-rank fusion: `weight / (rrf_k + rank)` from each ranking,
+    /// divided by the best possible sum.
+    Rrf,
+}
+
 /// How recall ranks, once checked.
 ///
 /// Each ranking (BM25 over FTS5, cosine over embeddings) gives its best
-/// `candidates`; a memory at rank `r` (1-based) in a ranking gets
-/// `weight / (rrf_k + r)` from it (reciprocal-rank fusion), summed over the
-/// rankings and divided by the best possible sum, so `relevance` is 0 to 1.
-/// That is multiplied by `1 - recency_weight + recency_weight * 0.5^(age /
-/// half_life)` and by `1 - certainty_weight + certainty_weight * certainty`.
+/// `candidates`; [`Fusion`] combines them into a score from 0 to 1. That is
+/// multiplied by `1 - recency_weight + recency_weight * 0.5^(age /
+/// half_life)` and by `1 - certainty_weight + certainty_weight *
+/// certainty`, giving `relevance`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecallConfig {
+    /// How the rankings are combined.
+    pub fusion: Fusion,
     /// Weight of the semantic ranking.
     pub semantic_weight: f32,
     /// Weight of the keyword ranking.
@@ -176,6 +195,7 @@ pub struct RecallConfig {
 impl Default for RecallConfig {
     fn default() -> RecallConfig {
         RecallConfig {
+            fusion: Fusion::Convex,
             semantic_weight: 1.0,
             keyword_weight: 1.0,
             rrf_k: 60.0,
@@ -340,7 +360,18 @@ impl MemoryConfig {
             }
         };
         let defaults = RecallConfig::default();
+        let fusion = match r.fusion.as_str() {
+            "convex" => Fusion::Convex,
+            "rrf" => Fusion::Rrf,
+            other => {
+                warnings.push(format!(
+                    "memory.recall.fusion: `{other}` is not convex or rrf; using convex"
+                ));
+                Fusion::Convex
+            }
+        };
         let recall = RecallConfig {
+            fusion,
             semantic_weight: r.semantic_weight.max(0.0),
             keyword_weight: r.keyword_weight.max(0.0),
             rrf_k: r.rrf_k.max(0.0),

@@ -29,7 +29,7 @@ mod memory;
 pub mod session;
 pub mod text;
 
-pub use config::{AutoDivide, MemoryConfig, MemorySettings, RecallConfig};
+pub use config::{AutoDivide, Fusion, MemoryConfig, MemorySettings, RecallConfig};
 pub use embed::Embedder;
 pub use error::MemoryError;
 pub use index::{VectorFilter, VectorIndex};

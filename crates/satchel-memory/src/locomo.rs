@@ -309,7 +309,10 @@ mod tests {
             "qa": [{"question": "q?", "evidence": ["D1:1", "D"], "category": 4}, {"question": "none", "category": 5}]}]"#;
         let samples = parse(text).unwrap();
         assert_eq!(samples[0].turns.len(), 2);
-        assert_eq!(samples[0].turns[0].memory_text(), "A: hi [shared a photo: a dog]");
+        assert_eq!(
+            samples[0].turns[0].memory_text(),
+            "A: hi [shared a photo: a dog]"
+        );
         assert_eq!(samples[0].turns[1].dia_id, "D2:1");
         assert_eq!(samples[0].questions[0].evidence, ["D1:1"]);
         assert_eq!(samples[0].skipped_evidence, 1);

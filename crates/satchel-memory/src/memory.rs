@@ -20,7 +20,7 @@ use satchel_store::{
 use serde::Serialize;
 use tokio::task::JoinHandle;
 
-use crate::config::{AutoDivide, MemoryConfig, RecallConfig};
+use crate::config::{AutoDivide, Fusion, MemoryConfig, RecallConfig};
 use crate::embed::Embedder;
 use crate::index::{VectorFilter, VectorIndex};
 use crate::session::{NEW_SESSION_SENTINEL, SYSTEM_CATEGORY, Summarizer, division_after};
@@ -1036,13 +1036,22 @@ struct Fused {
     keyword: Option<f64>,
 }
 
-/// Reciprocal-rank fusion of the two rankings, normalised to 0..1.
+/// Maps `value` from `[min, max]` to `[0, 1]` (1 when all are equal).
+fn unit_range(value: f64, min: f64, max: f64) -> f32 {
+    if max - min <= f64::EPSILON {
+        1.0
+    } else {
+        ((value - min) / (max - min)) as f32
+    }
+}
+
+/// Combines the two rankings into scores from 0 to 1, best first; see
+/// [`Fusion`].
 fn fuse(
     config: &RecallConfig,
     semantic: &[(i64, f32)],
     keyword: &[satchel_store::KeywordHit],
 ) -> Vec<Fused> {
-    let k = config.rrf_k;
     let semantic_weight = if semantic.is_empty() {
         0.0
     } else {
@@ -1053,32 +1062,66 @@ fn fuse(
     } else {
         config.keyword_weight
     };
-    let best = (semantic_weight + keyword_weight) / (k + 1.0);
+    let total = semantic_weight + keyword_weight;
     let mut by_seq: HashMap<i64, Fused> = HashMap::new();
-    for (rank, (seq, cosine)) in semantic.iter().enumerate() {
-        let entry = by_seq.entry(*seq).or_insert(Fused {
-            seq: *seq,
+    let mut add = |seq: i64, score: f32, cosine: Option<f32>, bm25: Option<f64>| {
+        let entry = by_seq.entry(seq).or_insert(Fused {
+            seq,
             score: 0.0,
             semantic: None,
             keyword: None,
         });
-        entry.score += semantic_weight / (k + rank as f32 + 1.0);
-        entry.semantic = Some(*cosine);
-    }
-    for (rank, hit) in keyword.iter().enumerate() {
-        let entry = by_seq.entry(hit.seq).or_insert(Fused {
-            seq: hit.seq,
-            score: 0.0,
-            semantic: None,
-            keyword: None,
-        });
-        entry.score += keyword_weight / (k + rank as f32 + 1.0);
-        entry.keyword = Some(hit.score);
+        entry.score += score;
+        entry.semantic = entry.semantic.or(cosine);
+        entry.keyword = entry.keyword.or(bm25);
+    };
+    match config.fusion {
+        Fusion::Rrf => {
+            let k = config.rrf_k;
+            let best = if total > 0.0 { total / (k + 1.0) } else { 1.0 };
+            for (rank, (seq, cosine)) in semantic.iter().enumerate() {
+                add(
+                    *seq,
+                    semantic_weight / (k + rank as f32 + 1.0) / best,
+                    Some(*cosine),
+                    None,
+                );
+            }
+            for (rank, hit) in keyword.iter().enumerate() {
+                add(
+                    hit.seq,
+                    keyword_weight / (k + rank as f32 + 1.0) / best,
+                    None,
+                    Some(hit.score),
+                );
+            }
+        }
+        Fusion::Convex => {
+            let total = if total > 0.0 { total } else { 1.0 };
+            let (smin, smax) = semantic
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(lo, hi), (_, c)| {
+                    (lo.min(f64::from(*c)), hi.max(f64::from(*c)))
+                });
+            for (seq, cosine) in semantic {
+                let normal = unit_range(f64::from(*cosine), smin, smax);
+                add(*seq, semantic_weight * normal / total, Some(*cosine), None);
+            }
+            let (kmin, kmax) = keyword.iter().fold((f64::MAX, f64::MIN), |(lo, hi), h| {
+                (lo.min(h.score), hi.max(h.score))
+            });
+            for hit in keyword {
+                let normal = unit_range(hit.score, kmin, kmax);
+                add(
+                    hit.seq,
+                    keyword_weight * normal / total,
+                    None,
+                    Some(hit.score),
+                );
+            }
+        }
     }
     let mut fused: Vec<Fused> = by_seq.into_values().collect();
-    if best > 0.0 {
-        fused.iter_mut().for_each(|f| f.score /= best);
-    }
     fused.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.seq.cmp(&b.seq)));
     fused
 }
@@ -1125,7 +1168,10 @@ mod tests {
 
     #[test]
     fn fusion_rewards_agreement_and_is_normalised() {
-        let config = RecallConfig::default();
+        let config = RecallConfig {
+            fusion: Fusion::Rrf,
+            ..RecallConfig::default()
+        };
         let semantic = [(1, 0.9), (2, 0.8), (3, 0.7)];
         let keyword = [
             KeywordHit { seq: 2, score: 5.0 },
@@ -1140,6 +1186,22 @@ mod tests {
         // One ranking alone: its best scores 1.
         let alone = fuse(&config, &semantic, &[]);
         assert_eq!(alone[0].score, 1.0);
+
+        let convex = RecallConfig {
+            fusion: Fusion::Convex,
+            semantic_weight: 1.0,
+            keyword_weight: 1.0,
+            ..RecallConfig::default()
+        };
+        let fused = fuse(&convex, &semantic, &keyword);
+        // 2: semantic 0.5 (min-max of 0.7..0.9) + keyword 1 → 0.75;
+        // 1: semantic 1 → 0.5; 4: keyword 0 → 0; 3: semantic 0 → 0.
+        assert_eq!(
+            fused.iter().map(|f| f.seq).collect::<Vec<_>>(),
+            [2, 1, 3, 4]
+        );
+        assert!((fused[0].score - 0.75).abs() < 1e-6, "{fused:?}");
+        assert!((fused[1].score - 0.5).abs() < 1e-6, "{fused:?}");
     }
 
     #[test]

@@ -18,9 +18,7 @@ use satchel_memory::{
     ListQuery, Memory, MemoryConfig, MemoryError, MemoryLayer, MemoryOptions, MemoryRecord,
     MemorySession, ModelSource, RecallQuery, StoreRequest, Stored, Summarizer,
 };
-use satchel_store::{
-    ManualClock, MemoryFilter, MemoryStore, SqliteStore, StoreOptions, Timestamp,
-};
+use satchel_store::{ManualClock, MemoryFilter, MemoryStore, SqliteStore, StoreOptions, Timestamp};
 
 const DAY: Duration = Duration::from_secs(86_400);
 
@@ -187,8 +185,14 @@ async fn memories_expire_by_layer_and_are_purged() {
         .store(store(MemoryLayer::Long, "The garden faces south"))
         .await
         .unwrap();
-    assert_eq!(mid.expires_at.unwrap().as_millis() - start.as_millis(), 90 * 86_400_000);
-    assert_eq!(short.expires_at.unwrap().as_millis() - start.as_millis(), 14 * 86_400_000);
+    assert_eq!(
+        mid.expires_at.unwrap().as_millis() - start.as_millis(),
+        90 * 86_400_000
+    );
+    assert_eq!(
+        short.expires_at.unwrap().as_millis() - start.as_millis(),
+        14 * 86_400_000
+    );
 
     setup.clock.advance(13 * DAY);
     assert_eq!(recall_texts(&memory, "garden").await.len(), 3);
@@ -197,11 +201,23 @@ async fn memories_expire_by_layer_and_are_purged() {
     let texts = recall_texts(&memory, "garden").await;
     assert!(!texts.contains(&short.content), "{texts:?}");
     assert_eq!(texts.len(), 2);
-    let listed = memory.list(ListQuery { limit: 10, ..ListQuery::default() }, None).await.unwrap();
+    let listed = memory
+        .list(
+            ListQuery {
+                limit: 10,
+                ..ListQuery::default()
+            },
+            None,
+        )
+        .await
+        .unwrap();
     assert_eq!(listed.len(), 2);
 
     setup.clock.advance(80 * DAY);
-    assert_eq!(recall_texts(&memory, "garden").await, ["The garden faces south"]);
+    assert_eq!(
+        recall_texts(&memory, "garden").await,
+        ["The garden faces south"]
+    );
     // Still stored until the purge runs.
     assert_eq!(memory.stats().await.unwrap().total, 3);
     assert_eq!(memory.stats().await.unwrap().expired, 2);
@@ -253,7 +269,10 @@ async fn sessions_divide_at_the_configured_local_time() {
         .set(Timestamp::parse_rfc3339("2025-06-11T01:58:00Z").unwrap());
     let note = created(
         memory
-            .store(store(MemoryLayer::Session, "We are debugging the login page"))
+            .store(store(
+                MemoryLayer::Session,
+                "We are debugging the login page",
+            ))
             .await
             .unwrap(),
     );
@@ -289,14 +308,23 @@ async fn sessions_divide_at_the_configured_local_time() {
         .unwrap();
     let archived = all.iter().find(|m| m.id == note.id).unwrap();
     assert!(archived.archived_at.is_some());
-    assert_eq!(summarizer.seen.lock().unwrap().as_slice(), [(session.clone(), 1)]);
+    assert_eq!(
+        summarizer.seen.lock().unwrap().as_slice(),
+        [(session.clone(), 1)]
+    );
     let summary = all
         .iter()
         .find(|m| m.layer == MemoryLayer::Short)
         .expect("a summary");
     assert_eq!(summary.category.as_deref(), Some("summary"));
-    assert_eq!(summary.content, "Session summary: We are debugging the login page");
-    assert_eq!(ended.summary_memory_id.as_deref(), Some(summary.id.as_str()));
+    assert_eq!(
+        summary.content,
+        "Session summary: We are debugging the login page"
+    );
+    assert_eq!(
+        ended.summary_memory_id.as_deref(),
+        Some(summary.id.as_str())
+    );
     // The next session memory opens a new session.
     let next = created(
         memory
@@ -342,8 +370,14 @@ async fn the_sentinel_starts_a_new_session_and_summaries_are_skipped_without_a_m
     let Stored::NewSession(change) = stored else {
         panic!("expected a new session, got {stored:?}");
     };
-    assert_eq!(change.ended.as_ref().unwrap().id, first.session_id.clone().unwrap());
-    assert_eq!(change.ended.as_ref().unwrap().end_reason.as_deref(), Some("model"));
+    assert_eq!(
+        change.ended.as_ref().unwrap().id,
+        first.session_id.clone().unwrap()
+    );
+    assert_eq!(
+        change.ended.as_ref().unwrap().end_reason.as_deref(),
+        Some("model")
+    );
     assert_eq!(change.archived, 1);
     assert_eq!(change.summary, None);
     assert_eq!(
@@ -378,7 +412,10 @@ async fn forget_removes_a_memory_from_the_table_fts_and_vectors() {
     );
     let doomed = created(
         memory
-            .store(store(MemoryLayer::Long, "The user's passport number is in the blue folder"))
+            .store(store(
+                MemoryLayer::Long,
+                "The user's passport number is in the blue folder",
+            ))
             .await
             .unwrap(),
     );
@@ -388,11 +425,22 @@ async fn forget_removes_a_memory_from_the_table_fts_and_vectors() {
         namespace: "default".into(),
         ..MemoryFilter::default()
     };
-    let hits = setup.store.keyword_search(&fts, filter.clone(), 10).await.unwrap();
+    let hits = setup
+        .store
+        .keyword_search(&fts, filter.clone(), 10)
+        .await
+        .unwrap();
     assert_eq!(hits.iter().map(|h| h.seq).collect::<Vec<_>>(), [doomed.seq]);
 
     memory.forget(&doomed.id).await.unwrap();
-    assert!(setup.store.keyword_search(&fts, filter, 10).await.unwrap().is_empty());
+    assert!(
+        setup
+            .store
+            .keyword_search(&fts, filter, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(memory.indexed().await, 1);
     assert!(setup.store.memory(&doomed.id).await.unwrap().is_none());
     // Semantically close queries no longer reach it either.
@@ -445,7 +493,10 @@ async fn near_duplicates_update_the_existing_memory() {
     // Another layer, or another fact, is a new memory.
     created(
         memory
-            .store(store(MemoryLayer::Short, "The user's sister is called Alice"))
+            .store(store(
+                MemoryLayer::Short,
+                "The user's sister is called Alice",
+            ))
             .await
             .unwrap(),
     );
@@ -463,15 +514,31 @@ async fn without_the_model_duplicates_are_the_same_text() {
     let setup = setup().await;
     let dir = tempfile::tempdir().unwrap();
     let memory = setup.memory(without_model(&dir));
-    let first = created(memory.store(store(MemoryLayer::Long, "Likes green tea")).await.unwrap());
-    match memory.store(store(MemoryLayer::Long, "  likes GREEN tea ")).await.unwrap() {
-        Stored::Updated { memory, similarity, .. } => {
+    let first = created(
+        memory
+            .store(store(MemoryLayer::Long, "Likes green tea"))
+            .await
+            .unwrap(),
+    );
+    match memory
+        .store(store(MemoryLayer::Long, "  likes GREEN tea "))
+        .await
+        .unwrap()
+    {
+        Stored::Updated {
+            memory, similarity, ..
+        } => {
             assert_eq!(memory.id, first.id);
             assert_eq!(similarity, 1.0);
         }
         other => panic!("expected an update, got {other:?}"),
     }
-    created(memory.store(store(MemoryLayer::Long, "Likes black tea")).await.unwrap());
+    created(
+        memory
+            .store(store(MemoryLayer::Long, "Likes black tea"))
+            .await
+            .unwrap(),
+    );
     assert_eq!(memory.stats().await.unwrap().without_embedding, 2);
 }
 
@@ -493,7 +560,10 @@ async fn recall_with_the_model_finds_meaning_without_shared_words() {
         .unwrap();
     assert!(recall.semantic);
     assert_eq!(recall.notice, None);
-    assert_eq!(recall.memories[0].memory.content, "I adopted a beagle puppy last spring");
+    assert_eq!(
+        recall.memories[0].memory.content,
+        "I adopted a beagle puppy last spring"
+    );
     assert!(recall.memories[0].relevance > recall.memories[1].relevance);
     // Filters: layer, category and time still give results.
     let none = memory
@@ -520,11 +590,17 @@ async fn recall_without_the_model_uses_keywords_and_says_so_once() {
     let dir = tempfile::tempdir().unwrap();
     let memory = setup.memory(without_model(&dir));
     memory
-        .store(store(MemoryLayer::Long, "I adopted a beagle puppy last spring"))
+        .store(store(
+            MemoryLayer::Long,
+            "I adopted a beagle puppy last spring",
+        ))
         .await
         .unwrap();
     memory
-        .store(store(MemoryLayer::Long, "The quarterly report is due on Friday"))
+        .store(store(
+            MemoryLayer::Long,
+            "The quarterly report is due on Friday",
+        ))
         .await
         .unwrap();
     let first = memory
@@ -536,12 +612,19 @@ async fn recall_without_the_model_uses_keywords_and_says_so_once() {
     assert!(notice.contains("keywords only"), "{notice}");
     assert!(notice.contains("fetch-memory-model.sh"), "{notice}");
     assert_eq!(first.memories.len(), 1);
-    assert_eq!(first.memories[0].memory.content, "The quarterly report is due on Friday");
+    assert_eq!(
+        first.memories[0].memory.content,
+        "The quarterly report is due on Friday"
+    );
     let second = memory.recall(RecallQuery::new("beagle")).await.unwrap();
     assert_eq!(second.notice, None);
     assert_eq!(second.memories.len(), 1);
     // Without shared words nothing is found.
-    assert!(recall_texts(&memory, "What pet does the user have?").await.is_empty());
+    assert!(
+        recall_texts(&memory, "What pet does the user have?")
+            .await
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -555,7 +638,10 @@ async fn concurrent_stores_all_land_once() {
                 memory
                     .store(store(
                         MemoryLayer::Long,
-                        &format!("Fact number {i}: the locker code for room {i} is {}", i * 7919),
+                        &format!(
+                            "Fact number {i}: the locker code for room {i} is {}",
+                            i * 7919
+                        ),
                     ))
                     .await
             })
@@ -575,5 +661,9 @@ async fn concurrent_stores_all_land_once() {
         .recall(RecallQuery::new("locker code for room 17"))
         .await
         .unwrap();
-    assert!(found.memories[0].memory.content.contains("room 17"), "{:?}", found.memories[0]);
+    assert!(
+        found.memories[0].memory.content.contains("room 17"),
+        "{:?}",
+        found.memories[0]
+    );
 }

@@ -59,7 +59,10 @@ impl BenchDb {
     fn new(path: Option<PathBuf>) -> anyhow::Result<BenchDb> {
         if let Some(path) = path {
             if path.exists() {
-                bail!("{} exists; the benchmark wants a new database", path.display());
+                bail!(
+                    "{} exists; the benchmark wants a new database",
+                    path.display()
+                );
             }
             return Ok(BenchDb {
                 path,
@@ -184,8 +187,12 @@ async fn locomo_bench(
     if samples.is_empty() {
         bail!("{} holds no conversations to run", dataset.display());
     }
-    let embedder = load_embedder(model_dir.as_deref());
-    if embedder.is_none() {
+    let embedder = if args.keywords_only {
+        None
+    } else {
+        load_embedder(model_dir.as_deref())
+    };
+    if embedder.is_none() && !args.keywords_only {
         tracing::warn!(
             "no embedding model (run scripts/fetch-memory-model.sh): measuring keyword recall only"
         );
@@ -371,18 +378,55 @@ const NAMES: &[&str] = &[
     "Lena", "Marta", "Nils", "Omar", "Priya", "Quinn", "Rosa", "Sven", "Tariq",
 ];
 const VERBS: &[&str] = &[
-    "visited", "painted", "cooked", "bought", "fixed", "studied", "planned", "wrote about",
-    "photographed", "sold", "adopted", "repaired", "designed", "read about", "rehearsed",
+    "visited",
+    "painted",
+    "cooked",
+    "bought",
+    "fixed",
+    "studied",
+    "planned",
+    "wrote about",
+    "photographed",
+    "sold",
+    "adopted",
+    "repaired",
+    "designed",
+    "read about",
+    "rehearsed",
 ];
 const THINGS: &[&str] = &[
-    "a sunrise over the lake", "the old bicycle", "a lemon cake", "a guitar", "the garden shed",
-    "Italian grammar", "a trip to Lisbon", "a short story", "the city market", "a vintage camera",
-    "a rescue dog", "the kitchen sink", "a logo for the bakery", "marine biology", "a jazz piece",
-    "the charity race", "a pottery class", "the family reunion", "a hiking trail", "a chess opening",
+    "a sunrise over the lake",
+    "the old bicycle",
+    "a lemon cake",
+    "a guitar",
+    "the garden shed",
+    "Italian grammar",
+    "a trip to Lisbon",
+    "a short story",
+    "the city market",
+    "a vintage camera",
+    "a rescue dog",
+    "the kitchen sink",
+    "a logo for the bakery",
+    "marine biology",
+    "a jazz piece",
+    "the charity race",
+    "a pottery class",
+    "the family reunion",
+    "a hiking trail",
+    "a chess opening",
 ];
 const WHEN: &[&str] = &[
-    "last weekend", "yesterday", "in March", "after work", "on her birthday", "during the holidays",
-    "this morning", "two weeks ago", "before the concert", "with friends",
+    "last weekend",
+    "yesterday",
+    "in March",
+    "after work",
+    "on her birthday",
+    "during the holidays",
+    "this morning",
+    "two weeks ago",
+    "before the concert",
+    "with friends",
 ];
 
 fn sentence(rng: &mut Rng) -> String {
@@ -446,7 +490,8 @@ async fn synthetic(
         .await??
     };
     let namespace = "synthetic".to_owned();
-    let base = Timestamp::parse_rfc3339("2024-01-01T00:00:00Z").unwrap_or(Timestamp::from_millis(0));
+    let base =
+        Timestamp::parse_rfc3339("2024-01-01T00:00:00Z").unwrap_or(Timestamp::from_millis(0));
     let started = Instant::now();
     let mut inserted = 0;
     while inserted < count {
@@ -620,7 +665,11 @@ async fn synthetic(
     writeln!(
         stdout,
         "recall's vector search: {} (exactScanLimit {}); sign-bit search finds {:.1}% of the exact top 10",
-        if two_stage_used { "sign bits + re-rank" } else { "exact int8 scan" },
+        if two_stage_used {
+            "sign bits + re-rank"
+        } else {
+            "exact int8 scan"
+        },
         config.recall.exact_scan_limit,
         agreement * 100.0
     )?;

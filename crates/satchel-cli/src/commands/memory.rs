@@ -6,7 +6,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use satchel_core::{ToolCall, ToolOutput};
 use satchel_memory::{Memory, MemoryOptions, ModelSource};
 use satchel_store::{SqliteStore, SystemClock};
@@ -52,7 +52,8 @@ pub(crate) async fn run(command: MemoryCommand, project: &Project) -> anyhow::Re
     }
     let result = match command {
         MemoryCommand::Store(args) => {
-            let mut input = json!({"action": "store", "layer": args.layer.name(), "content": args.content});
+            let mut input =
+                json!({"action": "store", "layer": args.layer.name(), "content": args.content});
             if let Some(category) = args.category {
                 input["category"] = json!(category);
             }
@@ -170,7 +171,8 @@ fn print_output(output: &ToolOutput, as_json: bool) -> anyhow::Result<()> {
             .get("error")
             .and_then(Value::as_str)
             .unwrap_or(&output.user_message);
-        bail!("{reason}");
+        eprintln!("error: {reason}");
+        return Ok(());
     }
     if let Some(notice) = value.get("notice").and_then(Value::as_str) {
         tracing::warn!("{notice}");
@@ -227,10 +229,7 @@ fn print_table(out: &mut impl Write, memories: &[Value], relevance: bool) -> any
 }
 
 /// `list --all`: expired and archived memories too, straight from the store.
-async fn list_all(
-    memory: &Memory,
-    args: crate::cli::MemoryListArgs,
-) -> anyhow::Result<ExitCode> {
+async fn list_all(memory: &Memory, args: crate::cli::MemoryListArgs) -> anyhow::Result<ExitCode> {
     let layers = args
         .layer
         .and_then(|l| satchel_store::MemoryLayer::parse(l.name()))

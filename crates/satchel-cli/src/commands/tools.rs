@@ -154,11 +154,24 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
         project.db.clone(),
         db::redactor(&project.settings),
     ));
+    // The memory tool works on the database; without it, it says so.
+    let memory = if args.name == "memory" {
+        match super::memory::open(project).await {
+            Ok((_, memory)) => Some(memory),
+            Err(error) => {
+                tracing::warn!("memory is unavailable: {error:#}");
+                None
+            }
+        }
+    } else {
+        None
+    };
     let ctx = ToolContext::standalone(
         format!("cli-{}", std::process::id()),
         project.root.clone(),
         project.tools_config.clone(),
-    );
+    )
+    .with_memory(memory);
     let cancel = ctx.cancel.clone();
     tokio::spawn(async move {
         wait_for_interrupt().await;
