@@ -126,6 +126,9 @@ pub struct RecallSettings {
     /// Above this many candidate vectors, search first by sign bits, then
     /// re-rank the best by the full vectors.
     pub exact_scan_limit: usize,
+    /// A query term found in this many memories or more is left out of
+    /// keyword ranking when rarer terms remain.
+    pub keyword_term_max_docs: usize,
 }
 
 impl Default for RecallSettings {
@@ -145,6 +148,7 @@ impl Default for RecallSettings {
             certainty_weight: config.certainty_weight,
             min_relevance: config.min_relevance,
             exact_scan_limit: config.exact_scan_limit,
+            keyword_term_max_docs: config.keyword_term_max_docs,
         }
     }
 }
@@ -190,6 +194,9 @@ pub struct RecallConfig {
     pub min_relevance: f32,
     /// Candidate count above which the vector search is two-stage.
     pub exact_scan_limit: usize,
+    /// Memories a term may appear in and still rank keywords (see
+    /// `keywordTermMaxDocs`).
+    pub keyword_term_max_docs: usize,
 }
 
 impl Default for RecallConfig {
@@ -205,6 +212,7 @@ impl Default for RecallConfig {
             certainty_weight: 0.2,
             min_relevance: 0.0,
             exact_scan_limit: 200_000,
+            keyword_term_max_docs: 2000,
         }
     }
 }
@@ -400,6 +408,7 @@ impl MemoryConfig {
                 &mut warnings,
             ),
             exact_scan_limit: r.exact_scan_limit,
+            keyword_term_max_docs: r.keyword_term_max_docs.max(1),
         };
         let namespace = if settings.namespace.trim().is_empty() {
             warnings.push("memory.namespace is empty; using `default`".into());

@@ -651,18 +651,17 @@ impl Memory {
         };
         let recall = &self.config.recall;
         let candidates = recall.candidates.max(limit);
+        let started = std::time::Instant::now();
         let keyword = async {
-            match text::fts_query(&text) {
-                Some(fts) => self
-                    .store
-                    .keyword_search(&fts, filter.clone(), candidates)
-                    .await
-                    .map_err(MemoryError::from),
-                None => Ok(Vec::new()),
-            }
+            let result = self.keyword_search(&text, &filter, candidates).await;
+            (result, started.elapsed())
         };
-        let semantic = self.semantic_search(&text, &filter, candidates);
-        let (keyword, semantic) = tokio::join!(keyword, semantic);
+        let semantic = async {
+            let result = self.semantic_search(&text, &filter, candidates).await;
+            (result, started.elapsed())
+        };
+        let ((keyword, keyword_time), (semantic, semantic_time)) = tokio::join!(keyword, semantic);
+        tracing::debug!(?keyword_time, ?semantic_time, "memory recall rankings");
         let keyword = keyword?;
         let semantic = semantic?;
         let notice = if semantic.is_none() {
@@ -704,6 +703,48 @@ impl Memory {
             semantic: semantic.is_some(),
             notice,
         })
+    }
+
+    /// The best `candidates` by BM25. Terms found in `keywordTermMaxDocs`
+    /// memories or more are left out when rarer ones remain (their weight
+    /// in BM25 is small and scoring their long posting lists is what makes
+    /// FTS5 slow at scale); with the model, a query of only such terms is
+    /// left to semantic ranking.
+    async fn keyword_search(
+        &self,
+        text: &str,
+        filter: &MemoryFilter,
+        candidates: usize,
+    ) -> Result<Vec<satchel_store::KeywordHit>, MemoryError> {
+        let terms = text::query_terms(text);
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let cap = self.config.recall.keyword_term_max_docs;
+        let counts = self.store.term_document_counts(terms.clone(), cap).await?;
+        let rare: Vec<String> = terms
+            .iter()
+            .zip(&counts)
+            .filter(|(_, count)| **count < cap)
+            .map(|(term, _)| term.clone())
+            .collect();
+        let chosen = if !rare.is_empty() {
+            rare
+        } else if self.embedder().await.is_some() {
+            return Ok(Vec::new());
+        } else {
+            terms
+        };
+        let Some(fts) = text::fts_or(&chosen) else {
+            return Ok(Vec::new());
+        };
+        let started = std::time::Instant::now();
+        let hits = self
+            .store
+            .keyword_search(&fts, filter.clone(), candidates)
+            .await?;
+        tracing::debug!(?counts, %fts, took = ?started.elapsed(), hits = hits.len(), "keyword search");
+        Ok(hits)
     }
 
     /// The best `candidates` by cosine, or `None` without a model.
@@ -1195,12 +1236,13 @@ mod tests {
         };
         let fused = fuse(&convex, &semantic, &keyword);
         // 2: semantic 0.5 (min-max of 0.7..0.9) + keyword 1 → 0.75;
-        // 1: semantic 1 → 0.5; 4: keyword 0 → 0; 3: semantic 0 → 0.
+        // 1: semantic 1 → 0.5; 3: semantic 0 and 4: keyword 0 (min) → 0.
         assert_eq!(
             fused.iter().map(|f| f.seq).collect::<Vec<_>>(),
             [2, 1, 3, 4]
         );
         assert!((fused[0].score - 0.75).abs() < 1e-6, "{fused:?}");
+        assert!((fused[1].score - 0.5).abs() < 1e-6, "{fused:?}");
         assert!((fused[1].score - 0.5).abs() < 1e-6, "{fused:?}");
     }
 

@@ -166,25 +166,29 @@ pub fn is_stopword(word: &str) -> bool {
     STOPWORDS.contains(&word)
 }
 
-/// An FTS5 query for free text: its distinct non-stopwords, quoted, joined
-/// with `OR` (every stopword when nothing else is left). `None` when the
-/// text has no words at all.
-pub fn fts_query(text: &str) -> Option<String> {
+/// The terms a query ranks by: its distinct non-stopwords (every distinct
+/// word when nothing else is left), at most 32.
+pub fn query_terms(text: &str) -> Vec<String> {
     let all = words(text);
     let mut seen = HashSet::new();
-    let mut terms: Vec<&str> = all
+    let mut terms: Vec<String> = all
         .iter()
-        .map(String::as_str)
-        .filter(|word| !is_stopword(word) && seen.insert(*word))
+        .filter(|word| !is_stopword(word) && seen.insert(word.as_str()))
+        .cloned()
         .collect();
     if terms.is_empty() {
         terms = all
             .iter()
-            .map(String::as_str)
-            .filter(|word| seen.insert(*word))
+            .filter(|word| seen.insert(word.as_str()))
+            .cloned()
             .collect();
     }
     terms.truncate(MAX_TERMS);
+    terms
+}
+
+/// The FTS5 query matching any of `terms`, each quoted.
+pub fn fts_or(terms: &[String]) -> Option<String> {
     if terms.is_empty() {
         return None;
     }
@@ -195,6 +199,12 @@ pub fn fts_query(text: &str) -> Option<String> {
             .collect::<Vec<_>>()
             .join(" OR "),
     )
+}
+
+/// An FTS5 query for free text: its [`query_terms`], quoted, joined with
+/// `OR`. `None` when the text has no words at all.
+pub fn fts_query(text: &str) -> Option<String> {
+    fts_or(&query_terms(text))
 }
 
 #[cfg(test)]

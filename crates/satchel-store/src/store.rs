@@ -172,6 +172,15 @@ pub trait MemoryStore: Send + Sync {
         limit: usize,
     ) -> Result<Vec<KeywordHit>, StoreError>;
 
+    /// How many memories (of any namespace) contain each term, counting
+    /// no further than `cap`: enough to tell rare terms from common ones
+    /// without scanning long posting lists.
+    async fn term_document_counts(
+        &self,
+        terms: Vec<String>,
+        cap: usize,
+    ) -> Result<Vec<usize>, StoreError>;
+
     /// Changes since revision `since` (0: everything), for an index to
     /// catch up.
     async fn memory_changes(&self, since: i64) -> Result<MemoryChanges, StoreError>;

@@ -373,79 +373,38 @@ impl Rng {
     }
 }
 
-const NAMES: &[&str] = &[
-    "Alice", "Bruno", "Chen", "Dana", "Emeka", "Farah", "Gustav", "Hana", "Ivan", "Jo", "Kemal",
-    "Lena", "Marta", "Nils", "Omar", "Priya", "Quinn", "Rosa", "Sven", "Tariq",
-];
-const VERBS: &[&str] = &[
-    "visited",
-    "painted",
-    "cooked",
-    "bought",
-    "fixed",
-    "studied",
-    "planned",
-    "wrote about",
-    "photographed",
-    "sold",
-    "adopted",
-    "repaired",
-    "designed",
-    "read about",
-    "rehearsed",
-];
-const THINGS: &[&str] = &[
-    "a sunrise over the lake",
-    "the old bicycle",
-    "a lemon cake",
-    "a guitar",
-    "the garden shed",
-    "Italian grammar",
-    "a trip to Lisbon",
-    "a short story",
-    "the city market",
-    "a vintage camera",
-    "a rescue dog",
-    "the kitchen sink",
-    "a logo for the bakery",
-    "marine biology",
-    "a jazz piece",
-    "the charity race",
-    "a pottery class",
-    "the family reunion",
-    "a hiking trail",
-    "a chess opening",
-];
-const WHEN: &[&str] = &[
-    "last weekend",
-    "yesterday",
-    "in March",
-    "after work",
-    "on her birthday",
-    "during the holidays",
-    "this morning",
-    "two weeks ago",
-    "before the concert",
-    "with friends",
-];
-
-fn sentence(rng: &mut Rng) -> String {
-    format!(
-        "{} {} {} {}.",
-        NAMES[rng.below(NAMES.len())],
-        VERBS[rng.below(VERBS.len())],
-        THINGS[rng.below(THINGS.len())],
-        WHEN[rng.below(WHEN.len())]
-    )
+/// Words of the synthetic corpus: pseudo-words drawn with Zipf's law (the
+/// k-th most common has frequency ∝ 1/k), as words in real text are, so
+/// some query terms are very common and most are rare.
+struct Zipf {
+    cumulative: Vec<f64>,
 }
 
-fn question(rng: &mut Rng, serial: usize) -> String {
-    format!(
-        "When did {} go near {} with {} (#{serial})?",
-        NAMES[rng.below(NAMES.len())],
-        THINGS[rng.below(THINGS.len())],
-        NAMES[rng.below(NAMES.len())]
-    )
+impl Zipf {
+    fn new(vocabulary: usize) -> Zipf {
+        let mut total = 0.0;
+        let cumulative = (1..=vocabulary)
+            .map(|rank| {
+                total += 1.0 / rank as f64;
+                total
+            })
+            .collect();
+        Zipf { cumulative }
+    }
+
+    fn word(&self, rng: &mut Rng) -> String {
+        let total = self.cumulative.last().copied().unwrap_or(1.0);
+        let target = (rng.next() >> 11) as f64 / (1u64 << 53) as f64 * total;
+        let rank = self.cumulative.partition_point(|c| *c < target);
+        format!("w{rank:x}")
+    }
+
+    fn text(&self, rng: &mut Rng, words: usize) -> String {
+        (0..words)
+            .map(|_| self.word(rng))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
 }
 
 /// One timed measurement: its label and sorted samples.
@@ -476,9 +435,10 @@ async fn synthetic(
         bail!("--synthetic needs at least one memory");
     }
     let mut rng = Rng(0x5A7C_4E11);
-    // Real embeddings of a pool of sentences; the corpus mixes them with
+    let zipf = Zipf::new(50_000);
+    // Real embeddings of a pool of texts; the corpus mixes them with
     // noise, so vectors cluster as real ones do.
-    let pool: Vec<String> = (0..1000).map(|_| sentence(&mut rng)).collect();
+    let pool: Vec<String> = (0..1000).map(|_| zipf.text(&mut rng, 16)).collect();
     let refs: Vec<&str> = pool.iter().map(String::as_str).collect();
     let pool_vectors = {
         let embedder = Arc::clone(&embedder);
@@ -509,7 +469,10 @@ async fn synthetic(
             new.push(NewMemory {
                 namespace: namespace.clone(),
                 layer: MemoryLayer::ALL[(inserted + i) % 3],
-                content: format!("{} {}", pool[a], pool[b]),
+                content: {
+                    let words = 12 + rng.below(12);
+                    zipf.text(&mut rng, words)
+                },
                 category: None,
                 certainty: 1.0,
                 session_id: None,
@@ -561,7 +524,7 @@ async fn synthetic(
     };
 
     let queries: Vec<String> = (0..args.queries.max(1) + 5)
-        .map(|i| question(&mut rng, i))
+        .map(|i| format!("{} {i}", zipf.text(&mut rng, 6)))
         .collect();
     let (mut full, mut embed_only, mut keyword_only, mut scan_exact, mut scan_two_stage) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());

@@ -433,21 +433,68 @@ impl MemoryStore for SqliteStore {
         let fts_query = fts_query.to_owned();
         self.read(move |conn| {
             let (condition, filter_values) = filter_sql(&filter);
-            let mut values = vec![SqlValue::Text(fts_query)];
-            values.extend(filter_values);
-            values.push(SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+            // Rank inside FTS5 first (no row lookups), then filter the best
+            // few; when the filter leaves fewer than `limit`, look further.
             let sql = format!(
-                "SELECT m.seq, bm25(memories_fts) AS score FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid
-                 WHERE memories_fts MATCH ? AND {condition} ORDER BY score LIMIT ?"
+                "SELECT m.seq, r.score FROM (
+                    SELECT rowid, bm25(memories_fts) AS score FROM memories_fts
+                    WHERE memories_fts MATCH ? ORDER BY score LIMIT ?
+                 ) r JOIN memories m ON m.seq = r.rowid
+                 WHERE {condition} ORDER BY r.score LIMIT ?"
             );
             let mut statement = conn.prepare_cached(&sql)?;
-            let rows = statement.query_map(params_from_iter(values), |row| {
-                Ok(KeywordHit {
-                    seq: row.get(0)?,
-                    score: -row.get::<_, f64>(1)?,
+            let mut inner = limit.saturating_mul(4).saturating_add(50);
+            loop {
+                let mut values = vec![
+                    SqlValue::Text(fts_query.clone()),
+                    SqlValue::Integer(i64::try_from(inner).unwrap_or(i64::MAX)),
+                ];
+                values.extend(filter_values.iter().cloned());
+                values.push(SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+                let rows = statement.query_map(params_from_iter(values), |row| {
+                    Ok(KeywordHit {
+                        seq: row.get(0)?,
+                        score: -row.get::<_, f64>(1)?,
+                    })
+                })?;
+                let hits: Vec<KeywordHit> = rows.collect::<Result<_, _>>()?;
+                if hits.len() >= limit || inner == usize::MAX {
+                    return Ok(hits);
+                }
+                let matched: usize = conn
+                    .prepare_cached(
+                        "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?1 LIMIT ?2)",
+                    )?
+                    .query_row(
+                        params![fts_query, i64::try_from(inner).unwrap_or(i64::MAX)],
+                        |row| row.get(0),
+                    )?;
+                if matched < inner {
+                    return Ok(hits);
+                }
+                inner = if inner > 1 << 20 { usize::MAX } else { inner * 8 };
+            }
+        })
+        .await
+    }
+
+    async fn term_document_counts(
+        &self,
+        terms: Vec<String>,
+        cap: usize,
+    ) -> Result<Vec<usize>, StoreError> {
+        self.read(move |conn| {
+            let mut statement = conn.prepare_cached(
+                "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?1 LIMIT ?2)",
+            )?;
+            let cap = i64::try_from(cap).unwrap_or(i64::MAX);
+            terms
+                .iter()
+                .map(|term| {
+                    let phrase = format!("\"{}\"", term.replace('"', "\"\""));
+                    Ok(statement.query_row(params![phrase, cap], |row| row.get::<_, usize>(0))?)
                 })
-            })?;
-            Ok(rows.collect::<Result<_, _>>()?)
+                .collect()
         })
         .await
     }
@@ -628,10 +675,12 @@ impl MemoryStore for SqliteStore {
             )?
             .execute(params![id, at.as_millis(), reason])?;
             let rev = next_rev(tx)?;
+            // RETURNING cannot name the table's alias.
+            let returning = MEMORY_COLUMNS.replace("m.", "");
             let sql = format!(
                 "UPDATE memories AS m SET archived_at = ?2, expires_at = ?3, updated_at = ?4, rev = ?5
                  WHERE m.session_id = ?1 AND m.layer = 'session' AND m.archived_at IS NULL
-                 RETURNING {MEMORY_COLUMNS}"
+                 RETURNING {returning}"
             );
             let archived = tx
                 .prepare(&sql)?

@@ -92,6 +92,12 @@ fn open_existing_read_only(path: &Path, options: &StoreOptions) -> Result<Connec
     let conn = Connection::open_with_flags(path, flags).map_err(|error| classify(error, path))?;
     conn.busy_timeout(options.busy_timeout)
         .map_err(|error| classify(error, path))?;
+    // Keyword search reads many index pages per query: keep them in a
+    // larger cache and map the file instead of copying pages in.
+    for (pragma, value) in [("cache_size", -32_768i64), ("mmap_size", 268_435_456)] {
+        conn.pragma_update(None, pragma, value)
+            .map_err(|error| classify(error, path))?;
+    }
     let probe = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()));
     let Err(error) = probe else {
         return Ok(conn);
