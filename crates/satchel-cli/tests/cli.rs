@@ -649,7 +649,7 @@ fn memory_commands_store_recall_list_and_forget() {
     let output = sandbox.run(&["memory", "recall", "green tea"]);
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(text.starts_with("ID"), "{text}");
-    assert!(text.contains("The user prefers green tea"), "{text}");
+    assert!(text.contains("prefers green tea"), "{text}");
 
     let output = sandbox.run(&["memory", "store", "long", "Ship it", "--category", "goal"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));

@@ -337,10 +337,11 @@ impl VectorIndex {
             Some(category) => Some(self.categories.get(&category.to_lowercase())?),
             None => None,
         };
-        let session = match &filter.session_id {
-            Some(session) => Some(self.sessions.get(session).unwrap_or(NONE - 1)),
-            None => None,
-        };
+        // A session the index has never seen matches no row.
+        let session = filter
+            .session_id
+            .as_ref()
+            .map(|session| self.sessions.get(session).unwrap_or(NONE - 1));
         Some(Compiled {
             namespace,
             layers: if filter.layers.is_empty() {

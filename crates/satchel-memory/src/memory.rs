@@ -113,7 +113,7 @@ pub enum Stored {
         similarity: f32,
     },
     /// The sentinel: a new session was started.
-    NewSession(SessionChange),
+    NewSession(Box<SessionChange>),
 }
 
 /// What to recall.
@@ -466,7 +466,7 @@ impl Memory {
             let change = self
                 .new_session(request.conversation_id.as_deref(), None, "model")
                 .await?;
-            return Ok(Stored::NewSession(change));
+            return Ok(Stored::NewSession(Box::new(change)));
         }
         let (content, category, certainty) = self.check(&request)?;
         let now = self.now();

@@ -449,7 +449,7 @@ async fn forget_removes_a_memory_from_the_table_fts_and_vectors() {
     assert!(setup.store.memory(&doomed.id).await.unwrap().is_none());
     // Semantically close queries no longer reach it either.
     let found = recall_texts(&memory, "where are my travel documents").await;
-    assert_eq!(found, [kept.content.clone()]);
+    assert_eq!(found, std::slice::from_ref(&kept.content));
     // A fresh process (a new index loaded from the file) agrees.
     let fresh = setup.memory(with_model());
     fresh.sync_index().await.unwrap();

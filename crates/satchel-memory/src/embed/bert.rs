@@ -194,7 +194,11 @@ impl Bert {
                 config.hidden_act
             )));
         }
-        if config.num_attention_heads == 0 || config.hidden_size % config.num_attention_heads != 0 {
+        if config.num_attention_heads == 0
+            || !config
+                .hidden_size
+                .is_multiple_of(config.num_attention_heads)
+        {
             return Err(bad("hidden_size is not a multiple of the heads".into()));
         }
         let mut tensors = Tensors::read(weights)?;

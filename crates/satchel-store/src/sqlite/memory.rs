@@ -130,7 +130,7 @@ fn encode_embedding(values: &[f32]) -> Vec<u8> {
 }
 
 fn decode_embedding(bytes: &[u8], index: usize) -> rusqlite::Result<Vec<f32>> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(column_error(index, BadEmbedding(bytes.len())));
     }
     Ok(bytes

@@ -78,7 +78,16 @@ pub(crate) fn open_writer(
 
 /// Opens a read-only connection for queries.
 pub(crate) fn open_reader(path: &Path, options: &StoreOptions) -> Result<Connection, StoreError> {
-    open_existing_read_only(path, options)
+    let conn = open_existing_read_only(path, options)?;
+    // Keyword search reads many index pages per query: keep them in a
+    // larger cache and map the file instead of copying pages in. Hints
+    // only: a connection that refuses them still reads correctly.
+    for (pragma, value) in [("cache_size", -32_768i64), ("mmap_size", 268_435_456)] {
+        if let Err(error) = conn.pragma_update(None, pragma, value) {
+            tracing::debug!(%error, pragma, "a reader ignored a performance setting");
+        }
+    }
+    Ok(conn)
 }
 
 fn open_existing_read_only(path: &Path, options: &StoreOptions) -> Result<Connection, StoreError> {
@@ -92,12 +101,6 @@ fn open_existing_read_only(path: &Path, options: &StoreOptions) -> Result<Connec
     let conn = Connection::open_with_flags(path, flags).map_err(|error| classify(error, path))?;
     conn.busy_timeout(options.busy_timeout)
         .map_err(|error| classify(error, path))?;
-    // Keyword search reads many index pages per query: keep them in a
-    // larger cache and map the file instead of copying pages in.
-    for (pragma, value) in [("cache_size", -32_768i64), ("mmap_size", 268_435_456)] {
-        conn.pragma_update(None, pragma, value)
-            .map_err(|error| classify(error, path))?;
-    }
     let probe = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()));
     let Err(error) = probe else {
         return Ok(conn);
