@@ -8,7 +8,7 @@
 //! results: with at most `exact_scan_limit` rows it scores all of them by
 //! their 8-bit codes (exact up to quantisation); above that it ranks by
 //! Hamming distance of the sign bits first and re-scores the best
-//! `max(20 × limit, 1000)` by their codes. Scans over many rows are split
+//! `max(50 × limit, 2000)` by their codes. Scans over many rows are split
 //! over threads.
 
 use std::collections::{BinaryHeap, HashMap};
@@ -398,7 +398,7 @@ impl VectorIndex {
             .max(1);
         let chunk = self.meta.len().div_ceil(threads);
         let first_stage = if two_stage {
-            limit.saturating_mul(20).max(1000)
+            limit.saturating_mul(50).max(2000)
         } else {
             limit
         };
