@@ -197,7 +197,14 @@ async fn locomo_bench(
             "no embedding model (run scripts/fetch-memory-model.sh): measuring keyword recall only"
         );
     }
-    let store: Arc<dyn MemoryStore> = Arc::new(store.clone());
+    // One database per conversation, as one user's memories would be:
+    // keyword statistics (BM25's document frequencies) are then those of
+    // that conversation alone, not of every conversation in the file.
+    let dir = store
+        .path()
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir);
     let mut overall = Tally::default();
     let mut by_category: BTreeMap<u8, Tally> = BTreeMap::new();
     let mut by_sample: Vec<(String, Tally)> = Vec::new();
@@ -216,6 +223,15 @@ async fn locomo_bench(
         let mut config = project.memory.clone();
         config.namespace = format!("locomo/{}", sample.id);
         config.long_ttl = None;
+        let sample_db = dir.join(format!("conversation-{}.db", by_sample.len() + 1));
+        if sample_db.exists() {
+            bail!(
+                "{} exists; the benchmark wants a new database",
+                sample_db.display()
+            );
+        }
+        let sample_store = SqliteStore::open(&sample_db, StoreOptions::default()).await?;
+        let store: Arc<dyn MemoryStore> = Arc::new(sample_store.clone());
         let memory = Memory::new(
             Arc::clone(&store),
             config,
@@ -271,6 +287,8 @@ async fn locomo_bench(
                 .add(&question.evidence, &retrieved);
         }
         by_sample.push((sample.id.clone(), tally));
+        drop(memory);
+        sample_store.close().await?;
     }
     latencies.sort();
     let ingest_rate = turns as f64 / ingest.as_secs_f64().max(1e-9);
