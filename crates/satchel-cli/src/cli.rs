@@ -1,5 +1,6 @@
 //! Command-line syntax: every command, flag and example.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -33,7 +34,8 @@ Examples:
   satchel tools call bash '{\"command\": \"ls -la\"}'
   echo '{\"command\": \"git status\"}' | satchel tools call bash --json
   satchel audit --since 1d --failed
-  satchel --db /tmp/scratch.db tools call bash '{\"command\": \"date\"}'";
+  satchel --db /tmp/scratch.db tools call bash '{\"command\": \"date\"}'
+  satchel mcp serve";
 
 const TOOLS_EXAMPLES: &str = "\
 Examples:
@@ -46,6 +48,9 @@ pub(crate) enum Command {
     /// List, inspect and call tools.
     #[command(subcommand, after_help = TOOLS_EXAMPLES)]
     Tools(ToolsCommand),
+    /// What the `code` tool has run: totals and recent failures.
+    #[command(subcommand, after_help = CODE_EXAMPLES)]
+    Code(CodeCommand),
     /// Search the web or the news with the configured backends.
     #[command(after_help = SEARCH_EXAMPLES)]
     Search(SearchArgs),
@@ -74,6 +79,9 @@ pub(crate) enum Command {
     /// its statements, log entries, LLM messages and tool calls.
     #[command(after_help = EXPORT_EXAMPLES)]
     Export(ExportArgs),
+    /// Serve Satchel's tools over MCP, and list the MCP servers Satchel uses.
+    #[command(subcommand, after_help = MCP_EXAMPLES)]
+    Mcp(McpCommand),
     /// Store, recall, list and forget memories (the `memory` tool's store).
     #[command(subcommand, after_help = MEMORY_EXAMPLES)]
     Memory(MemoryCommand),
@@ -302,6 +310,42 @@ Examples:
   satchel policy check bash '{\"command\": \"git push --force\"}'
   satchel policy check memory '{\"action\": \"forget\", \"memory_id\": \"m1\"}' --json";
 
+const CODE_EXAMPLES: &str = "\
+Examples:
+  satchel code stats
+  satchel code stats --days 30 --json
+  satchel code failures -n 10";
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CodeCommand {
+    /// Totals, success rate, durations and the most common error categories.
+    #[command(after_help = CODE_EXAMPLES)]
+    Stats(CodeStatsArgs),
+    /// The most recent failed runs, with their code and error, shortened.
+    #[command(after_help = CODE_EXAMPLES)]
+    Failures(CodeFailuresArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CodeStatsArgs {
+    /// How many days back to count.
+    #[arg(long, default_value_t = 7)]
+    pub(crate) days: u32,
+    /// Print the totals as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CodeFailuresArgs {
+    /// How many failures to show.
+    #[arg(short = 'n', long, default_value_t = 5)]
+    pub(crate) count: usize,
+    /// Print them as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
 const SEARCH_EXAMPLES: &str = "\
 Examples:
   SEARXNG_URL=http://localhost:8888 satchel search \"rust async runtime\"
@@ -477,6 +521,61 @@ pub(crate) struct ExportArgs {
     /// Write to this file (created user-only) instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
+}
+
+const MCP_EXAMPLES: &str = "\
+Examples:
+  satchel mcp serve
+  satchel mcp serve --http 127.0.0.1:8765
+  satchel mcp servers --json";
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum McpCommand {
+    /// Serve every tool (built-in, external, imported) to an MCP client.
+    ///
+    /// Over stdio by default: only protocol goes to stdout, logs go to
+    /// stderr. With --http, serves streamable HTTP at http://ADDR/mcp:
+    /// loopback needs no token; any other address requires one, and
+    /// requests from browser origins other than localhost (or those given
+    /// with --allow-origin) are refused. Tools imported from the servers in
+    /// mcp.json are served too.
+    #[command(after_help = SERVE_EXAMPLES)]
+    Serve(ServeArgs),
+    /// List the MCP servers of mcp.json: state, tools, last error.
+    ///
+    /// Starts each server (as `tools list` does), waits for it to come up
+    /// or fail, prints, and shuts them down.
+    #[command(after_help = SERVERS_EXAMPLES)]
+    Servers(ListArgs),
+}
+
+const SERVE_EXAMPLES: &str = "\
+Examples:
+  satchel mcp serve
+  claude mcp add satchel -- satchel -C ~/src/project mcp serve
+  satchel mcp serve --http 127.0.0.1:8765
+  SATCHEL_MCP_TOKEN=$(openssl rand -hex 16) satchel mcp serve --http 0.0.0.0:8765
+  satchel mcp serve --http 127.0.0.1:8765 --allow-origin https://app.example.com";
+
+const SERVERS_EXAMPLES: &str = "\
+Examples:
+  satchel mcp servers
+  satchel mcp servers --json | jq '.[] | {name, state, tools: [.tools[].name]}'";
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Serve streamable HTTP on this address (e.g. 127.0.0.1:8765) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) http: Option<SocketAddr>,
+    /// Bearer token HTTP clients must send; required off loopback.
+    #[arg(long, env = "SATCHEL_MCP_TOKEN", hide_env_values = true)]
+    pub(crate) token: Option<String>,
+    /// A browser origin to accept besides localhost (repeatable), e.g. https://app.example.com.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    pub(crate) allow_origins: Vec<String>,
+    /// Also serve `echo`, a diagnostic tool that returns its input (for latency checks).
+    #[arg(long)]
+    pub(crate) echo_tool: bool,
 }
 
 #[derive(Debug, Subcommand)]

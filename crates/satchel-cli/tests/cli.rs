@@ -225,6 +225,11 @@ fn every_command_has_help_with_examples() {
         &["conversations", "--help"],
         &["audit", "--help"],
         &["export", "--help"],
+        &["tools", "refresh", "--help"],
+        &["tools", "new", "--help"],
+        &["mcp", "--help"],
+        &["mcp", "serve", "--help"],
+        &["mcp", "servers", "--help"],
         &["memory", "--help"],
         &["memory", "store", "--help"],
         &["memory", "recall", "--help"],
@@ -572,6 +577,27 @@ fn search_command_uses_the_configured_backend() {
 }
 
 #[test]
+fn mcp_servers_without_configuration_says_where_to_add_them() {
+    let output = Sandbox::new().run(&["mcp", "servers"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.starts_with("no MCP servers configured"), "{text}");
+    let output = Sandbox::new().run(&["mcp", "servers", "--json"]);
+    assert_eq!(stdout_json(&output), json!([]));
+}
+
+#[test]
+fn mcp_serve_refuses_a_public_address_without_a_token() {
+    let output = Sandbox::new().run(&["mcp", "serve", "--http", "0.0.0.0:0"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("is not a loopback address: give a bearer token"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
 fn audit_rows_carry_the_policy_decision() {
     let sandbox = Sandbox::new();
     sandbox.write_config(r#"{"permissions": {"allow": ["bash(echo *)"], "deny": ["bash(rm *)"]}}"#);
@@ -725,4 +751,302 @@ fn bench_memory_runs_on_a_small_locomo_file() {
     assert_eq!(figures["overall"]["recall_at_5"], 1.0);
     assert_eq!(figures["mode"], "keywords only (BM25)");
     assert!(figures["recall_latency_ms"]["p50"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn code_runs_are_traced_and_summarised() {
+    let sandbox = Sandbox::new();
+    let run = |code: &str| {
+        let input = json!({"action": "execute", "language": "bash", "code": code}).to_string();
+        sandbox.run(&["tools", "call", "code", &input])
+    };
+    assert_eq!(stdout_json(&run("echo one"))["result"]["stdout"], "one\n");
+    run("echo two");
+    let failed = stdout_json(&run("if then fi"));
+    assert_eq!(failed["error_category"], "syntax");
+
+    let stats = stdout_json(&sandbox.run(&["code", "stats", "--json"]));
+    assert_eq!(
+        (stats["total"].as_u64(), stats["failures"].as_u64()),
+        (Some(3), Some(1))
+    );
+    assert_eq!(stats["categories"][0]["category"], "syntax");
+    let failures = stdout_json(&sandbox.run(&["code", "failures", "--json"]));
+    assert_eq!(failures.as_array().unwrap().len(), 1);
+    assert_eq!(failures[0]["code"], "if then fi");
+    assert_eq!(failures[0]["id"], failed["result"]["execution_id"]);
+    let text = String::from_utf8(sandbox.run(&["code", "stats"]).stdout).unwrap();
+    assert!(
+        text.starts_with("Code runs, last 7 days: 3 (2 ok, 1 failed)"),
+        "{text}"
+    );
+}
+
+/// A Chat Completions stand-in that answers every request with `reply`
+/// and remembers the request bodies.
+fn fake_openai(reply: &'static str) -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let recorded = seen.clone();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let router = axum::Router::new().route(
+                "/v1/chat/completions",
+                axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+                    let recorded = recorded.clone();
+                    async move {
+                        recorded.lock().unwrap().push(body);
+                        axum::Json(json!({
+                            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "fake-coder",
+                            "choices": [{"index": 0, "finish_reason": "stop",
+                                         "message": {"role": "assistant", "content": reply}}],
+                            "usage": {"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30}
+                        }))
+                    }
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            sender.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, router).await.unwrap();
+        });
+    });
+    (format!("http://{}/v1", receiver.recv().unwrap()), seen)
+}
+
+#[test]
+fn code_generate_with_the_configured_model() {
+    let sandbox = Sandbox::new();
+    let (base_url, seen) = fake_openai("```python\nprint('fizz')\n```\nRun it with python3.");
+    sandbox.write_config(
+        &json!({
+            "llm": {"provider": "openai", "baseUrl": base_url, "model": "fake-coder", "apiKeyEnv": "FAKE_KEY"},
+            "code": {"generator": "model"}
+        })
+        .to_string(),
+    );
+    // The one-shot call prints the job id at once and stays until the job is done.
+    let input =
+        json!({"action": "generate", "task": "print fizz", "language": "python"}).to_string();
+    let output = sandbox
+        .command(&["tools", "call", "code", &input])
+        .env("FAKE_KEY", "k-123")
+        .output()
+        .unwrap();
+    let started = stdout_json(&output);
+    let job_id = started["job_id"].as_str().unwrap().to_owned();
+    assert_eq!(started["result"]["generator"], "model fake-coder");
+    let status = json!({"action": "status", "job_id": job_id}).to_string();
+    let report = stdout_json(
+        &sandbox
+            .command(&["tools", "call", "code", &status])
+            .env("FAKE_KEY", "k-123")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(report["result"]["status"], "done", "{report}");
+    assert!(
+        report["result"]["code"]
+            .as_str()
+            .unwrap()
+            .contains("print('fizz')")
+    );
+    let bodies = seen.lock().unwrap();
+    assert_eq!(bodies.len(), 1);
+    assert_eq!(bodies[0]["model"], "fake-coder");
+    assert_eq!(bodies[0]["messages"][0]["role"], "system");
+    assert!(
+        bodies[0]["messages"][1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("print fizz")
+    );
+}
+
+/// Stdout of `mcp serve` carries the protocol and nothing else, even with
+/// every log level on and a broken MCP server configured.
+#[test]
+fn mcp_serve_over_stdio_writes_only_protocol_to_stdout() {
+    use std::io::{BufRead, BufReader, Write};
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.project().join(".agents/mcp.json"),
+        r#"{"mcpServers": {"broken": {"command": "/nonexistent/server"}}}"#,
+    )
+    .unwrap();
+    let mut child = sandbox
+        .command(&["-vvv", "mcp", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": "echo via mcp"}}}),
+    ];
+    for request in &requests {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answers = Vec::new();
+    while answers.len() < 2 {
+        let line = lines.next().expect("stdout closed early").unwrap();
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON-RPC ({e}): {line}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        if message.get("id").is_some() {
+            answers.push(message);
+        }
+    }
+    assert_eq!(answers[0]["result"]["serverInfo"]["name"], "satchel");
+    assert_eq!(
+        answers[1]["result"]["structuredContent"]["stdout"],
+        "via mcp\n"
+    );
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    for line in lines {
+        let line = line.unwrap();
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON-RPC ({e}): {line}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+    }
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut log).unwrap();
+    assert!(log.contains("/nonexistent/server"), "{log}");
+}
+
+/// A tool dropped into `.agents/tools` while `mcp serve` runs reaches the
+/// client as `notifications/tools/list_changed`, then in `tools/list`.
+#[test]
+fn mcp_serve_tells_clients_when_external_tools_change() {
+    use std::io::{BufRead, BufReader, Write};
+    let sandbox = Sandbox::new();
+    sandbox.write_config(r#"{"externalTools": {"watchIntervalMs": 100}}"#);
+    let mut child = sandbox
+        .command(&["mcp", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (sender, messages) = std::sync::mpsc::channel::<Value>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if sender.send(serde_json::from_str(&line).unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    let next = |what: &dyn Fn(&Value) -> bool| loop {
+        let message = messages
+            .recv_timeout(Duration::from_secs(30))
+            .expect("no message from satchel");
+        if what(&message) {
+            return message;
+        }
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}});
+    writeln!(stdin, "{initialize}").unwrap();
+    next(&|m| m["id"] == 1);
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    )
+    .unwrap();
+    let listed = next(&|m| m["id"] == 2);
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["bash", "code", "memory", "search"]);
+
+    install_tool(
+        &sandbox.project().join(".agents/tools"),
+        "fresh",
+        &reporting_tool("project"),
+    );
+    next(&|m| m["method"] == "notifications/tools/list_changed");
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+    )
+    .unwrap();
+    let listed = next(&|m| m["id"] == 3);
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["bash", "code", "fresh", "memory", "search"]);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn mcp_calls_are_on_the_audit_trail() {
+    use std::io::{BufRead, BufReader, Write};
+    let sandbox = Sandbox::new();
+    let mut child = sandbox
+        .command(&["mcp", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answer_to = |id: u64| loop {
+        let message: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        if message["id"] == id {
+            return message;
+        }
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}});
+    writeln!(stdin, "{initialize}").unwrap();
+    answer_to(1);
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": "echo audited"}}});
+    writeln!(stdin, "{call}").unwrap();
+    let result = answer_to(2);
+    assert_eq!(
+        result["result"]["structuredContent"]["stdout"], "audited\n",
+        "{result}"
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+
+    let rows = stdout_json(&sandbox.run(&["audit", "--json"]));
+    let row = &rows.as_array().unwrap()[0];
+    assert_eq!(
+        (row["source"].as_str(), row["tool"].as_str()),
+        (Some("mcp"), Some("bash"))
+    );
+    assert_eq!(row["input"]["command"], "echo audited");
 }

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::SandboxReport;
+
 /// The result of one run, whatever the child did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExecOutcome {
@@ -18,6 +20,8 @@ pub struct ExecOutcome {
     pub cancelled: bool,
     /// Wall time from spawn to return.
     pub duration: Duration,
+    /// What sandbox was enforced, if one was asked for.
+    pub sandbox: SandboxReport,
 }
 
 /// How a child process ended.

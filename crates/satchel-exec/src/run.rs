@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::capture::Capture;
+use crate::sandbox::{self, SandboxReport, SandboxSpec};
 use crate::{Captured, ExecError, ExecOutcome, Exit, RunnerConfig};
 
 /// Variables added to the inherited environment so that nothing waits for
@@ -50,8 +51,35 @@ pub struct ExecRequest {
     pub working_dir: PathBuf,
     /// Variables set on top of the inherited and non-interactive ones.
     pub env: Vec<(OsString, OsString)>,
+    /// Start from an empty environment instead of inheriting Satchel's
+    /// (the non-interactive variables and `env` are still set).
+    pub clear_env: bool,
     /// Deadline, counted from spawn.
     pub timeout: Duration,
+    /// Restrict what the child may write and reach.
+    pub sandbox: Option<SandboxSpec>,
+}
+
+impl ExecRequest {
+    /// A request for `program` with `args` in `working_dir`: inherited
+    /// environment, empty stdin, no sandbox.
+    pub fn new(
+        program: impl Into<OsString>,
+        args: impl IntoIterator<Item = impl Into<OsString>>,
+        working_dir: impl Into<PathBuf>,
+        timeout: Duration,
+    ) -> ExecRequest {
+        ExecRequest {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            stdin: None,
+            working_dir: working_dir.into(),
+            env: Vec::new(),
+            clear_env: false,
+            timeout,
+            sandbox: None,
+        }
+    }
 }
 
 /// Runs `request` to completion, timeout or cancellation, and always
@@ -80,7 +108,7 @@ pub async fn run(
         });
     }
     let started = Instant::now();
-    let mut child = spawn(request).await?;
+    let (mut child, sandbox) = spawn(request).await?;
     let Some(pgid) = child
         .id()
         .and_then(|id| i32::try_from(id).ok())
@@ -153,11 +181,20 @@ pub async fn run(
         timed_out,
         cancelled,
         duration: started.elapsed(),
+        sandbox,
     })
 }
 
-async fn spawn(request: &ExecRequest) -> Result<Child, ExecError> {
+async fn spawn(request: &ExecRequest) -> Result<(Child, SandboxReport), ExecError> {
     let mut command = Command::new(&request.program);
+    if request.clear_env {
+        command.env_clear();
+    }
+    let (mut ruleset, report) = match request.sandbox.as_ref().map(sandbox::prepare) {
+        None => (None, SandboxReport::NotRequested),
+        Some(Ok((ruleset, report))) => (Some(ruleset), report),
+        Some(Err(reason)) => (None, SandboxReport::Unavailable { reason }),
+    };
     command
         .args(&request.args)
         .current_dir(&request.working_dir)
@@ -173,7 +210,11 @@ async fn spawn(request: &ExecRequest) -> Result<Child, ExecError> {
         .kill_on_drop(true);
     let parent = rustix::process::getpid();
     // SAFETY: the closure runs between fork and exec and makes only
-    // async-signal-safe system calls; it allocates nothing.
+    // async-signal-safe system calls (setsid, prctl, getppid, and for the
+    // sandbox prctl(NO_NEW_PRIVS) and landlock_restrict_self on a ruleset
+    // built in the parent); it allocates nothing on the success path. The
+    // `take` happens in the child's copy of the closure, so a retried spawn
+    // is sandboxed too.
     unsafe {
         command.pre_exec(move || {
             rustix::process::setsid()?;
@@ -181,6 +222,9 @@ async fn spawn(request: &ExecRequest) -> Result<Child, ExecError> {
             // The parent may have died before the signal was armed.
             if rustix::process::getppid() != Some(parent) {
                 return Err(io::Error::other("parent exited during spawn"));
+            }
+            if let Some(ruleset) = ruleset.take() {
+                ruleset.restrict_self().map_err(io::Error::other)?;
             }
             Ok(())
         });
@@ -199,10 +243,12 @@ async fn spawn(request: &ExecRequest) -> Result<Child, ExecError> {
                 tokio::time::sleep(Duration::from_millis(5 << attempt)).await;
             }
             result => {
-                return result.map_err(|source| ExecError::Spawn {
-                    program: request.program.to_string_lossy().into_owned(),
-                    source,
-                });
+                return result
+                    .map(|child| (child, report.clone()))
+                    .map_err(|source| ExecError::Spawn {
+                        program: request.program.to_string_lossy().into_owned(),
+                        source,
+                    });
             }
         }
     }

@@ -22,6 +22,8 @@ fn sh(script: &str, timeout: Duration) -> ExecRequest {
         working_dir: std::env::temp_dir(),
         env: Vec::new(),
         timeout,
+        clear_env: false,
+        sandbox: None,
     }
 }
 
@@ -398,4 +400,74 @@ async fn unstartable_program_is_a_spawn_error() {
             .starts_with("cannot start `/definitely/not/a/program`"),
         "{error}"
     );
+}
+
+#[tokio::test]
+async fn cleared_environment_keeps_only_what_is_given() {
+    let mut request = sh("echo \"[$HOME] [$EXTRA] [$TERM]\"", Duration::from_secs(10));
+    request.program = "/bin/bash".into();
+    request.clear_env = true;
+    request.env.push(("EXTRA".into(), "kept".into()));
+    let out = bounded(run(&request, &config(), &CancellationToken::new()))
+        .await
+        .unwrap();
+    assert_eq!(out.stdout.text, "[] [kept] [dumb]\n");
+}
+
+#[tokio::test]
+async fn sandbox_confines_writes_and_network() {
+    use satchel_exec::{SandboxReport, SandboxSpec};
+    let allowed = tempfile::tempdir().unwrap();
+    let forbidden = tempfile::tempdir().unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!(
+        "echo in > {}/ok && echo wrote-inside; echo out > {}/no 2>/dev/null && echo wrote-outside; \
+         (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo connected || echo no-network",
+        allowed.path().display(),
+        forbidden.path().display()
+    );
+    let mut request = sh(&script, Duration::from_secs(20));
+    request.sandbox = Some(SandboxSpec {
+        writable: vec![allowed.path().to_path_buf()],
+        network: false,
+    });
+    let out = bounded(run(&request, &config(), &CancellationToken::new()))
+        .await
+        .unwrap();
+    match out.sandbox {
+        SandboxReport::Enforced { network_blocked } => {
+            assert!(
+                out.stdout.text.contains("wrote-inside"),
+                "{}",
+                out.stdout.text
+            );
+            assert!(
+                !out.stdout.text.contains("wrote-outside"),
+                "{}",
+                out.stdout.text
+            );
+            assert!(!forbidden.path().join("no").exists());
+            if network_blocked {
+                assert!(
+                    out.stdout.text.contains("no-network"),
+                    "{}",
+                    out.stdout.text
+                );
+            }
+        }
+        // A kernel without Landlock must say so, not pretend.
+        SandboxReport::Unavailable { reason } => assert!(reason.contains("Landlock"), "{reason}"),
+        SandboxReport::NotRequested => panic!("a requested sandbox was not reported"),
+    }
+
+    request.sandbox = Some(SandboxSpec {
+        writable: vec![allowed.path().to_path_buf()],
+        network: true,
+    });
+    let out = bounded(run(&request, &config(), &CancellationToken::new()))
+        .await
+        .unwrap();
+    assert!(out.stdout.text.contains("connected"), "{}", out.stdout.text);
+    drop(listener);
 }

@@ -33,6 +33,7 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod code;
 mod error;
 pub mod records;
 pub mod redact;
@@ -40,6 +41,9 @@ mod sqlite;
 mod store;
 mod time;
 
+pub use code::{
+    CodeExecution, CodeJob, CodeQuery, CodeStore, JobStatus, NewCodeExecution, NewCodeJob,
+};
 pub use error::StoreError;
 pub use records::{
     AuditQuery, AuditRecord, AuditSource, Conversation, ConversationDump, ConversationSummary,

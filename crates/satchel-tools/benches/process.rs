@@ -115,6 +115,8 @@ fn throughput(runtime: &tokio::runtime::Runtime) {
         working_dir: std::env::temp_dir(),
         env: Vec::new(),
         timeout: Duration::from_secs(120),
+        clear_env: false,
+        sandbox: None,
     };
     let config = RunnerConfig::default();
     let cancel = CancellationToken::new();

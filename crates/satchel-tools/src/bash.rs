@@ -125,6 +125,8 @@ impl Tool for BashTool {
             working_dir,
             env: Vec::new(),
             timeout: Duration::from_secs(timeout_secs),
+            clear_env: false,
+            sandbox: None,
         };
         let outcome =
             satchel_exec::run(&request, &ctx.config.runner, &ctx.cancel).await.map_err(|error| match error {

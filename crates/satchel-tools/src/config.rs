@@ -140,6 +140,8 @@ pub struct ToolsConfig {
     pub external: ExternalConfig,
     /// Search backends and their limits.
     pub search: crate::search::SearchConfig,
+    /// How the `code` tool runs programs.
+    pub code: crate::code::CodeConfig,
 }
 
 impl ToolsConfig {
@@ -149,13 +151,16 @@ impl ToolsConfig {
         let (external, external_warning) = settings.section::<ExternalSettings>("externalTools");
         let (search, search_warnings) =
             crate::search::SearchConfig::from_settings(settings, &settings.env);
+        let (code, code_warnings) = crate::code::CodeConfig::from_settings(settings);
         let config = ToolsConfig {
             runner: exec.into_runner(),
             external: external.into_config(),
             search,
+            code,
         };
         let mut warnings: Vec<String> = exec_warning.into_iter().chain(external_warning).collect();
         warnings.extend(search_warnings);
+        warnings.extend(code_warnings);
         (config, warnings)
     }
 }

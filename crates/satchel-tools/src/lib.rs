@@ -8,20 +8,23 @@
 //! caller never sees a Rust error or a panic.
 //!
 //! What does not live here: running processes (that is `satchel-exec`),
-//! talking to models, storing anything (the `memory` tool works through the
-//! [`satchel_memory::Memory`] its caller puts in the [`ToolContext`]).
+//! talking to models, storing anything (the audit trail plugs in through
+//! [`CallObserver`]; the `code` and `memory` tools reach the store through
+//! handles their host passes in [`BuiltinDeps`]).
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::sync::Arc;
 
 pub mod bash;
+pub mod code;
 pub mod config;
 mod dispatch;
 pub mod external;
 pub mod format;
 mod live;
 pub mod memory;
+mod observer;
 pub mod policy;
 mod registry;
 pub mod search;
@@ -33,18 +36,48 @@ pub use dispatch::{
     Consent, ConsentAnswer, Dispatched, NonInteractive, RememberingConsent, UserInitiated, dispatch,
 };
 pub use format::Style;
-pub use live::{LiveRegistry, RefreshReport};
+pub use live::{LiveRegistry, RefreshReport, RejectedTool};
+pub use observer::{CallObserver, CallSource, observed_call};
 pub use registry::{Registry, RegistryError};
-pub use tool::{Tool, ToolContext, ToolError, ToolLevel, ToolSource};
+pub use tool::{CallTrace, Tool, ToolContext, ToolError, ToolLevel, ToolSource};
 pub use validation::SchemaViolation;
 
-/// A registry holding every built-in tool.
+/// What built-in tools need from their host.
+#[derive(Clone, Default)]
+pub struct BuiltinDeps {
+    /// Where the `code` tool traces runs and keeps jobs.
+    pub code_store: Option<Arc<dyn code::CodeStoreHandle>>,
+    /// The model-backed code generator, when a model is configured.
+    pub model_generator: Option<Arc<dyn code::CodeGenerator>>,
+    /// Where the `code` tool reports its background jobs.
+    pub code_jobs: code::JobTracker,
+    /// Where the `memory` tool finds its memory; without one it answers
+    /// every call with an error saying memory is unavailable.
+    pub memory: Option<Arc<dyn memory::MemoryHandle>>,
+}
+
+/// Every built-in tool, built once; share them between registries so their
+/// state (search cache, running jobs) is shared too.
+pub fn builtin_tools(deps: &BuiltinDeps) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(bash::BashTool::new()),
+        Arc::new(code::CodeTool::with_jobs(
+            deps.code_store.clone(),
+            deps.model_generator.clone(),
+            deps.code_jobs.clone(),
+        )),
+        Arc::new(memory::MemoryTool::new(deps.memory.clone())),
+        Arc::new(search::SearchTool::new(Arc::new(
+            search::MemoryCache::default(),
+        ))),
+    ]
+}
+
+/// A registry holding every built-in tool, with no host dependencies.
 pub fn builtin_registry() -> Result<Registry, RegistryError> {
     let mut registry = Registry::new();
-    registry.register(bash::BashTool::new())?;
-    registry.register(memory::MemoryTool::new())?;
-    registry.register(search::SearchTool::new(Arc::new(
-        search::MemoryCache::default(),
-    )))?;
+    for tool in builtin_tools(&BuiltinDeps::default()) {
+        registry.register_arc(tool)?;
+    }
     Ok(registry)
 }

@@ -1,5 +1,6 @@
-//! [`LiveRegistry`]: the built-in tools plus the external tools on disk,
-//! kept current while a long-running process (REPL, MCP server) runs.
+//! [`LiveRegistry`]: the built-in tools, the external tools on disk and
+//! tools added at run time (e.g. imported from MCP servers), kept current
+//! while a long-running process (REPL, MCP server) runs.
 
 use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -9,26 +10,50 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::external::{Discovery, Skipped, SpecCache, ToolDirs, discover};
-use crate::{ExternalConfig, Registry, RegistryError, Tool as _, builtin_registry};
+use crate::external::{Discovery, ExternalTool, Skipped, SpecCache, ToolDirs, discover};
+use crate::{BuiltinDeps, ExternalConfig, Registry, RegistryError, Tool, builtin_tools};
 
-/// A registry snapshot and what discovery skipped to build it.
+/// A registry snapshot, what it was built from, and what did not make it.
 struct Snapshot {
     registry: Arc<Registry>,
+    /// External tools as discovered, kept so extras can change without a rescan.
+    externals: Vec<Arc<ExternalTool>>,
+    /// What discovery skipped.
+    discovery_skipped: Vec<Skipped>,
+    /// Everything skipped building `registry` (discovery's and shadowed externals).
     skipped: Arc<Vec<Skipped>>,
+    /// Tools added at run time, by group.
+    extras: BTreeMap<String, Vec<Arc<dyn Tool>>>,
+    /// Extra tools that were not registered, and why.
+    rejected: Arc<Vec<RejectedTool>>,
     fingerprint: u64,
 }
 
-/// The tools available now; swapped whole when the tool directories change.
+/// The tools available now; swapped whole when the tool directories or the
+/// extra tools change.
 ///
 /// Calls take a snapshot (`current()`) and keep it for their duration, so
 /// a refresh never changes a tool under a running call.
 pub struct LiveRegistry {
+    /// Built once and shared by every snapshot, so their state (caches,
+    /// cool-downs, running jobs) survives a refresh.
+    builtins: Vec<Arc<dyn Tool>>,
     dirs: ToolDirs,
     cache: SpecCache,
     config: ExternalConfig,
     snapshot: RwLock<Snapshot>,
     generation: watch::Sender<u64>,
+}
+
+/// An extra tool (see [`LiveRegistry::set_extra_tools`]) that was not registered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RejectedTool {
+    /// The group it was offered in.
+    pub group: String,
+    /// Its name.
+    pub name: String,
+    /// Why it is not in the registry (a name taken, an invalid schema...).
+    pub reason: String,
 }
 
 /// What a refresh changed, by tool name.
@@ -50,22 +75,31 @@ impl RefreshReport {
 }
 
 impl LiveRegistry {
-    /// Discovers the external tools in `dirs` and builds the first snapshot.
+    /// Discovers the external tools in `dirs` and builds the first snapshot
+    /// with the built-in tools that need nothing from their host.
     pub async fn load(
         dirs: ToolDirs,
         cache: SpecCache,
         config: ExternalConfig,
     ) -> Result<LiveRegistry, RegistryError> {
+        LiveRegistry::load_with(builtin_tools(&BuiltinDeps::default()), dirs, cache, config).await
+    }
+
+    /// Like [`LiveRegistry::load`], with the given built-in tools.
+    pub async fn load_with(
+        builtins: Vec<Arc<dyn Tool>>,
+        dirs: ToolDirs,
+        cache: SpecCache,
+        config: ExternalConfig,
+    ) -> Result<LiveRegistry, RegistryError> {
         let fingerprint = fingerprint(&dirs);
-        let discovery = discover(&dirs, &cache, &config).await;
-        let (registry, skipped) = build(discovery)?;
+        let Discovery { tools, skipped } = discover(&dirs, &cache, &config).await;
         save_cache(&cache);
-        let snapshot = Snapshot {
-            registry: Arc::new(registry),
-            skipped: Arc::new(skipped),
-            fingerprint,
-        };
+        let externals = tools.into_iter().map(Arc::new).collect();
+        let snapshot =
+            Snapshot::build(&builtins, externals, skipped, BTreeMap::new(), fingerprint)?;
         Ok(LiveRegistry {
+            builtins,
             dirs,
             cache,
             config,
@@ -92,6 +126,56 @@ impl LiveRegistry {
             .clone()
     }
 
+    /// Extra tools that were offered but not registered, and why.
+    pub fn rejected(&self) -> Arc<Vec<RejectedTool>> {
+        self.snapshot
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .rejected
+            .clone()
+    }
+
+    /// Replaces the extra tools of `group` (an empty list removes the
+    /// group) and rebuilds the registry without rescanning the directories.
+    ///
+    /// Built-in and external tools keep their names: an extra tool whose
+    /// name is taken, or that cannot be registered, lands in
+    /// [`rejected`](Self::rejected). Groups are added in name order, so
+    /// between groups the first in that order wins. Subscribers are told
+    /// when the set of tools changes.
+    pub fn set_extra_tools(
+        &self,
+        group: &str,
+        tools: Vec<Arc<dyn Tool>>,
+    ) -> Result<RefreshReport, RegistryError> {
+        let report = {
+            let mut snapshot = self
+                .snapshot
+                .write()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut extras = snapshot.extras.clone();
+            if tools.is_empty() {
+                extras.remove(group);
+            } else {
+                extras.insert(group.to_owned(), tools);
+            }
+            let next = Snapshot::build(
+                &self.builtins,
+                snapshot.externals.clone(),
+                snapshot.discovery_skipped.clone(),
+                extras,
+                snapshot.fingerprint,
+            )?;
+            let report = compare(&snapshot.registry, &next.registry);
+            *snapshot = next;
+            report
+        };
+        if report.is_change() {
+            self.generation.send_modify(|generation| *generation += 1);
+        }
+        Ok(report)
+    }
+
     /// Changes each time the set of tools changes (for MCP's
     /// `tools/list_changed`, a REPL's notice...).
     pub fn subscribe(&self) -> watch::Receiver<u64> {
@@ -105,20 +189,23 @@ impl LiveRegistry {
             self.cache.clear();
         }
         let fingerprint = fingerprint(&self.dirs);
-        let discovery = discover(&self.dirs, &self.cache, &self.config).await;
-        let (registry, skipped) = build(discovery)?;
+        let Discovery { tools, skipped } = discover(&self.dirs, &self.cache, &self.config).await;
         save_cache(&self.cache);
+        let externals: Vec<Arc<ExternalTool>> = tools.into_iter().map(Arc::new).collect();
         let report = {
             let mut snapshot = self
                 .snapshot
                 .write()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let report = compare(&snapshot.registry, &registry);
-            *snapshot = Snapshot {
-                registry: Arc::new(registry),
-                skipped: Arc::new(skipped),
+            let next = Snapshot::build(
+                &self.builtins,
+                externals,
+                skipped,
+                snapshot.extras.clone(),
                 fingerprint,
-            };
+            )?;
+            let report = compare(&snapshot.registry, &next.registry);
+            *snapshot = next;
             report
         };
         if report.is_change() {
@@ -157,23 +244,64 @@ impl LiveRegistry {
     }
 }
 
-/// Built-ins first; an external tool never replaces a built-in one.
-fn build(discovery: Discovery) -> Result<(Registry, Vec<Skipped>), RegistryError> {
-    let mut registry = builtin_registry()?;
-    let mut skipped = discovery.skipped;
-    for tool in discovery.tools {
-        if registry.get(&tool.spec().name).is_some() {
-            skipped.push(Skipped {
-                path: tool.path().to_path_buf(),
-                level: tool.level(),
-                reason: format!("shadowed by the built-in tool `{}`", tool.spec().name),
-                broken: false,
-            });
-            continue;
+impl Snapshot {
+    /// Built-ins first; an external tool never replaces a built-in one, and
+    /// an extra tool never replaces either.
+    fn build(
+        builtins: &[Arc<dyn Tool>],
+        externals: Vec<Arc<ExternalTool>>,
+        discovery_skipped: Vec<Skipped>,
+        extras: BTreeMap<String, Vec<Arc<dyn Tool>>>,
+        fingerprint: u64,
+    ) -> Result<Snapshot, RegistryError> {
+        let mut registry = Registry::new();
+        for tool in builtins {
+            registry.register_arc(tool.clone())?;
         }
-        registry.register(tool)?;
+        let mut skipped = discovery_skipped.clone();
+        for tool in &externals {
+            if registry.get(&tool.spec().name).is_some() {
+                skipped.push(Skipped {
+                    path: tool.path().to_path_buf(),
+                    level: tool.level(),
+                    reason: format!("shadowed by the built-in tool `{}`", tool.spec().name),
+                    broken: false,
+                });
+                continue;
+            }
+            registry.register_arc(tool.clone())?;
+        }
+        let mut rejected = Vec::new();
+        for (group, tools) in &extras {
+            for tool in tools {
+                let name = tool.spec().name.clone();
+                let reason = match registry.get(&name) {
+                    Some(holder) => Some(format!("the name is taken by {}", holder.source())),
+                    None => registry
+                        .register_arc(tool.clone())
+                        .err()
+                        .map(|error| error.to_string()),
+                };
+                if let Some(reason) = reason {
+                    tracing::debug!(%group, %name, %reason, "extra tool not registered");
+                    rejected.push(RejectedTool {
+                        group: group.clone(),
+                        name,
+                        reason,
+                    });
+                }
+            }
+        }
+        Ok(Snapshot {
+            registry: Arc::new(registry),
+            externals,
+            discovery_skipped,
+            skipped: Arc::new(skipped),
+            extras,
+            rejected: Arc::new(rejected),
+            fingerprint,
+        })
     }
-    Ok((registry, skipped))
 }
 
 fn save_cache(cache: &SpecCache) {

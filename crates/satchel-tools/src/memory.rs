@@ -1,18 +1,20 @@
 //! The `memory` tool: store, recall, list and forget memories in four
-//! layers, through the [`Memory`](satchel_memory::Memory) the caller puts
-//! in [`ToolContext::memory`].
+//! layers, through the [`Memory`] its host hands it as a [`MemoryHandle`]
+//! (in [`BuiltinDeps::memory`](crate::BuiltinDeps::memory)), opened on first use.
 //!
-//! Without a memory handle (no database could be opened) the tool is
-//! still listed and answers every call with an error that says why, so
-//! the model learns that memory is unavailable rather than that the tool
-//! does not exist.
+//! Without a handle, or when the handle cannot open the memory (no
+//! database), the tool is still listed and answers every call with an error
+//! that says why, so the model learns that memory is unavailable rather
+//! than that the tool does not exist.
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use satchel_core::{
     Capabilities, ErrorCode, Resource, ToolAnnotations, ToolOutput, ToolResults, ToolSpec,
 };
 use satchel_memory::{
-    ListQuery, MemoryError, MemoryLayer, MemoryRecord, RecallQuery, StoreRequest, Stored,
+    ListQuery, Memory, MemoryError, MemoryLayer, MemoryRecord, RecallQuery, StoreRequest, Stored,
 };
 use satchel_store::Timestamp;
 use serde::Deserialize;
@@ -50,21 +52,53 @@ struct MemoryInput {
     until: Option<String>,
 }
 
-/// The memory tool; see the module docs.
-pub struct MemoryTool {
-    spec: ToolSpec,
+/// Where the tool finds its memory, opened on first use (so a command
+/// that never touches memory never creates a database or loads the model).
+#[async_trait]
+pub trait MemoryHandle: Send + Sync {
+    /// The memory, or why there is none.
+    async fn memory(&self) -> Result<Arc<Memory>, String>;
 }
 
-impl Default for MemoryTool {
-    fn default() -> MemoryTool {
-        MemoryTool::new()
+/// A memory that is already open.
+pub struct OpenMemory(pub Arc<Memory>);
+
+#[async_trait]
+impl MemoryHandle for OpenMemory {
+    async fn memory(&self) -> Result<Arc<Memory>, String> {
+        Ok(self.0.clone())
     }
 }
 
+/// The memory tool; see the module docs.
+pub struct MemoryTool {
+    spec: ToolSpec,
+    memory: Option<Arc<dyn MemoryHandle>>,
+}
+
 impl MemoryTool {
-    /// The tool with its spec.
-    pub fn new() -> MemoryTool {
-        MemoryTool { spec: spec() }
+    /// The tool, working on `memory` (every call is an error without one).
+    pub fn new(memory: Option<Arc<dyn MemoryHandle>>) -> MemoryTool {
+        MemoryTool {
+            spec: spec(),
+            memory,
+        }
+    }
+
+    async fn memory(&self) -> Result<Arc<Memory>, ToolError> {
+        let opened = match &self.memory {
+            Some(handle) => handle.memory().await,
+            None => Err("no database is configured".into()),
+        };
+        opened.map_err(|reason| {
+            ToolError::new(
+                ErrorCode::ToolCrashed,
+                format!(
+                    "memory is unavailable in this session ({reason}); \
+                     carry on without storing or recalling memories"
+                ),
+            )
+        })
     }
 }
 
@@ -221,13 +255,7 @@ impl Tool for MemoryTool {
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let input: MemoryInput = serde_json::from_value(input)
             .map_err(|error| invalid(format!("invalid memory input: {error}")))?;
-        let Some(memory) = ctx.memory.as_ref() else {
-            return Err(ToolError::new(
-                ErrorCode::ToolCrashed,
-                "memory is unavailable in this session: Satchel could not open its database (see --db or SATCHEL_DB); \
-                 carry on without storing or recalling memories",
-            ));
-        };
+        let memory = self.memory().await?;
         let conversation = ctx.conversation_id.clone();
         let limit = input.limit.unwrap_or(DEFAULT_LIMIT);
         match input.action {

@@ -57,6 +57,14 @@ pub enum ToolSource {
         /// The executable.
         path: PathBuf,
     },
+    /// Added at run time through [`LiveRegistry::set_extra_tools`](crate::LiveRegistry::set_extra_tools),
+    /// e.g. a tool imported from an MCP server.
+    Extra {
+        /// The group the tools were registered under, e.g. `mcp`.
+        group: String,
+        /// Where within the group, for a person, e.g. `server everything`.
+        origin: String,
+    },
 }
 
 impl fmt::Display for ToolSource {
@@ -64,6 +72,7 @@ impl fmt::Display for ToolSource {
         match self {
             ToolSource::Builtin => f.write_str("builtin"),
             ToolSource::External { level, path } => write!(f, "{level} ({})", path.display()),
+            ToolSource::Extra { group, origin } => write!(f, "{group} ({origin})"),
         }
     }
 }
@@ -103,9 +112,19 @@ pub struct ToolContext {
     pub working_dir: PathBuf,
     /// Configuration as of this call (it may change between calls).
     pub config: Arc<ToolsConfig>,
-    /// The memory the `memory` tool works on; `None` when no database is
-    /// open (the tool then answers with an error saying so).
-    pub memory: Option<Arc<satchel_memory::Memory>>,
+    /// Why the call was made, for tools that keep traces.
+    pub trace: CallTrace,
+}
+
+/// What led to a call, as far as the caller knows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallTrace {
+    /// The memory session the call belongs to.
+    pub session_id: Option<String>,
+    /// The user message that started the statement.
+    pub trigger_message: Option<String>,
+    /// The model's reasoning for the call, when the provider gives it.
+    pub reasoning: Option<String>,
 }
 
 impl ToolContext {
@@ -121,14 +140,8 @@ impl ToolContext {
             call_id: call_id.into(),
             working_dir,
             config,
-            memory: None,
+            trace: CallTrace::default(),
         }
-    }
-
-    /// The same context with a memory for the `memory` tool.
-    pub fn with_memory(mut self, memory: Option<Arc<satchel_memory::Memory>>) -> ToolContext {
-        self.memory = memory;
-        self
     }
 }
 

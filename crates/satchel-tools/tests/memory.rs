@@ -9,7 +9,10 @@ use pretty_assertions::assert_eq;
 use satchel_core::{ErrorCode, ToolCall, ToolOutput};
 use satchel_memory::{Memory, MemoryConfig, MemoryOptions, ModelSource};
 use satchel_store::{SqliteStore, StoreOptions, SystemClock};
-use satchel_tools::{Registry, ToolContext, ToolsConfig, builtin_registry};
+use satchel_tools::memory::{MemoryHandle, OpenMemory};
+use satchel_tools::{
+    BuiltinDeps, Registry, ToolContext, ToolsConfig, builtin_registry, builtin_tools,
+};
 use serde_json::{Value, json};
 
 async fn call(registry: &Registry, ctx: &ToolContext, input: Value) -> ToolOutput {
@@ -40,7 +43,7 @@ async fn without_a_database_the_tool_says_memory_is_unavailable() {
         results(&output)["error"]
             .as_str()
             .unwrap()
-            .contains("memory is unavailable"),
+            .contains("memory is unavailable in this session (no database is configured)"),
         "{output:?}"
     );
 }
@@ -60,13 +63,20 @@ async fn every_action_works_through_the_registry() {
             summarizer: None,
         },
     );
-    let registry = builtin_registry().unwrap();
+    let handle: Arc<dyn MemoryHandle> = Arc::new(OpenMemory(Arc::new(memory)));
+    let deps = BuiltinDeps {
+        memory: Some(handle),
+        ..BuiltinDeps::default()
+    };
+    let mut registry = Registry::new();
+    for tool in builtin_tools(&deps) {
+        registry.register_arc(tool).unwrap();
+    }
     let ctx = ToolContext::standalone(
         "c",
         dir.path().to_path_buf(),
         Arc::new(ToolsConfig::default()),
-    )
-    .with_memory(Some(Arc::new(memory)));
+    );
 
     // The schema rejects a store without a layer, and an unknown layer.
     for bad in [

@@ -31,7 +31,7 @@ pub(crate) async fn run(command: BenchCommand, project: &Project) -> anyhow::Res
             let model_dir = args
                 .model_dir
                 .clone()
-                .or_else(|| project.memory.model_dir.clone());
+                .or_else(|| project.memory.config().model_dir.clone());
             let db = BenchDb::new(args.bench_db.clone())?;
             let store = SqliteStore::open(db.path(), StoreOptions::default()).await?;
             let result = match (args.synthetic, &args.dataset) {
@@ -220,7 +220,7 @@ async fn locomo_bench(
             .unwrap_or(Timestamp::from_millis(0));
         // Questions are asked the day after the last session.
         let clock = ManualClock::new(Timestamp::from_millis(last.as_millis() + 86_400_000));
-        let mut config = project.memory.clone();
+        let mut config = project.memory.config().clone();
         config.namespace = format!("locomo/{}", sample.id);
         config.long_ttl = None;
         let sample_db = dir.join(format!("conversation-{}.db", by_sample.len() + 1));
@@ -320,7 +320,7 @@ async fn locomo_bench(
             "skipped_evidence_ids": skipped_evidence,
             "ingest_memories_per_sec": (ingest_rate * 10.0).round() / 10.0,
             "recall_latency_ms": {"p50": ms(p50), "p95": ms(p95)},
-            "weights": format!("{:?}", project.memory.recall),
+            "weights": format!("{:?}", project.memory.config().recall),
         });
         writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
         return Ok(ExitCode::SUCCESS);
@@ -507,7 +507,7 @@ async fn synthetic(
     }
     let insert_time = started.elapsed();
 
-    let mut config = project.memory.clone();
+    let mut config = project.memory.config().clone();
     config.namespace = namespace.clone();
     let clock = ManualClock::new(Timestamp::from_millis(
         base.as_millis() + count as i64 * 60_000,

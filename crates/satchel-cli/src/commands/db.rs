@@ -2,13 +2,18 @@
 //! warnings, never lost results) and for reading (failures are errors).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
 
 use anyhow::{Context, bail};
+use satchel_store::CodeStore;
 use satchel_store::{
     Access, Conversation, ConversationStore, RedactionConfig, Redactor, SqliteStore, StoreError,
     StoreOptions, Timestamp,
 };
 use satchel_tools::Settings;
+use satchel_tools::code::CodeStoreHandle;
 
 /// The redactor for this run: the environment variables agent.json's
 /// `redaction` section names, plus conventional secret names.
@@ -23,21 +28,65 @@ pub(crate) fn redactor(settings: &Settings) -> Redactor {
     Redactor::from_env(&config, env)
 }
 
-/// Opens the database to record into it.
-pub(crate) async fn open_for_recording(
+/// The database for recording, opened on first use and shared by the
+/// command and its tools (the `code` tool traces into it). A command that
+/// records nothing never creates the file.
+pub(crate) struct LazyStore {
     db: Option<PathBuf>,
     redactor: Redactor,
-) -> Result<SqliteStore, String> {
-    let Some(path) = db else {
-        return Err("no database location: set --db, SATCHEL_DB, XDG_DATA_HOME or HOME".to_owned());
-    };
-    let options = StoreOptions {
-        redactor,
-        ..StoreOptions::default()
-    };
-    SqliteStore::open(&path, options)
-        .await
-        .map_err(|error| error.to_string())
+    cell: tokio::sync::OnceCell<Result<SqliteStore, String>>,
+}
+
+impl LazyStore {
+    /// A store at `db` (none when no location is known) that redacts with `redactor`.
+    pub(crate) fn new(db: Option<PathBuf>, redactor: Redactor) -> LazyStore {
+        LazyStore {
+            db,
+            redactor,
+            cell: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// The open store, or why it cannot be opened (a warning for callers,
+    /// never a lost result).
+    pub(crate) async fn get(&self) -> Result<&SqliteStore, String> {
+        let opened = self
+            .cell
+            .get_or_init(|| async {
+                let Some(path) = &self.db else {
+                    return Err(
+                        "no database location: set --db, SATCHEL_DB, XDG_DATA_HOME or HOME"
+                            .to_owned(),
+                    );
+                };
+                let options = StoreOptions {
+                    redactor: self.redactor.clone(),
+                    ..StoreOptions::default()
+                };
+                SqliteStore::open(path, options)
+                    .await
+                    .map_err(|error| error.to_string())
+            })
+            .await;
+        opened.as_ref().map_err(Clone::clone)
+    }
+
+    /// Waits for queued writes and closes the file, if it was opened.
+    pub(crate) async fn close(&self) {
+        if let Some(Ok(store)) = self.cell.get()
+            && let Err(error) = store.close().await
+        {
+            tracing::warn!("closing the database: {error}");
+        }
+    }
+}
+
+#[async_trait]
+impl CodeStoreHandle for LazyStore {
+    async fn code_store(&self) -> Result<Arc<dyn CodeStore>, String> {
+        let store = self.get().await?;
+        Ok(Arc::new(store.clone()))
+    }
 }
 
 /// Opens the database to read it; `None` when the file does not exist yet

@@ -1,55 +1,101 @@
 //! `satchel memory ...`: the memory tool from a shell (store, recall, list
-//! and forget go through the tool, its validation and policy), plus stats
-//! and starting a new session.
+//! and forget go through the tool, its validation and policy), stats,
+//! starting a new session, and [`LazyMemory`], the memory the `memory` tool
+//! and these commands share within one process.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
+use async_trait::async_trait;
 use satchel_core::{ToolCall, ToolOutput};
-use satchel_memory::{Memory, MemoryOptions, ModelSource};
-use satchel_store::{SqliteStore, SystemClock};
+use satchel_memory::{Memory, MemoryConfig, MemoryOptions, ModelSource, spawn_maintenance};
+use satchel_store::SystemClock;
 use satchel_tools::format::{paint, truncate_chars};
+use satchel_tools::memory::MemoryHandle;
 use satchel_tools::{Style, ToolContext, UserInitiated, dispatch};
 use serde_json::{Value, json};
 
-use super::db;
+use super::db::{self, LazyStore};
 use super::project::Project;
 use crate::cli::MemoryCommand;
 
 /// Characters of a memory shown in a table row.
 const CONTENT_CHARS: usize = 80;
 
-/// Opens the database and the memory over it (the model loads on first use).
-pub(crate) async fn open(project: &Project) -> anyhow::Result<(SqliteStore, Arc<Memory>)> {
-    let store = db::open_for_recording(project.db.clone(), db::redactor(&project.settings))
-        .await
-        .map_err(anyhow::Error::msg)
-        .context("memory needs the database")?;
-    let model = match &project.memory.model_dir {
-        Some(dir) => ModelSource::Dir(dir.clone()),
-        None => ModelSource::None,
-    };
-    let memory = Memory::new(
-        Arc::new(store.clone()),
-        project.memory.clone(),
-        MemoryOptions {
-            clock: Arc::new(SystemClock),
-            model,
-            summarizer: None,
-        },
-    );
-    Ok((store, Arc::new(memory)))
+/// The memory over the project's database, opened on first use and shared
+/// by the `memory` commands and the `memory` tool, so one process loads
+/// the model and builds the vector index at most once. A command that
+/// never touches memory opens nothing.
+pub(crate) struct LazyMemory {
+    store: Arc<LazyStore>,
+    config: MemoryConfig,
+    cell: tokio::sync::OnceCell<Result<Arc<Memory>, String>>,
+}
+
+impl LazyMemory {
+    /// Memory with `config` over `store` (the model loads on first use).
+    pub(crate) fn new(store: Arc<LazyStore>, config: MemoryConfig) -> LazyMemory {
+        LazyMemory {
+            store,
+            config,
+            cell: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// The `memory` section, with the model directory resolved.
+    pub(crate) fn config(&self) -> &MemoryConfig {
+        &self.config
+    }
+
+    /// The open memory, or why the database cannot be opened.
+    ///
+    /// On first use, sessions whose time has passed are ended and expired
+    /// memories purged, then again every `purgeIntervalMinutes` for as long
+    /// as the process runs (which matters for `mcp serve`).
+    pub(crate) async fn get(&self) -> Result<Arc<Memory>, String> {
+        self.cell
+            .get_or_init(|| async {
+                let store = self.store.get().await?.clone();
+                let model = match &self.config.model_dir {
+                    Some(dir) => ModelSource::Dir(dir.clone()),
+                    None => ModelSource::None,
+                };
+                let memory = Arc::new(Memory::new(
+                    Arc::new(store),
+                    self.config.clone(),
+                    MemoryOptions {
+                        clock: Arc::new(SystemClock),
+                        model,
+                        summarizer: None,
+                    },
+                ));
+                if let Err(error) = memory.maintain().await {
+                    tracing::warn!("memory maintenance: {error}");
+                }
+                drop(spawn_maintenance(&memory));
+                Ok(memory)
+            })
+            .await
+            .clone()
+    }
+}
+
+#[async_trait]
+impl MemoryHandle for LazyMemory {
+    async fn memory(&self) -> Result<Arc<Memory>, String> {
+        self.get().await
+    }
 }
 
 pub(crate) async fn run(command: MemoryCommand, project: &Project) -> anyhow::Result<ExitCode> {
-    let (store, memory) = open(project).await?;
-    // The CLI has no long-running task: end overdue sessions and purge
-    // expired memories now and then, i.e. on every memory command.
-    if let Err(error) = memory.maintain().await {
-        tracing::warn!("memory maintenance: {error}");
-    }
+    let memory = project
+        .memory
+        .get()
+        .await
+        .map_err(anyhow::Error::msg)
+        .context("memory needs the database")?;
     let result = match command {
         MemoryCommand::Store(args) => {
             let mut input =
@@ -60,7 +106,7 @@ pub(crate) async fn run(command: MemoryCommand, project: &Project) -> anyhow::Re
             if let Some(certainty) = args.certainty {
                 input["certainty"] = json!(certainty);
             }
-            call(project, &memory, input, args.json).await
+            call(project, input, args.json).await
         }
         MemoryCommand::Recall(args) => {
             let mut input = json!({"action": "recall", "query": args.query, "limit": args.limit});
@@ -70,44 +116,50 @@ pub(crate) async fn run(command: MemoryCommand, project: &Project) -> anyhow::Re
                     input[key] = json!(value);
                 }
             }
-            call(project, &memory, input, args.json).await
+            call(project, input, args.json).await
         }
         MemoryCommand::List(args) if args.all => list_all(&memory, args).await,
         MemoryCommand::List(args) => {
             let mut input = json!({"action": "list", "limit": args.limit.clamp(1, 100)});
             add_filters(&mut input, args.layer.map(|l| l.name()), args.category);
-            call(project, &memory, input, args.json).await
+            call(project, input, args.json).await
         }
         MemoryCommand::Forget(args) => {
             let input = json!({"action": "forget", "memory_id": args.id});
-            call(project, &memory, input, args.json).await
+            call(project, input, args.json).await
         }
         MemoryCommand::Stats(args) => stats(project, &memory, args.json).await,
-        MemoryCommand::NewSession(args) => {
-            let change = memory.new_session(None, args.name, "user").await?;
-            let mut stdout = std::io::stdout().lock();
-            if args.json {
-                writeln!(stdout, "{}", serde_json::to_string_pretty(&change)?)?;
-            } else {
-                if let Some(ended) = &change.ended {
-                    writeln!(
-                        stdout,
-                        "ended session {} ({} memories archived)",
-                        ended.id, change.archived
-                    )?;
-                }
-                if let Some(reason) = &change.summary_skipped {
-                    writeln!(stdout, "no summary: {reason}")?;
-                }
-                if let Some(started) = &change.started {
-                    writeln!(stdout, "started session {}", started.id)?;
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        MemoryCommand::NewSession(args) => new_session(&memory, args).await,
     };
-    store.close().await?;
+    drop(memory);
+    project.store.close().await;
     result
+}
+
+async fn new_session(
+    memory: &Memory,
+    args: crate::cli::NewSessionArgs,
+) -> anyhow::Result<ExitCode> {
+    let change = memory.new_session(None, args.name, "user").await?;
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&change)?)?;
+    } else {
+        if let Some(ended) = &change.ended {
+            writeln!(
+                stdout,
+                "ended session {} ({} memories archived)",
+                ended.id, change.archived
+            )?;
+        }
+        if let Some(reason) = &change.summary_skipped {
+            writeln!(stdout, "no summary: {reason}")?;
+        }
+        if let Some(started) = &change.started {
+            writeln!(stdout, "started session {}", started.id)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn add_filters(input: &mut Value, layer: Option<&str>, category: Option<String>) {
@@ -120,19 +172,13 @@ fn add_filters(input: &mut Value, layer: Option<&str>, category: Option<String>)
 }
 
 /// Runs one memory tool call through dispatch and prints it.
-async fn call(
-    project: &Project,
-    memory: &Arc<Memory>,
-    input: Value,
-    as_json: bool,
-) -> anyhow::Result<ExitCode> {
+async fn call(project: &Project, input: Value, as_json: bool) -> anyhow::Result<ExitCode> {
     let registry = project.tools(false).await?.current();
     let ctx = ToolContext::standalone(
         format!("cli-memory-{}", std::process::id()),
         project.root.clone(),
         project.tools_config.clone(),
-    )
-    .with_memory(Some(Arc::clone(memory)));
+    );
     let call = ToolCall {
         id: ctx.call_id.clone(),
         name: "memory".into(),
@@ -269,7 +315,7 @@ async fn list_all(memory: &Memory, args: crate::cli::MemoryListArgs) -> anyhow::
 
 async fn stats(project: &Project, memory: &Memory, as_json: bool) -> anyhow::Result<ExitCode> {
     let stats = memory.stats().await?;
-    let model_dir = project.memory.model_dir.clone();
+    let model_dir = project.memory.config().model_dir.clone();
     let model_present = model_dir
         .as_deref()
         .is_some_and(satchel_memory::Embedder::files_present);

@@ -1,13 +1,17 @@
 //! One module per command group; [`run`] dispatches.
 
 mod bench;
+mod code;
 mod db;
 mod log;
+mod mcp;
 mod memory;
+mod model;
 mod policy;
 mod project;
 mod records;
 mod search;
+mod setup;
 mod tools;
 
 use std::process::ExitCode;
@@ -26,8 +30,10 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let project = Project::load(&root, db);
     match cli.command {
         Command::Tools(command) => tools::run(command, &project).await,
+        Command::Mcp(command) => mcp::run(command, &project).await,
         Command::Policy(command) => policy::run(command, &project).await,
         Command::Search(args) => search::run(args, &project).await,
+        Command::Code(command) => code::run(command, &project).await,
         Command::Log(args) => log::run(args, &project).await,
         Command::Conversations(args) => records::conversations(args, &project).await,
         Command::Audit(args) => records::audit(args, &project).await,

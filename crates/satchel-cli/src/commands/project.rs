@@ -1,14 +1,19 @@
 //! The project as every command sees it: its settings, the tools'
-//! configuration, the policy, and the tools themselves.
+//! configuration, the policy, the database and memory (both opened on
+//! first use), and the tools themselves.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use satchel_memory::{MemoryConfig, MemorySettings};
+use satchel_tools::code::{CodeGenerator, GeneratorConfig, JobTracker};
 use satchel_tools::external::{SpecCache, ToolDirs};
 use satchel_tools::policy::Policy;
-use satchel_tools::{LiveRegistry, Settings, ToolsConfig};
+use satchel_tools::{BuiltinDeps, LiveRegistry, Settings, ToolsConfig, builtin_tools};
 
+use super::db::{self, LazyStore};
+use super::memory::LazyMemory;
+use super::model::{self, ModelGenerator};
 use crate::paths;
 
 /// The project's tools directory, relative to the project.
@@ -18,8 +23,6 @@ pub(crate) const PROJECT_TOOLS: &str = ".agents/tools";
 pub(crate) struct Project {
     /// The project directory (absolute).
     pub(crate) root: PathBuf,
-    /// agent.json layers, merged, with the environment.
-    pub(crate) settings: Settings,
     /// The database file, absolute; `None` when no location can be found
     /// (no `--db`, `SATCHEL_DB`, `XDG_DATA_HOME` or `HOME`).
     pub(crate) db: Option<PathBuf>,
@@ -27,21 +30,22 @@ pub(crate) struct Project {
     pub(crate) tools_config: Arc<ToolsConfig>,
     /// Permission rules and rate limits.
     pub(crate) policy: Arc<Policy>,
-    /// The `memory` section, with the model directory resolved.
-    pub(crate) memory: MemoryConfig,
+    /// The database, opened when something first records.
+    pub(crate) store: Arc<LazyStore>,
+    /// The model that writes code for `generate` jobs, when the config asks
+    /// for one and it can be set up.
+    pub(crate) model_generator: Option<Arc<dyn CodeGenerator>>,
+    /// Background jobs the `code` tool started in this process.
+    pub(crate) code_jobs: JobTracker,
+    /// The `memory` tool's memory (the `memory` section, with the model
+    /// directory resolved), opened over `store` when first used.
+    pub(crate) memory: Arc<LazyMemory>,
 }
 
 impl Project {
     /// Reads the agent.json layers for `root`.
     pub(crate) fn load(root: &Path, db: Option<PathBuf>) -> Project {
-        let settings =
-            Settings::load(&Settings::default_paths(
-                root,
-                paths::user_config_dir().as_deref(),
-            ))
-            .with_env(std::env::vars_os().filter_map(|(key, value)| {
-                Some((key.into_string().ok()?, value.into_string().ok()?))
-            }));
+        let settings = read_settings(root);
         let (tools_config, tools_warnings) = ToolsConfig::from_settings(&settings);
         let (policy, policy_warnings) = Policy::from_settings(&settings);
         let (memory_settings, memory_warning) = settings.section::<MemorySettings>("memory");
@@ -51,6 +55,7 @@ impl Project {
             Some(dir) => Some(root.join(dir)),
             None => paths::default_model_dir(),
         };
+        let redactor = db::redactor(&settings);
         for warning in settings
             .warnings
             .iter()
@@ -61,13 +66,30 @@ impl Project {
         {
             tracing::warn!("{warning}");
         }
+        let model_generator = match tools_config.code.generator {
+            Some(GeneratorConfig::Model) => match model::provider(&settings) {
+                Ok(provider) => {
+                    Some(Arc::new(ModelGenerator { provider }) as Arc<dyn CodeGenerator>)
+                }
+                Err(reason) => {
+                    tracing::warn!(
+                        "code.generator is \"model\" but no model can be used: {reason}"
+                    );
+                    None
+                }
+            },
+            _ => None,
+        };
+        let store = Arc::new(LazyStore::new(db.clone(), redactor));
         Project {
             root: root.to_path_buf(),
+            model_generator,
+            code_jobs: JobTracker::default(),
+            store: store.clone(),
+            memory: Arc::new(LazyMemory::new(store, memory)),
             db,
-            settings,
             tools_config: Arc::new(tools_config),
             policy: Arc::new(policy),
-            memory,
         }
     }
 
@@ -87,8 +109,19 @@ impl Project {
             Some(dir) => SpecCache::persistent(dir.join("tool-specs.json")),
             None => SpecCache::in_memory(),
         };
-        let live =
-            LiveRegistry::load(self.tool_dirs(), cache, self.tools_config.external.clone()).await?;
+        let deps = BuiltinDeps {
+            code_store: Some(self.store.clone()),
+            model_generator: self.model_generator.clone(),
+            code_jobs: self.code_jobs.clone(),
+            memory: Some(self.memory.clone()),
+        };
+        let live = LiveRegistry::load_with(
+            builtin_tools(&deps),
+            self.tool_dirs(),
+            cache,
+            self.tools_config.external.clone(),
+        )
+        .await?;
         if reprobe {
             live.refresh(true).await?;
         }
@@ -102,4 +135,17 @@ impl Project {
             .display()
             .to_string()
     }
+}
+
+/// The agent.json layers for `root` (user, then project), with the
+/// environment variables settings may name (API keys are never in files).
+pub(crate) fn read_settings(root: &Path) -> Settings {
+    Settings::load(&Settings::default_paths(
+        root,
+        paths::user_config_dir().as_deref(),
+    ))
+    .with_env(
+        std::env::vars_os()
+            .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?))),
+    )
 }

@@ -3,6 +3,7 @@
 use std::io::{IsTerminal, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use satchel_core::{ToolCall, ToolOutput, ToolResults, is_valid_tool_name};
@@ -15,10 +16,10 @@ use satchel_tools::{
 };
 use serde_json::{Value, json};
 
-use satchel_store::{AuditSource, Clock, NewToolCall, SqliteStore, SystemClock, ToolCallStore};
+use satchel_store::{AuditSource, Clock, NewToolCall, SystemClock, ToolCallStore};
 
-use super::db;
 use super::project::{PROJECT_TOOLS, Project};
+use super::setup;
 use crate::cli::{CallArgs, Lang, ListArgs, NewArgs, ToolsCommand};
 
 /// Characters of a description shown by `tools list`.
@@ -28,12 +29,34 @@ pub(crate) async fn run(command: ToolsCommand, project: &Project) -> anyhow::Res
     let reprobe = matches!(command, ToolsCommand::Refresh(_));
     let live = match command {
         ToolsCommand::New(args) => return new_tool(args, project).await,
-        _ => project.tools(reprobe).await?,
+        _ => Arc::new(project.tools(reprobe).await?),
     };
+    // Imported MCP tools: started unless the named tool is already known.
+    let wanted = match &command {
+        ToolsCommand::Show(args) => Some(args.name.as_str()),
+        ToolsCommand::Call(args) => Some(args.name.as_str()),
+        _ => None,
+    };
+    let servers = match wanted {
+        Some(name) if live.current().get(name).is_some() => None,
+        _ => Some(setup::start_mcp_servers(&live, &project.root).await),
+    };
+    let code = run_with(command, &live, project).await;
+    if let Some(servers) = servers {
+        servers.shutdown().await;
+    }
+    code
+}
+
+async fn run_with(
+    command: ToolsCommand,
+    live: &LiveRegistry,
+    project: &Project,
+) -> anyhow::Result<ExitCode> {
     let registry = live.current();
     match command {
         ToolsCommand::List(args) | ToolsCommand::Refresh(args) => {
-            print_list(&live, &registry, project, &args)?
+            print_list(live, &registry, project, &args)?
         }
         ToolsCommand::Show(args) => {
             let Some(tool) = registry.get(&args.name) else {
@@ -63,6 +86,7 @@ fn source_label(source: &ToolSource, project: &Project) -> String {
     match source {
         ToolSource::Builtin => "builtin".to_owned(),
         ToolSource::External { level, path } => format!("{level} {}", project.display_path(path)),
+        ToolSource::Extra { group, origin } => format!("{group} {origin}"),
     }
 }
 
@@ -82,6 +106,7 @@ fn print_list(
                 let (source, path) = match tool.source() {
                     ToolSource::Builtin => ("builtin".to_owned(), Value::Null),
                     ToolSource::External { level, path } => (level.to_string(), json!(path)),
+                    ToolSource::Extra { group, origin } => (group, json!(origin)),
                 };
                 if let Value::Object(map) = &mut value {
                     map.insert("source".into(), json!(source));
@@ -150,31 +175,16 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
     let input = read_input(args.input.as_deref())?;
     // The database opens while the tool runs; a failure to open costs the
     // record, never the result.
-    let store = tokio::spawn(db::open_for_recording(
-        project.db.clone(),
-        db::redactor(&project.settings),
-    ));
-    // The memory tool works on the database; without it, it says so.
-    let memory = if args.name == "memory" {
-        match super::memory::open(project).await {
-            Ok((_, memory)) => Some(memory),
-            Err(error) => {
-                tracing::warn!("memory is unavailable: {error:#}");
-                None
-            }
-        }
-    } else {
-        None
-    };
+    let opening = project.store.clone();
+    tokio::spawn(async move { opening.get().await.map(drop) });
     let ctx = ToolContext::standalone(
         format!("cli-{}", std::process::id()),
         project.root.clone(),
         project.tools_config.clone(),
-    )
-    .with_memory(memory);
+    );
     let cancel = ctx.cancel.clone();
     tokio::spawn(async move {
-        wait_for_interrupt().await;
+        setup::wait_for_interrupt().await;
         tracing::warn!("interrupted: stopping the tool");
         cancel.cancel();
     });
@@ -200,7 +210,7 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
         duration_us: u64::try_from(dispatched.duration.as_micros()).unwrap_or(u64::MAX),
     };
     // Recorded before printing, so that a closed stdout cannot lose the record.
-    record_call(store, record).await;
+    record_call(project, record).await;
     let output = dispatched.output;
 
     let mut stdout = std::io::stdout().lock();
@@ -226,6 +236,20 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
             tracing::warn!("{note}");
         }
     }
+    drop(stdout);
+    // A one-shot process would kill the jobs it started by exiting: the
+    // job id is printed at once, then the process stays until they finish.
+    if project.code_jobs.running() > 0 {
+        tracing::info!(
+            "waiting for {} background job(s) to finish",
+            project.code_jobs.running()
+        );
+        tokio::select! {
+            () = project.code_jobs.wait_all() => {}
+            () = setup::wait_for_interrupt() => tracing::warn!("interrupted: background jobs stopped"),
+        }
+    }
+    project.store.close().await;
     Ok(if output.is_error {
         ExitCode::FAILURE
     } else {
@@ -234,26 +258,14 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
 }
 
 /// Records a finished call; any failure is a warning, never an error.
-async fn record_call(
-    store: tokio::task::JoinHandle<Result<SqliteStore, String>>,
-    record: NewToolCall,
-) {
-    let store = match store.await {
-        Ok(Ok(store)) => store,
-        Ok(Err(reason)) => {
-            tracing::warn!("this call was not recorded: {reason}");
-            return;
+async fn record_call(project: &Project, record: NewToolCall) {
+    match project.store.get().await {
+        Ok(store) => {
+            if let Err(error) = store.record_tool_call(record).await {
+                tracing::warn!("this call was not recorded: {error}");
+            }
         }
-        Err(error) => {
-            tracing::warn!("this call was not recorded: opening the database failed: {error}");
-            return;
-        }
-    };
-    if let Err(error) = store.record_tool_call(record).await {
-        tracing::warn!("this call was not recorded: {error}");
-    }
-    if let Err(error) = store.close().await {
-        tracing::warn!("closing the database: {error}");
+        Err(reason) => tracing::warn!("this call was not recorded: {reason}"),
     }
 }
 
@@ -354,20 +366,4 @@ async fn new_tool(args: NewArgs, project: &Project) -> anyhow::Result<ExitCode> 
         "then edit its schema and code; `satchel tools list` shows it."
     )?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Resolves on Ctrl-C or SIGTERM.
-async fn wait_for_interrupt() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        std::future::pending::<()>().await;
-        return;
-    };
-    tokio::select! {
-        _ = interrupt.recv() => {}
-        _ = terminate.recv() => {}
-    }
 }

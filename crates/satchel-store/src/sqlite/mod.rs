@@ -11,6 +11,7 @@
 //! few commits but never corrupts the file. [`Durability::Full`] syncs the
 //! WAL on every commit for those who need power-cut durability too.
 
+mod code_repo;
 mod failure;
 mod memory;
 mod repo;

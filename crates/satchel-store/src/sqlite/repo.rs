@@ -151,7 +151,7 @@ impl Redact for NewAudit {
 
 // ---------------------------------------------------------------- rows
 
-fn timestamp(row: &Row<'_>, index: usize) -> rusqlite::Result<Timestamp> {
+pub(super) fn timestamp(row: &Row<'_>, index: usize) -> rusqlite::Result<Timestamp> {
     Ok(Timestamp::from_millis(row.get(index)?))
 }
 
@@ -275,7 +275,7 @@ fn audit_row(row: &Row<'_>) -> rusqlite::Result<AuditRecord> {
 }
 
 /// Runs a query and collects every row.
-fn all<T>(
+pub(super) fn all<T>(
     conn: &Connection,
     sql: &str,
     params: impl rusqlite::Params,

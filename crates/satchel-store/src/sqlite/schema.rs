@@ -22,7 +22,7 @@ use crate::sqlite::{Access, StoreOptions};
 pub const APPLICATION_ID: i32 = 0x5341_4348;
 
 /// The schema version this build creates and reads.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One embedded migration.
 pub(crate) struct Migration {
@@ -43,8 +43,13 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 2,
+        name: "code",
+        sql: include_str!("../../migrations/0002_code.sql"),
+    },
+    Migration {
+        version: 3,
         name: "memory",
-        sql: include_str!("../../migrations/0002_memory.sql"),
+        sql: include_str!("../../migrations/0003_memory.sql"),
     },
 ];
 

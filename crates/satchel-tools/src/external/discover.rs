@@ -244,6 +244,8 @@ async fn probe(path: &Path, config: &ExternalConfig) -> ProbeResult {
             .map_or_else(|| PathBuf::from("/"), Path::to_path_buf),
         env: Vec::new(),
         timeout: config.schema_timeout,
+        clear_env: false,
+        sandbox: None,
     };
     let outcome = match satchel_exec::run(&request, &runner, &CancellationToken::new()).await {
         Ok(outcome) => outcome,

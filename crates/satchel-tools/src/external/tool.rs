@@ -238,6 +238,8 @@ impl Tool for ExternalTool {
             working_dir: ctx.working_dir.clone(),
             env,
             timeout,
+            clear_env: false,
+            sandbox: None,
         };
         let outcome = satchel_exec::run(&request, &self.runner_config(ctx), &ctx.cancel)
             .await

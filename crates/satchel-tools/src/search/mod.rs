@@ -70,7 +70,7 @@ struct SearchInput {
 /// The search tool; keeps each backend's cool-down and the cache.
 pub struct SearchTool {
     spec: ToolSpec,
-    client: reqwest::Client,
+    client: Result<reqwest::Client, satchel_http::HttpSetupError>,
     cache: Arc<dyn SearchCache>,
     cooling: Mutex<HashMap<&'static str, Instant>>,
 }
@@ -78,11 +78,12 @@ pub struct SearchTool {
 impl SearchTool {
     /// The tool, caching answers in `cache`.
     pub fn new(cache: Arc<dyn SearchCache>) -> SearchTool {
-        // Building a client fails only without a TLS backend, which is compiled in.
-        let client = reqwest::Client::builder()
-            .user_agent(concat!("satchel/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .unwrap_or_default();
+        // Fails only with a broken system certificate store; then searches
+        // fail one by one with a clear error instead of Satchel not starting.
+        let client = satchel_http::client_builder().and_then(|b| {
+            b.build()
+                .map_err(|e| satchel_http::HttpSetupError::from_message(e.to_string()))
+        });
         SearchTool {
             spec: spec(),
             client,
@@ -152,8 +153,12 @@ impl SearchTool {
                 ));
                 continue;
             }
+            let client = self
+                .client
+                .as_ref()
+                .map_err(|e| ToolError::new(ErrorCode::ToolCrashed, e.to_string()))?;
             match backend
-                .search(&self.client, query, kind, max, config.timeout)
+                .search(client, query, kind, max, config.timeout)
                 .await
             {
                 Ok(raw) => {

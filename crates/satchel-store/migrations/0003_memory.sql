@@ -1,4 +1,4 @@
--- Satchel schema version 2: the memory tool's memories (with their FTS5
+-- Satchel schema version 3: the memory tool's memories (with their FTS5
 -- keyword index and their embeddings) and memory sessions.
 --
 -- `seq` is the integer key indexes kept outside the file refer to;

@@ -1,0 +1,108 @@
+//! `satchel code stats|failures`: what the `code` tool's traces say.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use satchel_store::{Clock, CodeQuery, CodeStore, SystemClock, Timestamp};
+use satchel_tools::code::{FailureSummary, code_stats};
+
+use super::db;
+use super::project::Project;
+use crate::cli::{CodeCommand, CodeFailuresArgs, CodeStatsArgs};
+
+pub(crate) async fn run(command: CodeCommand, project: &Project) -> anyhow::Result<ExitCode> {
+    match command {
+        CodeCommand::Stats(args) => stats(args, project).await,
+        CodeCommand::Failures(args) => failures(args, project).await,
+    }
+}
+
+async fn stats(args: CodeStatsArgs, project: &Project) -> anyhow::Result<ExitCode> {
+    let since =
+        Timestamp::from_millis(SystemClock.now().as_millis() - i64::from(args.days) * 86_400_000);
+    let rows = match db::open_for_reading(project.db.as_deref()).await? {
+        Some(store) => {
+            store
+                .code_executions(CodeQuery {
+                    since: Some(since),
+                    ..CodeQuery::default()
+                })
+                .await?
+        }
+        None => Vec::new(),
+    };
+    let stats = code_stats(&rows);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&stats)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "Code runs, last {} days: {} ({} ok, {} failed)",
+        args.days, stats.total, stats.successes, stats.failures
+    )?;
+    if stats.total == 0 {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rate = stats.successes as f64 * 100.0 / stats.total as f64;
+    writeln!(
+        out,
+        "success rate {rate:.0}%; duration average {} ms, p95 {} ms",
+        stats.average_ms, stats.p95_ms
+    )?;
+    writeln!(out, "\nBy language:")?;
+    for language in &stats.languages {
+        writeln!(
+            out,
+            "  {:11} {:5} runs, {} failed",
+            language.language, language.total, language.failures
+        )?;
+    }
+    if !stats.categories.is_empty() {
+        writeln!(out, "\nErrors:")?;
+        for category in &stats.categories {
+            writeln!(
+                out,
+                "  {:10} {:4}  e.g. {}",
+                category.category, category.count, category.example.error
+            )?;
+            writeln!(out, "  {:10} {:4}       {}", "", "", category.example.code)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn failures(args: CodeFailuresArgs, project: &Project) -> anyhow::Result<ExitCode> {
+    let rows = match db::open_for_reading(project.db.as_deref()).await? {
+        Some(store) => {
+            store
+                .code_executions(CodeQuery {
+                    failed_only: true,
+                    limit: Some(args.count),
+                    ..CodeQuery::default()
+                })
+                .await?
+        }
+        None => Vec::new(),
+    };
+    let failures: Vec<FailureSummary> = rows.iter().rev().map(FailureSummary::of).collect();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&failures)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if failures.is_empty() {
+        writeln!(out, "no failed code runs recorded")?;
+    }
+    for failure in failures {
+        writeln!(
+            out,
+            "{}  {} ({})  {}",
+            failure.at, failure.language, failure.category, failure.id
+        )?;
+        writeln!(out, "  code:  {}", failure.code)?;
+        writeln!(out, "  error: {}", failure.error)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

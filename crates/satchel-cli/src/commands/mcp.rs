@@ -1,0 +1,190 @@
+//! `satchel mcp ...`: serve Satchel's tools over MCP, list the MCP servers
+//! Satchel uses.
+
+use std::io::Write;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use satchel_mcp::diagnostic::{self, EchoTool};
+use satchel_mcp::http::{self, HttpOptions};
+use satchel_mcp::{SatchelServer, ServerOptions, ServerState, ServerStatus, serve_stdio};
+use tokio_util::sync::CancellationToken;
+
+use satchel_core::{ToolCall, ToolOutput};
+use satchel_store::{AuditSource, NewToolCall, Timestamp, ToolCallStore};
+use satchel_tools::{CallObserver, CallSource};
+
+use super::db::LazyStore;
+use super::project::Project;
+use super::setup;
+use crate::cli::{ListArgs, McpCommand, ServeArgs};
+
+pub(crate) async fn run(command: McpCommand, project: &Project) -> anyhow::Result<ExitCode> {
+    match command {
+        McpCommand::Serve(args) => serve(args, project).await,
+        McpCommand::Servers(args) => servers(args, project).await,
+    }
+}
+
+/// `mcp serve`: the registry (kept current) behind an MCP server, until
+/// the client leaves (stdio) or a signal arrives.
+async fn serve(args: ServeArgs, project: &Project) -> anyhow::Result<ExitCode> {
+    let live = Arc::new(project.tools(false).await?);
+    let _watcher = live.spawn_watcher();
+    if args.echo_tool {
+        live.set_extra_tools(diagnostic::GROUP, vec![Arc::new(EchoTool::new())])?;
+    }
+    // Imported tools arrive while serving; clients hear of them through
+    // `notifications/tools/list_changed`.
+    let servers = setup::start_mcp_in_background(&live, &project.root);
+
+    let shutdown = CancellationToken::new();
+    let on_signal = shutdown.clone();
+    tokio::spawn(async move {
+        setup::wait_for_interrupt().await;
+        on_signal.cancel();
+    });
+    let options = ServerOptions {
+        channel: if args.http.is_some() {
+            "mcp-http"
+        } else {
+            "mcp-stdio"
+        }
+        .into(),
+        working_dir: project.root.clone(),
+        config: setup::config_loader(&project.root),
+        observer: Some(Arc::new(AuditObserver {
+            store: project.store.clone(),
+        })),
+    };
+    let server = SatchelServer::new(live.clone(), options);
+    let served = match args.http {
+        None => serve_stdio(server, shutdown.clone()).await,
+        Some(addr) => {
+            let options = HttpOptions {
+                addr,
+                token: args.token,
+                allowed_origins: args.allow_origins,
+            };
+            match http::bind(server, options, shutdown.clone()).await {
+                Ok(bound) => {
+                    let local = bound.local_addr()?;
+                    // stderr: stdout stays free for results.
+                    eprintln!("satchel: serving MCP at http://{local}{}", http::ENDPOINT);
+                    bound.serve().await
+                }
+                Err(error) => Err(error),
+            }
+        }
+    };
+    shutdown.cancel();
+    servers.shutdown().await;
+    served?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mcp servers`: start each server, report, stop.
+async fn servers(args: ListArgs, project: &Project) -> anyhow::Result<ExitCode> {
+    let live = Arc::new(project.tools(false).await?);
+    let manager = setup::start_mcp_in_background(&live, &project.root);
+    manager.ready().await;
+    let statuses = manager.statuses();
+    manager.shutdown().await;
+
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&statuses)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if statuses.is_empty() {
+        writeln!(
+            stdout,
+            "no MCP servers configured: declare them in .agents/mcp.json or $XDG_CONFIG_HOME/satchel/mcp.json"
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let width = statuses
+        .iter()
+        .map(|s| s.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    writeln!(
+        stdout,
+        "{:width$}  {:10}  {:>5}  DETAIL",
+        "NAME", "STATE", "TOOLS"
+    )?;
+    for status in &statuses {
+        writeln!(
+            stdout,
+            "{:width$}  {:10}  {:>5}  {}",
+            status.name,
+            status.state.label(),
+            status.tools.len(),
+            detail(status)
+        )?;
+        if !status.tools.is_empty() {
+            let names: Vec<&str> = status.tools.iter().map(|t| t.name.as_str()).collect();
+            writeln!(stdout, "{:width$}  tools: {}", "", names.join(", "))?;
+        }
+        for note in &status.notes {
+            writeln!(stdout, "{:width$}  note: {note}", "")?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The transport when all is well, the reason when not.
+fn detail(status: &ServerStatus) -> String {
+    match &status.state {
+        ServerState::Failed { reason } => reason.clone(),
+        ServerState::Restarting { reason, .. } => reason.clone(),
+        _ => status.transport.clone(),
+    }
+}
+
+/// Records every call served over MCP in the audit trail (source `mcp`),
+/// like `tools call` does for the CLI; a store failure is a warning.
+struct AuditObserver {
+    store: Arc<LazyStore>,
+}
+
+#[async_trait::async_trait]
+impl CallObserver for AuditObserver {
+    async fn on_call(
+        &self,
+        _source: &CallSource,
+        call: &ToolCall,
+        output: &ToolOutput,
+        started: SystemTime,
+        finished: SystemTime,
+    ) {
+        let millis = |at: SystemTime| {
+            let since_epoch = at.duration_since(UNIX_EPOCH).unwrap_or_default();
+            Timestamp::from_millis(i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX))
+        };
+        let duration = finished.duration_since(started).unwrap_or_default();
+        let record = NewToolCall {
+            source: AuditSource::Mcp,
+            conversation_id: None,
+            statement_id: None,
+            turn: None,
+            call: call.clone(),
+            output: output.clone(),
+            decision: None,
+            started_at: millis(started),
+            finished_at: millis(finished),
+            duration_us: u64::try_from(duration.as_micros()).unwrap_or(u64::MAX),
+        };
+        match self.store.get().await {
+            Ok(store) => {
+                if let Err(error) = store.record_tool_call(record).await {
+                    tracing::warn!("an MCP call was not recorded: {error}");
+                }
+            }
+            Err(reason) => tracing::warn!("an MCP call was not recorded: {reason}"),
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! Real MCP peers from the package registries against the built `satchel`:
+//! the official Python SDK as a client of `satchel mcp serve`, the
+//! reference server `@modelcontextprotocol/server-everything` as a server
+//! Satchel's client uses, and the official conformance suite against
+//! `satchel mcp serve --http`.
+//!
+//! The peers live in `.peers/` at the repository root, installed at pinned
+//! versions by `scripts/install-test-peers.sh` (which `.ci/run` calls).
+//! A missing peer fails the test with that instruction: these tests never
+//! skip silently.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+/// A peer installed by the install script, or a failure that says how to get it.
+fn peer(relative: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../.peers")
+        .join(relative);
+    assert!(
+        path.exists(),
+        "test peer {} is missing: run scripts/install-test-peers.sh (CI's .ci/run does)",
+        path.display()
+    );
+    path
+}
+
+/// A temporary project with its own config and cache directories.
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("project/.agents/tools")).unwrap();
+        std::fs::create_dir_all(dir.path().join("config")).unwrap();
+        Sandbox { dir }
+    }
+
+    fn project(&self) -> PathBuf {
+        self.dir.path().join("project")
+    }
+
+    /// The variables every `satchel` run here gets.
+    fn env(&self) -> Vec<(&'static str, String)> {
+        let path = |p: &str| self.dir.path().join(p).display().to_string();
+        vec![
+            ("XDG_CONFIG_HOME", path("config")),
+            ("XDG_CACHE_HOME", path("cache")),
+            ("SATCHEL_LIBEXEC_DIR", path("libexec")),
+            ("TMPDIR", self.dir.path().display().to_string()),
+        ]
+    }
+
+    fn satchel(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_satchel"));
+        command
+            .args(args)
+            .current_dir(self.project())
+            .envs(self.env())
+            .env_remove("RUST_LOG")
+            .env_remove("SATCHEL_MCP_TOKEN");
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.satchel(args).stdin(Stdio::null()).output().unwrap()
+    }
+
+    fn install_tool(&self, source: &str) {
+        let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/peers")
+            .join(source);
+        let to = self.project().join(".agents/tools").join(source);
+        std::fs::copy(from, &to).unwrap();
+        std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+fn stdout_json(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+/// Processes whose environment holds `KEY=value`.
+fn processes_with_env(key: &str, value: &str) -> Vec<String> {
+    let needle = format!("{key}={value}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if environ
+            .split(|b| *b == 0)
+            .any(|var| var == needle.as_bytes())
+        {
+            found.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    found
+}
+
+#[test]
+fn python_sdk_client_lists_and_calls_satchel_tools() {
+    let python = peer("venv/bin/python");
+    let sandbox = Sandbox::new();
+    let output = sandbox.run(&["tools", "new", "shout", "--lang", "bash"]);
+    assert!(output.status.success(), "{output:?}");
+    let env: serde_json::Map<String, Value> = sandbox
+        .env()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), json!(v)))
+        .collect();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/python_client.py");
+    let output = Command::new(python)
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_satchel"))
+        .arg(sandbox.project())
+        .arg(Value::Object(env).to_string())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the Python client failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = stdout_json(&output);
+
+    assert_eq!(report["initialize"]["serverInfo"]["name"], "satchel");
+    let tools = report["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["bash", "code", "memory", "search", "shout"]);
+    assert_eq!(tools[0]["inputSchema"]["required"], json!(["command"]));
+    assert_eq!(tools[0]["annotations"]["destructiveHint"], true);
+
+    // The SDK validated structuredContent against bash's outputSchema on the way.
+    let ok = &report["ok"];
+    assert_eq!(ok["isError"], false);
+    assert_eq!(ok["structuredContent"]["stdout"], "from python\n");
+    assert_eq!(ok["structuredContent"]["exit_code"], 0);
+    let text: Value = serde_json::from_str(ok["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text, ok["structuredContent"]);
+
+    // A command that fails is still a successful call of bash.
+    assert_eq!(report["exit3"]["structuredContent"]["exit_code"], 3);
+
+    for (key, code) in [("invalid", "INVALID_PARAMS"), ("missing", "TOOL_NOT_FOUND")] {
+        let result = &report[key];
+        assert_eq!(result["isError"], true, "{key}: {result}");
+        assert_eq!(result["structuredContent"]["error_code"], code, "{key}");
+        assert!(
+            result["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains(code),
+            "{key}: {result}"
+        );
+    }
+    assert_eq!(
+        report["external"]["structuredContent"],
+        json!({"text": "hey", "length": 3})
+    );
+}
+
+#[test]
+fn satchel_uses_the_reference_server_everything() {
+    let server = peer("node_modules/.bin/mcp-server-everything");
+    let sandbox = Sandbox::new();
+    let mark = format!("satchel-peer-test-{}", std::process::id());
+    std::fs::write(
+        sandbox.project().join(".agents/mcp.json"),
+        json!({"mcpServers": {
+            "everything": {"command": server, "args": ["stdio"], "env": {"SATCHEL_TEST_MARK": mark}},
+            "broken": {"command": "/nonexistent/mcp-server"},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+
+    let output = sandbox.run(&[
+        "tools",
+        "call",
+        "everything__echo",
+        r#"{"message": "hello everything"}"#,
+        "--json",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let whole = stdout_json(&output);
+    assert_eq!(whole["is_error"], false);
+    assert_eq!(whole["results"], "Echo: hello everything");
+    // A broken server is a warning, not a failure.
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("/nonexistent/mcp-server"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    // Satchel validates against the reference server's schema first.
+    let output = sandbox.run(&["tools", "call", "everything__echo", r#"{"msg": 1}"#]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout_json(&output)["error_code"], "INVALID_PARAMS");
+
+    let output = sandbox.run(&["mcp", "servers", "--json"]);
+    assert!(output.status.success());
+    let servers = stdout_json(&output);
+    let everything = servers
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "everything")
+        .unwrap();
+    assert_eq!(everything["state"], "running", "{everything}");
+    let tools: Vec<&str> = everything["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"everything__echo"), "{tools:?}");
+    let broken = servers
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "broken")
+        .unwrap();
+    assert_eq!(broken["state"], "failed");
+
+    let output = sandbox.run(&["mcp", "servers"]);
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.starts_with("NAME"), "{text}");
+    assert!(text.contains("everything__echo"), "{text}");
+
+    // Every run shut its server down: no process with the mark is left.
+    let start = Instant::now();
+    loop {
+        let left = processes_with_env("SATCHEL_TEST_MARK", &mark);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "server processes left behind: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `satchel mcp serve --http 127.0.0.1:0` and the URL it serves at.
+fn serve_http(sandbox: &Sandbox) -> (Child, String) {
+    let mut child = sandbox
+        .satchel(&["mcp", "serve", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("satchel exited before serving")
+            .unwrap();
+        if let Some(at) = line.find("http://") {
+            break line[at..].trim().to_owned();
+        }
+    };
+    // Keep draining stderr so the server never blocks on it.
+    std::thread::spawn(move || for _ in lines {});
+    (child, url)
+}
+
+#[test]
+fn conformance_suite_passes_the_scenarios_for_any_server() {
+    let bun = peer("node_modules/.bin/bun");
+    let suite = peer("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    let sandbox = Sandbox::new();
+    // The suite calls these by name; they are ordinary external tools.
+    sandbox.install_tool("test_error_handling");
+    sandbox.install_tool("json_schema_2020_12_tool");
+    let (mut server, url) = serve_http(&sandbox);
+    let mut failures = Vec::new();
+    for scenario in [
+        "server-initialize",
+        "ping",
+        "tools-list",
+        "tools-call-error",
+        "json-schema-2020-12",
+        "dns-rebinding-protection",
+        "logging-set-level",
+    ] {
+        let output = Command::new(&bun)
+            .arg(&suite)
+            .args(["server", "--url", &url, "--scenario", scenario])
+            .current_dir(sandbox.dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr);
+        let summary = text
+            .lines()
+            .find(|line| line.starts_with("Passed: "))
+            .map(str::to_owned);
+        let passed = summary.as_deref().is_some_and(|line| {
+            let (counts, rest) = line["Passed: ".len()..].split_once(',').unwrap_or(("", ""));
+            let (done, total) = counts.split_once('/').unwrap_or(("0", "1"));
+            done == total && done != "0" && rest.trim_start().starts_with("0 failed")
+        });
+        if !(output.status.success() && passed) {
+            failures.push(format!("{scenario}: {summary:?}\n{text}"));
+        }
+    }
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

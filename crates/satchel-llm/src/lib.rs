@@ -1,0 +1,67 @@
+//! Model providers: OpenAI-compatible Chat Completions and Anthropic
+//! Messages, streaming or not, with exact token accounting.
+//!
+//! A call flows [`ChatRequest`] (provider-neutral history and tools) →
+//! [`Provider::prepare`] (the body serialised once, its tokens counted on
+//! those bytes: a [`PreparedRequest`] with a [`TokenEstimate`]) →
+//! [`Provider::send`] (exactly those bytes posted, retried on 429/5xx with
+//! backoff, cancellable) → [`StreamEvent`]s → a [`Response`] that carries
+//! the estimate next to the provider's [`Usage`].
+//!
+//! What does not live here: the agent loop, storage of usage rows, the
+//! `satchel context` command, reading the process environment (callers
+//! pass it to [`LlmConfig::resolve`]).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), satchel_llm::LlmError> {
+//! use std::collections::HashMap;
+//! use futures_util::StreamExt;
+//! use satchel_core::Message;
+//! use satchel_llm::{ChatRequest, LlmConfig, StreamEvent, connect};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! let env: HashMap<String, String> = HashMap::new(); // the binary passes std::env::vars()
+//! let provider = connect(LlmConfig::default().resolve(&env)?)?;
+//! let history = [Message::system("Be brief."), Message::user("Why is the sky blue?")];
+//! let mut events = provider.stream(&ChatRequest::new(&history, &[]), CancellationToken::new())?;
+//! while let Some(event) = events.next().await {
+//!     match event? {
+//!         StreamEvent::TextDelta(text) => print!("{text}"),
+//!         StreamEvent::Done(response) => {
+//!             println!("\n{} tokens estimated, {:?} reported", response.estimate.total, response.usage);
+//!         }
+//!         _ => {}
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod anthropic;
+mod config;
+mod error;
+mod http;
+mod models;
+mod openai;
+mod pretokenize;
+mod provider;
+mod request;
+mod response;
+mod sse;
+mod tokens;
+
+pub use anthropic::{ANTHROPIC_VERSION, AnthropicProvider};
+pub use config::{
+    ANTHROPIC_URL, ApiKey, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OLLAMA_MODEL, DEFAULT_OLLAMA_URL,
+    DEFAULT_OPENAI_MODEL, LlmConfig, ModelConfig, OPENAI_URL, ProviderKind, RetryPolicy,
+};
+pub use error::LlmError;
+pub use http::{EventStream, collect};
+pub use models::{ModelInfo, UNKNOWN_MODEL, model_info};
+pub use openai::OpenAiProvider;
+pub use provider::{Provider, connect};
+pub use request::{ChatRequest, Mode, PreparedRequest, ToolChoice};
+pub use response::{AssembledToolCall, Response, StopReason, StreamEvent, Usage};
+pub use tokens::{Encoding, IMAGE_TOKENS, Section, SectionTokens, TokenEstimate, count_tokens};

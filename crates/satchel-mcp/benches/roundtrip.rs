@@ -1,0 +1,306 @@
+//! `tools/call` round-trip latency over stdio, from one rmcp client, to
+//! `satchel mcp serve` and to the reference TypeScript server
+//! (`@modelcontextprotocol/server-everything`), in the same run.
+//!
+//! ```sh
+//! scripts/install-test-peers.sh                  # once: the reference server
+//! cargo bench -p satchel-mcp --bench roundtrip
+//! ```
+//!
+//! Both sides answer an `echo` tool: the reference server's own, and
+//! Satchel's diagnostic `echo` (`satchel mcp serve --echo-tool`), which goes
+//! through exactly what any Satchel tool goes through over MCP (framing,
+//! lookup, schema validation, the observer path, result conversion) with a
+//! body that costs nothing, like the reference's. A third row calls
+//! Satchel's `bash` with `true` to show what a real process costs; it is
+//! not part of the ratio.
+//!
+//! A last row measures the floor: this bench itself as a bare responder
+//! that parses each request and writes a canned answer, no MCP library on
+//! its side, so what it shows is the client's and the pipes' share.
+//!
+//! The Satchel binary is `$SATCHEL_BIN`, else `satchel` in the release
+//! directory of the target directory this bench runs from, which is built
+//! (`cargo build --release -p satchel-cli`) when missing.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // A bench fails loudly and prints its table.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+
+/// Calls per round; the servers take turns, round by round.
+const ROUND: usize = 250;
+/// Rounds per server.
+const ROUNDS: usize = 8;
+/// Calls before measuring, per server.
+const WARMUP: usize = 300;
+/// Calls of the process-spawning `bash` row.
+const BASH_CALLS: usize = 200;
+/// Set in the environment of this bench's own child to make it the bare responder.
+const RESPONDER_VAR: &str = "SATCHEL_ROUNDTRIP_RESPONDER";
+
+/// The floor: answers each JSON-RPC request with a canned result, as fast
+/// as blocking stdio allows.
+fn bare_responder() {
+    use std::io::{BufRead, Write};
+    let stdin = std::io::stdin();
+    let mut stdout = std::io::stdout().lock();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { return };
+        let Ok(request) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let Some(id) = request.get("id") else {
+            continue;
+        };
+        let result = match request["method"].as_str() {
+            Some("initialize") => json!({
+                "protocolVersion": request["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "bare", "version": "0"},
+            }),
+            Some("tools/list") => {
+                json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
+            }
+            Some("tools/call") => {
+                json!({"content": [{"type": "text", "text": format!("Echo: {}", request["params"]["arguments"]["message"])}]})
+            }
+            _ => json!({}),
+        };
+        let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        if writeln!(stdout, "{answer}")
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+struct Peer {
+    label: &'static str,
+    client: RunningService<RoleClient, ()>,
+    child: Child,
+    tool: &'static str,
+    arguments: Value,
+    samples: Vec<Duration>,
+}
+
+impl Peer {
+    async fn start(
+        label: &'static str,
+        program: &Path,
+        args: &[&str],
+        tool: &'static str,
+        arguments: Value,
+    ) -> Peer {
+        let mut child = Command::new(program)
+            .args(args)
+            .env(RESPONDER_VAR, if label == BARE { "1" } else { "" })
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
+        let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+        let client = ().serve(transport).await.unwrap();
+        let tools = client.list_all_tools().await.unwrap();
+        assert!(
+            tools.iter().any(|t| t.name == tool),
+            "{label} has no tool `{tool}`"
+        );
+        Peer {
+            label,
+            client,
+            child,
+            tool,
+            arguments,
+            samples: Vec::new(),
+        }
+    }
+
+    async fn call_once(&self) -> Duration {
+        let Value::Object(arguments) = self.arguments.clone() else {
+            unreachable!()
+        };
+        let params = CallToolRequestParams::new(self.tool).with_arguments(arguments);
+        let started = Instant::now();
+        let result = tokio::time::timeout(Duration::from_secs(30), self.client.call_tool(params))
+            .await
+            .expect("call timed out")
+            .unwrap();
+        let elapsed = started.elapsed();
+        assert_ne!(result.is_error, Some(true), "{}: {result:?}", self.label);
+        elapsed
+    }
+
+    async fn run(&mut self, calls: usize) {
+        for _ in 0..calls {
+            let elapsed = self.call_once().await;
+            self.samples.push(elapsed);
+        }
+    }
+
+    async fn stop(mut self) {
+        let _ = self.client.close().await;
+        let _ = self.child.kill().await;
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index]
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// The release `satchel`, built when missing.
+fn satchel_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("SATCHEL_BIN") {
+        return PathBuf::from(path);
+    }
+    // This bench runs from <target>/release/deps/.
+    let exe = std::env::current_exe().unwrap();
+    let release = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+    let binary = release.join("satchel");
+    if !binary.exists() {
+        println!("building the release satchel binary (cargo build --release -p satchel-cli)...");
+        let status = std::process::Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "satchel-cli",
+                "--bin",
+                "satchel",
+            ])
+            .env("CARGO_TARGET_DIR", release.parent().unwrap())
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+            .status()
+            .unwrap();
+        assert!(status.success(), "building satchel failed");
+    }
+    binary
+}
+
+fn reference_server() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../.peers/node_modules/.bin/mcp-server-everything");
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/install-test-peers.sh",
+        path.display()
+    );
+    path
+}
+
+/// The label of the floor row.
+const BARE: &str = "bare responder (floor)";
+
+fn main() {
+    if std::env::var_os(RESPONDER_VAR).is_some_and(|v| v == "1") {
+        bare_responder();
+        return;
+    }
+    tokio::runtime::Runtime::new().unwrap().block_on(measure());
+}
+
+async fn measure() {
+    let satchel = satchel_binary();
+    let project = tempfile::tempdir().unwrap();
+    let project_arg = project.path().display().to_string();
+    let message = json!({"message": "the quick brown fox jumps over the lazy dog"});
+
+    let mut satchel_echo = Peer::start(
+        "satchel echo",
+        &satchel,
+        &["-C", &project_arg, "mcp", "serve", "--echo-tool"],
+        "echo",
+        message.clone(),
+    )
+    .await;
+    let mut reference = Peer::start(
+        "server-everything echo",
+        &reference_server(),
+        &["stdio"],
+        "echo",
+        message,
+    )
+    .await;
+    let mut bare = Peer::start(
+        BARE,
+        &std::env::current_exe().unwrap(),
+        &[],
+        "echo",
+        json!({"message": "the quick brown fox jumps over the lazy dog"}),
+    )
+    .await;
+    for peer in [&satchel_echo, &reference, &bare] {
+        for _ in 0..WARMUP {
+            peer.call_once().await;
+        }
+    }
+    for _ in 0..ROUNDS {
+        satchel_echo.run(ROUND).await;
+        reference.run(ROUND).await;
+        bare.run(ROUND).await;
+    }
+    let mut satchel_bash = Peer::start(
+        "satchel bash `true`",
+        &satchel,
+        &["-C", &project_arg, "mcp", "serve"],
+        "bash",
+        json!({"command": "true"}),
+    )
+    .await;
+    satchel_bash.run(BASH_CALLS / 4).await;
+    satchel_bash.samples.clear();
+    satchel_bash.run(BASH_CALLS).await;
+
+    println!();
+    println!("tools/call round trip over stdio, one rmcp client, sequential calls");
+    println!(
+        "{:<26} {:>7} {:>10} {:>10} {:>10}",
+        "server / tool", "calls", "p50 µs", "p90 µs", "p99 µs"
+    );
+    let mut p50 = Vec::new();
+    for peer in [&satchel_echo, &reference, &satchel_bash, &bare] {
+        let mut sorted = peer.samples.clone();
+        sorted.sort();
+        p50.push(percentile(&sorted, 0.5));
+        println!(
+            "{:<26} {:>7} {:>10.1} {:>10.1} {:>10.1}",
+            peer.label,
+            sorted.len(),
+            micros(percentile(&sorted, 0.5)),
+            micros(percentile(&sorted, 0.9)),
+            micros(percentile(&sorted, 0.99)),
+        );
+    }
+    let ratio = p50[0].as_secs_f64() / p50[1].as_secs_f64();
+    println!();
+    println!(
+        "p50 ratio satchel echo / server-everything echo: {ratio:.3} (target <= 0.200: {})",
+        if ratio <= 0.2 { "met" } else { "NOT met" }
+    );
+    let above = |p: Duration| micros(p.saturating_sub(p50[3]));
+    println!(
+        "above the floor (server-side share of p50): satchel echo {:.1} µs, server-everything echo {:.1} µs",
+        above(p50[0]),
+        above(p50[1])
+    );
+    satchel_echo.stop().await;
+    reference.stop().await;
+    satchel_bash.stop().await;
+    bare.stop().await;
+}

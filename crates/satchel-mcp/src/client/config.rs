@@ -1,0 +1,461 @@
+//! `mcp.json`: the MCP servers Satchel starts, in the `mcpServers` shape
+//! other MCP clients use.
+//!
+//! ```json
+//! {"mcpServers": {
+//!   "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]},
+//!   "docs":  {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}}
+//! }}
+//! ```
+//!
+//! A server has `command` (with `args`, `env`, `cwd`) for stdio or `url`
+//! (with `headers`) for streamable HTTP; `type` may say which. Satchel's own
+//! keys: `startupTimeoutSecs` (default 30), `callTimeoutSecs` (default 60,
+//! reset by progress), `disabled`. Keys other clients use are ignored.
+//! `${VAR}` and `${VAR:-default}` in `command`, `args`, `env`, `cwd`, `url`
+//! and `headers` are replaced from the environment given to [`McpConfig::load`].
+//!
+//! The user's `$XDG_CONFIG_HOME/satchel/mcp.json` is read first, then the
+//! project's `.agents/mcp.json`; a server declared in both is the
+//! project's. A file that is not valid JSON, or a server entry of the wrong
+//! shape, is a warning naming the file (and line), never a failure.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// The project's MCP configuration file, relative to the project root.
+pub const PROJECT_MCP_CONFIG: &str = ".agents/mcp.json";
+/// Time a server gets to start and answer `initialize` and `tools/list`.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Time a call may go without an answer or a progress notification.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The servers to start and what went wrong reading them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct McpConfig {
+    /// Servers by name.
+    pub servers: BTreeMap<String, ServerConfig>,
+    /// Problems found, each naming its file.
+    pub warnings: Vec<String>,
+}
+
+/// One server to start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    /// The name from the configuration; tools are imported as `name__tool`.
+    pub name: String,
+    /// How to reach it.
+    pub transport: TransportConfig,
+    /// Time to start and list tools.
+    pub startup_timeout: Duration,
+    /// Time a call may go without an answer or progress.
+    pub call_timeout: Duration,
+    /// The file that declared it.
+    pub declared_in: PathBuf,
+    /// A problem that keeps it from starting (e.g. an unset variable); it
+    /// is listed as failed with this reason.
+    pub problem: Option<String>,
+}
+
+/// How a server is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TransportConfig {
+    /// A child process speaking JSON-RPC on stdin and stdout.
+    Stdio {
+        /// The program, looked up in `PATH` when it has no slash.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Variables added to the inherited environment.
+        env: BTreeMap<String, String>,
+        /// Working directory; the project directory when absent, relative
+        /// paths resolved against it.
+        cwd: PathBuf,
+    },
+    /// A streamable HTTP endpoint.
+    Http {
+        /// The endpoint URL.
+        url: String,
+        /// Headers sent with every request (e.g. `Authorization`).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl TransportConfig {
+    /// One line for listings: the command line or the URL.
+    pub fn describe(&self) -> String {
+        match self {
+            TransportConfig::Stdio { command, args, .. } => {
+                let mut line = format!("stdio: {command}");
+                for arg in args {
+                    line.push(' ');
+                    line.push_str(arg);
+                }
+                line
+            }
+            TransportConfig::Http { url, .. } => format!("http: {url}"),
+        }
+    }
+}
+
+/// A server entry as written.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawServer {
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    disabled: bool,
+    startup_timeout_secs: Option<f64>,
+    call_timeout_secs: Option<f64>,
+}
+
+impl McpConfig {
+    /// The config files for a project, lowest precedence first: the user's
+    /// (under `user_config_dir`, e.g. `$XDG_CONFIG_HOME/satchel`), then the
+    /// project's.
+    pub fn default_paths(project_dir: &Path, user_config_dir: Option<&Path>) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = user_config_dir
+            .map(|dir| dir.join("mcp.json"))
+            .into_iter()
+            .collect();
+        paths.push(project_dir.join(PROJECT_MCP_CONFIG));
+        paths
+    }
+
+    /// Reads `paths` (later ones win, server by server); `env` answers
+    /// `${VAR}` references; relative `cwd`s start at `project_dir`.
+    pub fn load(
+        paths: &[PathBuf],
+        project_dir: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> McpConfig {
+        let mut config = McpConfig::default();
+        for path in paths {
+            let text = match std::fs::read_to_string(path) {
+                Ok(text) => text,
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(error) => {
+                    config
+                        .warnings
+                        .push(format!("{}: cannot read: {error}", path.display()));
+                    continue;
+                }
+            };
+            config.read_file(path, &text, project_dir, env);
+        }
+        config
+    }
+
+    /// Parses one file's text into `self`.
+    fn read_file(
+        &mut self,
+        path: &Path,
+        text: &str,
+        project_dir: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) {
+        let file = path.display();
+        let value: Value = match serde_json::from_str(text) {
+            Ok(value) => value,
+            Err(error) => {
+                self.warnings.push(format!(
+                    "{file}:{}:{}: invalid JSON ({error}); ignoring this file",
+                    error.line(),
+                    error.column()
+                ));
+                return;
+            }
+        };
+        let servers = match value.get("mcpServers") {
+            Some(Value::Object(servers)) => servers.clone(),
+            Some(_) => {
+                self.warnings
+                    .push(format!("{file}: `mcpServers` must be an object; ignored"));
+                return;
+            }
+            None if value.is_object() => Map::new(),
+            None => {
+                self.warnings
+                    .push(format!("{file}: must hold a JSON object; ignored"));
+                return;
+            }
+        };
+        for (name, entry) in servers {
+            let raw = match RawServer::deserialize(&entry) {
+                Ok(raw) => raw,
+                Err(error) => {
+                    self.warnings
+                        .push(format!("{file}: server `{name}`: {error}; skipped"));
+                    continue;
+                }
+            };
+            if raw.disabled {
+                self.servers.remove(&name);
+                continue;
+            }
+            match server_config(&name, raw, path, project_dir, env) {
+                Ok(server) => {
+                    self.servers.insert(name, server);
+                }
+                Err(reason) => self
+                    .warnings
+                    .push(format!("{file}: server `{name}`: {reason}; skipped")),
+            }
+        }
+    }
+}
+
+fn server_config(
+    name: &str,
+    raw: RawServer,
+    path: &Path,
+    project_dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServerConfig, String> {
+    let mut problems = Vec::new();
+    let mut expand = |text: &str| match expand_vars(text, env) {
+        Ok(expanded) => expanded,
+        Err(missing) => {
+            problems.push(format!("environment variable `{missing}` is not set"));
+            String::new()
+        }
+    };
+    let kind = raw.kind.as_deref().map(str::to_ascii_lowercase);
+    let transport = match (kind.as_deref(), raw.command, raw.url) {
+        (Some("sse"), _, _) => {
+            return Err("the HTTP+SSE transport (`type: sse`) is not supported; use the server's streamable HTTP endpoint".into());
+        }
+        (Some("stdio") | None, Some(command), None) | (Some("stdio"), Some(command), Some(_)) => {
+            let cwd = match raw.cwd {
+                Some(cwd) => project_dir.join(expand(&cwd)),
+                None => project_dir.to_path_buf(),
+            };
+            TransportConfig::Stdio {
+                command: expand(&command),
+                args: raw.args.iter().map(|arg| expand(arg)).collect(),
+                env: raw
+                    .env
+                    .iter()
+                    .map(|(key, value)| (key.clone(), expand(value)))
+                    .collect(),
+                cwd,
+            }
+        }
+        (Some("http" | "streamable-http" | "streamablehttp") | None, None, Some(url))
+        | (Some("http" | "streamable-http" | "streamablehttp"), Some(_), Some(url)) => {
+            TransportConfig::Http {
+                url: expand(&url),
+                headers: raw
+                    .headers
+                    .iter()
+                    .map(|(key, value)| (key.clone(), expand(value)))
+                    .collect(),
+            }
+        }
+        (None, Some(_), Some(_)) => {
+            return Err("has both `command` and `url`; set `type` to `stdio` or `http`".into());
+        }
+        (Some(other), _, _)
+            if !matches!(
+                other,
+                "stdio" | "http" | "streamable-http" | "streamablehttp"
+            ) =>
+        {
+            return Err(format!(
+                "unknown `type` `{other}` (expected `stdio` or `http`)"
+            ));
+        }
+        _ => return Err("needs `command` (stdio) or `url` (HTTP)".into()),
+    };
+    let seconds = |value: Option<f64>, default: Duration| {
+        value
+            .filter(|secs| secs.is_finite() && *secs > 0.0)
+            .map_or(default, Duration::from_secs_f64)
+    };
+    problems.dedup();
+    Ok(ServerConfig {
+        name: name.to_owned(),
+        transport,
+        startup_timeout: seconds(raw.startup_timeout_secs, DEFAULT_STARTUP_TIMEOUT),
+        call_timeout: seconds(raw.call_timeout_secs, DEFAULT_CALL_TIMEOUT),
+        declared_in: path.to_path_buf(),
+        problem: (!problems.is_empty()).then(|| problems.join("; ")),
+    })
+}
+
+/// Replaces `${VAR}` and `${VAR:-default}`; `Err(VAR)` for the first unset
+/// variable without a default. `$` not followed by `{` is kept.
+fn expand_vars(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (inner, None),
+        };
+        match (env(name), default) {
+            (Some(value), _) if !value.is_empty() || default.is_none() => out.push_str(&value),
+            (_, Some(default)) => out.push_str(default),
+            (None, None) => return Err(name.to_owned()),
+            (Some(value), None) => out.push_str(&value),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "TOKEN" => Some("s3cret".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    fn load(files: &[(&str, &str)]) -> McpConfig {
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<PathBuf> = files
+            .iter()
+            .map(|(name, text)| {
+                let path = dir.path().join(name);
+                std::fs::write(&path, text).unwrap();
+                path
+            })
+            .collect();
+        let mut config = McpConfig::load(&paths, Path::new("/project"), &env);
+        for server in config.servers.values_mut() {
+            server.declared_in = PathBuf::from(server.declared_in.file_name().unwrap());
+        }
+        config
+    }
+
+    #[test]
+    fn stdio_and_http_servers_in_the_common_shape() {
+        let config = load(&[(
+            "mcp.json",
+            r#"{"mcpServers": {
+                "files": {"command": "npx", "args": ["-y", "srv", "${TOKEN}"], "env": {"K": "${MISSING:-fallback}"}},
+                "docs": {"url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}, "callTimeoutSecs": 5},
+                "typed": {"type": "stdio", "command": "./srv", "cwd": "tools", "startupTimeoutSecs": 2.5}
+            }}"#,
+        )]);
+        assert_eq!(config.warnings, Vec::<String>::new());
+        assert_eq!(
+            config.servers["files"],
+            ServerConfig {
+                name: "files".into(),
+                transport: TransportConfig::Stdio {
+                    command: "npx".into(),
+                    args: vec!["-y".into(), "srv".into(), "s3cret".into()],
+                    env: [("K".to_owned(), "fallback".to_owned())].into(),
+                    cwd: PathBuf::from("/project"),
+                },
+                startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+                call_timeout: DEFAULT_CALL_TIMEOUT,
+                declared_in: PathBuf::from("mcp.json"),
+                problem: None,
+            }
+        );
+        assert_eq!(
+            config.servers["docs"].transport,
+            TransportConfig::Http {
+                url: "https://x.example/mcp".into(),
+                headers: [("Authorization".to_owned(), "Bearer s3cret".to_owned())].into(),
+            }
+        );
+        assert_eq!(config.servers["docs"].call_timeout, Duration::from_secs(5));
+        let typed = &config.servers["typed"];
+        assert_eq!(typed.startup_timeout, Duration::from_millis(2500));
+        assert!(
+            matches!(&typed.transport, TransportConfig::Stdio { cwd, .. } if cwd == Path::new("/project/tools"))
+        );
+    }
+
+    #[test]
+    fn project_wins_server_by_server_and_disabled_removes() {
+        let config = load(&[
+            (
+                "user.json",
+                r#"{"mcpServers": {"a": {"command": "user-a"}, "b": {"command": "user-b"}, "c": {"command": "user-c"}}}"#,
+            ),
+            (
+                "project.json",
+                r#"{"mcpServers": {"a": {"command": "project-a"}, "c": {"command": "x", "disabled": true}}}"#,
+            ),
+        ]);
+        let commands: Vec<String> = config
+            .servers
+            .values()
+            .map(|s| s.transport.describe())
+            .collect();
+        assert_eq!(commands, ["stdio: project-a", "stdio: user-b"]);
+    }
+
+    #[test]
+    fn bad_files_and_entries_are_warnings() {
+        let config = load(&[
+            ("broken.json", "{\n  \"mcpServers\": {,\n}"),
+            (
+                "entries.json",
+                r#"{"mcpServers": {"none": {}, "both": {"command": "a", "url": "http://b"}, "old": {"type": "sse", "url": "http://c"}, "args": {"command": "a", "args": "x"}, "ok": {"command": "fine", "env": {"T": "${UNSET}"}}}}"#,
+            ),
+        ]);
+        let warnings = config.warnings.join("\n");
+        assert!(warnings.contains("broken.json:2:"), "{warnings}");
+        assert!(
+            warnings.contains("server `none`: needs `command`"),
+            "{warnings}"
+        );
+        assert!(warnings.contains("server `both`: has both"), "{warnings}");
+        assert!(
+            warnings.contains("server `old`: the HTTP+SSE transport"),
+            "{warnings}"
+        );
+        assert!(
+            warnings.contains("server `args`: invalid type"),
+            "{warnings}"
+        );
+        assert_eq!(config.servers.keys().collect::<Vec<_>>(), ["ok"]);
+        assert_eq!(
+            config.servers["ok"].problem.as_deref(),
+            Some("environment variable `UNSET` is not set")
+        );
+    }
+
+    #[test]
+    fn variables_expand_with_defaults() {
+        assert_eq!(expand_vars("a${TOKEN}b", &env).unwrap(), "as3cretb");
+        assert_eq!(expand_vars("${EMPTY:-d}", &env).unwrap(), "d");
+        assert_eq!(expand_vars("${EMPTY}", &env).unwrap(), "");
+        assert_eq!(expand_vars("$HOME ${open", &env).unwrap(), "$HOME ${open");
+        assert_eq!(expand_vars("${NOPE}", &env), Err("NOPE".into()));
+    }
+}

@@ -1,0 +1,183 @@
+//! One live connection to an MCP server: the rmcp client service over a
+//! child's pipes or streamable HTTP, and how it ends.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::http::{HeaderName, HeaderValue};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningServiceCancellationToken};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ServiceExt};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::config::{ServerConfig, TransportConfig};
+use super::process::{ServerProcess, describe_exit};
+
+/// What Satchel's client does with what a server sends on its own.
+#[derive(Clone)]
+pub(crate) struct Events {
+    pub(crate) server: String,
+    /// Told when the server's tool list changed.
+    pub(crate) tools_changed: mpsc::Sender<()>,
+}
+
+impl ClientHandler for Events {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("satchel", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        // Full means a re-list is already due.
+        let _ = self.tools_changed.try_send(());
+    }
+
+    #[allow(deprecated)] // Logging left the newest revision; older servers still send it.
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        tracing::debug!(server = %self.server, level = ?params.level, "{}", params.data);
+    }
+}
+
+/// A started server: its peer for requests, and what ends it.
+pub(crate) struct Connection {
+    pub(crate) peer: Peer<RoleClient>,
+    cancel: RunningServiceCancellationToken,
+    service: JoinHandle<()>,
+    process: Option<ServerProcess>,
+}
+
+impl Connection {
+    /// Starts the server and completes the MCP handshake.
+    pub(crate) async fn open(config: &ServerConfig, events: Events) -> Result<Connection, String> {
+        match &config.transport {
+            TransportConfig::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let (mut process, pipes) =
+                    ServerProcess::spawn(&config.name, command, args, env, cwd)
+                        .map_err(|error| format!("cannot start `{command}`: {error}"))?;
+                let served = tokio::select! {
+                    served = events.serve((pipes.stdout, pipes.stdin)) => served,
+                    status = process.wait() => {
+                        let how = status.map_or_else(|e| e.to_string(), describe_exit);
+                        return Err(with_stderr(format!("the server {how} during the handshake"), &process));
+                    }
+                };
+                match served {
+                    Ok(running) => Ok(Connection::from_running(running, Some(process))),
+                    Err(error) => {
+                        // Let a dying server finish writing its last words.
+                        let _ =
+                            tokio::time::timeout(Duration::from_millis(200), process.wait()).await;
+                        Err(with_stderr(
+                            format!("the MCP handshake failed: {error}"),
+                            &process,
+                        ))
+                    }
+                }
+            }
+            TransportConfig::Http { url, headers } => {
+                crate::ensure_crypto_provider();
+                let mut custom = HashMap::new();
+                for (name, value) in headers {
+                    let name = HeaderName::try_from(name.as_str())
+                        .map_err(|e| format!("header `{name}`: {e}"))?;
+                    let value = HeaderValue::try_from(value.as_str())
+                        .map_err(|e| format!("header `{name}`: {e}"))?;
+                    custom.insert(name, value);
+                }
+                let transport_config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
+                let transport = StreamableHttpClientTransport::from_config(transport_config);
+                let running = events
+                    .serve(transport)
+                    .await
+                    .map_err(|error| format!("cannot connect to {url}: {error}"))?;
+                Ok(Connection::from_running(running, None))
+            }
+        }
+    }
+
+    fn from_running(
+        running: rmcp::service::RunningService<RoleClient, Events>,
+        process: Option<ServerProcess>,
+    ) -> Connection {
+        let peer = running.peer().clone();
+        let cancel = running.cancellation_token();
+        let service = tokio::spawn(async move {
+            let _ = running.waiting().await;
+        });
+        Connection {
+            peer,
+            cancel,
+            service,
+            process,
+        }
+    }
+
+    /// The server's process id, for a stdio server.
+    pub(crate) fn pid(&self) -> Option<i32> {
+        self.process.as_ref().map(ServerProcess::pid)
+    }
+
+    /// Resolves when the connection ends on its own, with what happened: a
+    /// stdio server's process exited (even if a helper it started still
+    /// holds its stdout open) or closed its stdout, or an HTTP connection
+    /// ended.
+    pub(crate) async fn closed(&mut self) -> String {
+        let Connection {
+            service, process, ..
+        } = self;
+        let Some(process) = process else {
+            let _ = service.await;
+            return "the connection closed".to_owned();
+        };
+        let status = tokio::select! {
+            _ = &mut *service => {
+                tokio::time::timeout(Duration::from_millis(500), process.wait()).await.ok()
+            }
+            status = process.wait() => Some(status),
+        };
+        let how = match status {
+            Some(Ok(status)) => describe_exit(status),
+            Some(Err(error)) => format!("could not be waited for ({error})"),
+            None => "closed its stdout".to_owned(),
+        };
+        // Let it finish writing its last words.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        with_stderr(format!("the server {how}"), process)
+    }
+
+    /// Shuts down in order: the transport closes (a stdio server's stdin
+    /// closes), then the process gets `grace` to exit, then SIGTERM, then
+    /// SIGKILL (see [`ServerProcess::stop`]).
+    pub(crate) async fn shutdown(mut self, grace: Duration) {
+        self.cancel.cancel();
+        let _ = tokio::time::timeout(grace, &mut self.service).await;
+        if let Some(process) = &mut self.process {
+            process.stop(grace).await;
+        }
+    }
+}
+
+/// `message` plus the tail of the server's stderr, when it wrote any.
+fn with_stderr(message: String, process: &ServerProcess) -> String {
+    let tail = process.stderr_tail();
+    if tail.is_empty() {
+        message
+    } else {
+        format!("{message}; stderr: {tail}")
+    }
+}

@@ -1,0 +1,498 @@
+//! [`McpManager`]: starts every configured MCP server, keeps each one's
+//! state, imports their tools into the [`LiveRegistry`], restarts a server
+//! that crashes (with backoff, up to a limit), and shuts them all down in
+//! order.
+//!
+//! One supervisor task per server owns its connection. A server that
+//! fails to start is marked failed and Satchel goes on without it; a
+//! server that crashes keeps its tools listed while it restarts (calls
+//! fail fast meanwhile) and loses them if it cannot come back.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use rmcp::model::Tool as RemoteTool;
+use rmcp::service::{Peer, RoleClient};
+use satchel_tools::{LiveRegistry, Tool};
+use serde::Serialize;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::config::{McpConfig, ServerConfig};
+use super::connection::{Connection, Events};
+use super::naming;
+use super::tool::{GROUP, McpTool};
+use crate::convert::from_mcp_tool;
+
+/// When and how often a crashed server is started again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestartPolicy {
+    /// Restarts in a row before the server is marked failed.
+    pub max_attempts: u32,
+    /// Wait before the first restart; doubled each time after.
+    pub initial_backoff: Duration,
+    /// Longest wait between restarts.
+    pub max_backoff: Duration,
+    /// A server up this long has its count of restarts in a row reset.
+    pub stable_after: Duration,
+}
+
+impl Default for RestartPolicy {
+    fn default() -> RestartPolicy {
+        RestartPolicy {
+            max_attempts: 5,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(30),
+            stable_after: Duration::from_secs(60),
+        }
+    }
+}
+
+/// How the manager runs its servers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManagerOptions {
+    /// Restarts after crashes.
+    pub restart: RestartPolicy,
+    /// Each step of a stdio server's shutdown (exit after stdin closes,
+    /// after SIGTERM) gets this long.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ManagerOptions {
+    fn default() -> ManagerOptions {
+        ManagerOptions {
+            restart: RestartPolicy::default(),
+            shutdown_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Where a server is in its life.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum ServerState {
+    /// Starting for the first time.
+    Starting,
+    /// Connected; its tools are imported.
+    Running,
+    /// Crashed; waiting to start again.
+    Restarting {
+        /// Restarts in a row so far.
+        attempt: u32,
+        /// What happened.
+        reason: String,
+    },
+    /// Did not start, or crashed too often; its tools are gone.
+    Failed {
+        /// Why.
+        reason: String,
+    },
+    /// Shut down.
+    Stopped,
+}
+
+impl ServerState {
+    /// The state's name: `starting`, `running`, `restarting`, `failed`, `stopped`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ServerState::Starting => "starting",
+            ServerState::Running => "running",
+            ServerState::Restarting { .. } => "restarting",
+            ServerState::Failed { .. } => "failed",
+            ServerState::Stopped => "stopped",
+        }
+    }
+}
+
+/// One imported tool's names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ImportedTool {
+    /// The name in Satchel's registry.
+    pub name: String,
+    /// The name on the server.
+    pub remote: String,
+}
+
+/// A server as `satchel mcp servers` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerStatus {
+    /// The configured name.
+    pub name: String,
+    /// The command line or URL.
+    pub transport: String,
+    /// Where it is in its life.
+    #[serde(flatten)]
+    pub state: ServerState,
+    /// Its tools in Satchel's registry.
+    pub tools: Vec<ImportedTool>,
+    /// The last thing that went wrong, if anything did.
+    pub last_error: Option<String>,
+    /// Restarts after crashes so far.
+    pub restarts: u32,
+    /// Renamed or rejected tools, and why.
+    pub notes: Vec<String>,
+    /// The process id of a stdio server that is running.
+    pub pid: Option<i32>,
+}
+
+/// What tools, the manager and the supervisor share about one server.
+pub(crate) struct Link {
+    pub(crate) config: ServerConfig,
+    peer: RwLock<Option<Peer<RoleClient>>>,
+    status: Mutex<ServerStatus>,
+    state: watch::Sender<ServerState>,
+}
+
+impl Link {
+    fn new(config: ServerConfig) -> Link {
+        let status = ServerStatus {
+            name: config.name.clone(),
+            transport: config.transport.describe(),
+            state: ServerState::Starting,
+            tools: Vec::new(),
+            last_error: None,
+            restarts: 0,
+            notes: Vec::new(),
+            pid: None,
+        };
+        Link {
+            config,
+            peer: RwLock::new(None),
+            status: Mutex::new(status),
+            state: watch::Sender::new(ServerState::Starting),
+        }
+    }
+
+    /// The connection to call through, while the server is running.
+    pub(crate) fn peer(&self) -> Option<Peer<RoleClient>> {
+        self.peer.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The state in a few words, for error messages.
+    pub(crate) fn state_summary(&self) -> String {
+        match &*self.state.borrow() {
+            ServerState::Restarting { attempt, reason } => {
+                format!("restarting, attempt {attempt}, after: {reason}")
+            }
+            ServerState::Failed { reason } => format!("failed: {reason}"),
+            other => other.label().to_owned(),
+        }
+    }
+
+    fn status(&self) -> std::sync::MutexGuard<'_, ServerStatus> {
+        self.status.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn set_state(&self, state: ServerState) {
+        match &state {
+            ServerState::Failed { reason } | ServerState::Restarting { reason, .. } => {
+                tracing::warn!(server = %self.config.name, state = state.label(), "MCP server: {reason}");
+            }
+            ServerState::Running => {
+                tracing::info!(server = %self.config.name, "MCP server running")
+            }
+            ServerState::Starting | ServerState::Stopped => {}
+        }
+        {
+            let mut status = self.status();
+            status.state = state.clone();
+            if let ServerState::Failed { reason } | ServerState::Restarting { reason, .. } = &state
+            {
+                status.last_error = Some(reason.clone());
+            }
+        }
+        self.state.send_replace(state);
+    }
+
+    fn set_connection(&self, peer: Option<Peer<RoleClient>>, pid: Option<i32>) {
+        *self.peer.write().unwrap_or_else(|p| p.into_inner()) = peer;
+        self.status().pid = pid;
+    }
+}
+
+struct Shared {
+    live: Arc<LiveRegistry>,
+    options: ManagerOptions,
+    links: Vec<Arc<Link>>,
+    /// Each running server's tools as it listed them.
+    imported: Mutex<BTreeMap<String, Vec<RemoteTool>>>,
+    shutdown: CancellationToken,
+}
+
+/// The MCP servers of a configuration, started and supervised.
+pub struct McpManager {
+    shared: Arc<Shared>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl McpManager {
+    /// Starts every server of `config` in the background; their tools join
+    /// `live` as each one comes up. Returns at once: see [`McpManager::ready`].
+    ///
+    /// # Caveats
+    /// Must be called inside a Tokio runtime. Dropping the manager asks
+    /// the supervisors to shut their servers down; call
+    /// [`McpManager::shutdown`] to wait for that. A server left running
+    /// when the runtime stops is killed with its process group.
+    pub fn start(
+        live: Arc<LiveRegistry>,
+        config: McpConfig,
+        options: ManagerOptions,
+    ) -> McpManager {
+        let links: Vec<Arc<Link>> = config
+            .servers
+            .into_values()
+            .map(|server| Arc::new(Link::new(server)))
+            .collect();
+        let shared = Arc::new(Shared {
+            live,
+            options,
+            links,
+            imported: Mutex::new(BTreeMap::new()),
+            shutdown: CancellationToken::new(),
+        });
+        let mut tasks = Vec::new();
+        for link in &shared.links {
+            if let Some(problem) = &link.config.problem {
+                link.set_state(ServerState::Failed {
+                    reason: problem.clone(),
+                });
+                continue;
+            }
+            tasks.push(tokio::spawn(supervise(shared.clone(), link.clone())));
+        }
+        McpManager {
+            shared,
+            tasks: Mutex::new(tasks),
+        }
+    }
+
+    /// Waits until every server has finished its first start, running or failed.
+    pub async fn ready(&self) {
+        for link in &self.shared.links {
+            let mut state = link.state.subscribe();
+            let _ = state
+                .wait_for(|state| !matches!(state, ServerState::Starting))
+                .await;
+        }
+    }
+
+    /// Every server's state, tools and last error, by name.
+    pub fn statuses(&self) -> Vec<ServerStatus> {
+        self.shared
+            .links
+            .iter()
+            .map(|link| link.status().clone())
+            .collect()
+    }
+
+    /// Shuts every server down in order (see the module docs) and removes
+    /// their tools from the registry.
+    pub async fn shutdown(&self) {
+        self.shared.shutdown.cancel();
+        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|p| p.into_inner()));
+        for task in tasks {
+            let _ = task.await;
+        }
+        self.shared
+            .imported
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.shared.publish();
+    }
+}
+
+impl Drop for McpManager {
+    fn drop(&mut self) {
+        self.shared.shutdown.cancel();
+    }
+}
+
+impl Shared {
+    /// Records `link`'s tools (`None` removes them) and republishes.
+    fn set_tools(&self, link: &Link, tools: Option<Vec<RemoteTool>>) {
+        {
+            let mut imported = self.imported.lock().unwrap_or_else(|p| p.into_inner());
+            match tools {
+                Some(tools) => imported.insert(link.config.name.clone(), tools),
+                None => imported.remove(&link.config.name),
+            };
+        }
+        self.publish();
+    }
+
+    /// Names every imported tool and hands the lot to the registry; notes
+    /// what was renamed or rejected on each server's status.
+    fn publish(&self) {
+        let imported = self.imported.lock().unwrap_or_else(|p| p.into_inner());
+        let pairs = imported.iter().flat_map(|(server, tools)| {
+            tools
+                .iter()
+                .map(move |t| (server.as_str(), t.name.as_ref()))
+        });
+        let assigned = naming::assign(pairs, &Default::default());
+        let remote_tools = imported.values().flat_map(|tools| tools.iter());
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        let mut per_server: BTreeMap<&str, (Vec<ImportedTool>, Vec<String>)> = BTreeMap::new();
+        for (names, remote) in assigned.iter().zip(remote_tools) {
+            let Some(link) = self.links.iter().find(|l| l.config.name == names.server) else {
+                continue;
+            };
+            let spec = from_mcp_tool(remote, &names.local);
+            tools.push(Arc::new(McpTool::new(
+                spec,
+                names.remote.clone(),
+                link.clone(),
+            )));
+            let entry = per_server.entry(names.server.as_str()).or_default();
+            entry.0.push(ImportedTool {
+                name: names.local.clone(),
+                remote: names.remote.clone(),
+            });
+            entry.1.extend(names.note.clone());
+        }
+        let rejected = match self.live.set_extra_tools(GROUP, tools) {
+            Ok(_) => self.live.rejected(),
+            Err(error) => {
+                tracing::warn!(%error, "cannot update the registry with MCP tools");
+                return;
+            }
+        };
+        for link in &self.links {
+            let (mut listed, mut notes) = per_server
+                .remove(link.config.name.as_str())
+                .unwrap_or_default();
+            for rejection in rejected.iter().filter(|r| r.group == GROUP) {
+                if listed.iter().any(|t| t.name == rejection.name) {
+                    notes.push(format!(
+                        "`{}` not imported: {}",
+                        rejection.name, rejection.reason
+                    ));
+                    listed.retain(|t| t.name != rejection.name);
+                }
+            }
+            for note in &notes {
+                tracing::warn!(server = %link.config.name, "{note}");
+            }
+            let mut status = link.status();
+            status.tools = listed;
+            status.notes = notes;
+        }
+    }
+}
+
+/// Starts the server and lists its tools within its startup timeout.
+async fn open(
+    config: &ServerConfig,
+    events: Events,
+) -> Result<(Connection, Vec<RemoteTool>), String> {
+    let attempt = async {
+        let connection = Connection::open(config, events).await?;
+        match connection.peer.list_all_tools().await {
+            Ok(tools) => Ok((connection, tools)),
+            Err(error) => {
+                let reason = format!("`tools/list` failed: {error}");
+                connection.shutdown(Duration::from_millis(500)).await;
+                Err(reason)
+            }
+        }
+    };
+    tokio::time::timeout(config.startup_timeout, attempt)
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "did not start and list its tools within {} s",
+                config.startup_timeout.as_secs_f64()
+            ))
+        })
+}
+
+/// One server's life: start, import, watch, restart, stop.
+async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
+    let policy = shared.options.restart.clone();
+    let grace = shared.options.shutdown_grace;
+    let mut failures: u32 = 0;
+    let mut ever_running = false;
+    loop {
+        let (tools_changed, mut tools_changed_rx) = mpsc::channel(1);
+        let events = Events {
+            server: link.config.name.clone(),
+            tools_changed,
+        };
+        let opened = tokio::select! {
+            opened = open(&link.config, events) => opened,
+            () = shared.shutdown.cancelled() => {
+                link.set_state(ServerState::Stopped);
+                return;
+            }
+        };
+        let reason = match opened {
+            Err(reason) if !ever_running => {
+                link.set_state(ServerState::Failed { reason });
+                return;
+            }
+            Err(reason) => reason,
+            Ok((mut connection, tools)) => {
+                ever_running = true;
+                let peer = connection.peer.clone();
+                link.set_connection(Some(peer.clone()), connection.pid());
+                shared.set_tools(&link, Some(tools));
+                link.set_state(ServerState::Running);
+                let up_since = Instant::now();
+                let ended = loop {
+                    tokio::select! {
+                        reason = connection.closed() => break Some(reason),
+                        () = shared.shutdown.cancelled() => break None,
+                        Some(()) = tools_changed_rx.recv() => {
+                            match tokio::time::timeout(link.config.startup_timeout, peer.list_all_tools()).await {
+                                Ok(Ok(tools)) => shared.set_tools(&link, Some(tools)),
+                                Ok(Err(error)) => tracing::warn!(server = %link.config.name, %error, "re-listing tools failed"),
+                                Err(_) => tracing::warn!(server = %link.config.name, "re-listing tools timed out"),
+                            }
+                        }
+                    }
+                };
+                link.set_connection(None, None);
+                connection.shutdown(grace).await;
+                let Some(reason) = ended else {
+                    link.set_state(ServerState::Stopped);
+                    return;
+                };
+                link.status().restarts += 1;
+                if up_since.elapsed() >= policy.stable_after {
+                    failures = 0;
+                }
+                reason
+            }
+        };
+        failures += 1;
+        if failures > policy.max_attempts {
+            shared.set_tools(&link, None);
+            link.set_state(ServerState::Failed {
+                reason: format!(
+                    "gave up after {} restarts in a row; last: {reason}",
+                    policy.max_attempts
+                ),
+            });
+            return;
+        }
+        link.set_state(ServerState::Restarting {
+            attempt: failures,
+            reason,
+        });
+        let backoff = policy
+            .initial_backoff
+            .saturating_mul(1 << (failures - 1).min(16))
+            .min(policy.max_backoff);
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            () = shared.shutdown.cancelled() => {
+                link.set_state(ServerState::Stopped);
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! The MCP client: other servers' tools in Satchel's registry.
+//!
+//! `config` reads `mcp.json` (the common `mcpServers` shape), `manager`
+//! starts and supervises the servers, `connection` and `process` hold one
+//! live connection and a stdio server's process group, `naming` gives
+//! imported tools their `server__tool` names, and `tool` is [`McpTool`],
+//! the `Tool` that forwards a call.
+
+pub mod config;
+mod connection;
+mod manager;
+pub mod naming;
+mod process;
+mod tool;
+
+pub use config::{McpConfig, ServerConfig, TransportConfig};
+pub use manager::{
+    ImportedTool, ManagerOptions, McpManager, RestartPolicy, ServerState, ServerStatus,
+};
+pub use tool::{GROUP, McpTool};

@@ -1,0 +1,285 @@
+//! [`SatchelServer`]: Satchel's tools served to MCP clients.
+//!
+//! An `rmcp` `ServerHandler` over a [`LiveRegistry`]: `tools/list` reads
+//! the current snapshot, `tools/call` goes through [`observed_call`] (the
+//! registry's lookup, validation and run, then the audit hook) and comes
+//! back as a `CallToolResult`. Every failure, an unknown tool and invalid
+//! arguments included, is an `isError` result, never a protocol error, so
+//! the model can read it and try again. When the registry changes, clients
+//! get `notifications/tools/list_changed`: sessions that began with
+//! `initialize` through the peer, newer stateless ones through
+//! `subscriptions/listen`.
+//!
+//! What does not live here: transports (stdio in [`serve_stdio`], HTTP in
+//! [`crate::http`]) and storage (the observer is the hook).
+
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use rmcp::ErrorData;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::{ServerHandler, ServiceExt};
+use satchel_core::ToolCall;
+use satchel_tools::{
+    CallObserver, CallSource, LiveRegistry, ToolContext, ToolsConfig, observed_call,
+};
+use serde_json::Value;
+use tokio::net::unix::pipe;
+use tokio_util::sync::CancellationToken;
+
+use crate::McpError;
+use crate::convert::{to_call_tool_result, to_mcp_tool};
+
+/// How often a legacy session's notifier checks that its client is still there.
+const PEER_CHECK_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Reads the tools' configuration as of now (agent.json may change between calls).
+pub type ConfigLoader = Arc<dyn Fn() -> Arc<ToolsConfig> + Send + Sync>;
+
+/// What a server needs besides its tools.
+#[derive(Clone)]
+pub struct ServerOptions {
+    /// How clients reach this server, recorded with each call: `mcp-stdio`, `mcp-http`.
+    pub channel: String,
+    /// Directory relative paths in tool inputs are resolved against.
+    pub working_dir: PathBuf,
+    /// The tools' configuration, read at each call.
+    pub config: ConfigLoader,
+    /// Told about every call, when set: the audit trail's hook.
+    pub observer: Option<Arc<dyn CallObserver>>,
+}
+
+/// Satchel's tools as an MCP server; cheap to clone (one per HTTP session).
+#[derive(Clone)]
+pub struct SatchelServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    live: Arc<LiveRegistry>,
+    options: ServerOptions,
+    calls: AtomicU64,
+}
+
+impl SatchelServer {
+    /// A server over `live`'s tools.
+    pub fn new(live: Arc<LiveRegistry>, options: ServerOptions) -> SatchelServer {
+        SatchelServer {
+            inner: Arc::new(Inner {
+                live,
+                options,
+                calls: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Runs one call the way `tools/call` does, cancelled by `cancel`.
+    async fn call(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+        cancel: CancellationToken,
+        peer: Option<String>,
+    ) -> satchel_core::ToolOutput {
+        let inner = &self.inner;
+        let number = inner.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let ctx = ToolContext {
+            cancel,
+            conversation_id: None,
+            call_id: format!("mcp-{}-{number}", std::process::id()),
+            working_dir: inner.options.working_dir.clone(),
+            config: (inner.options.config)(),
+            trace: satchel_tools::CallTrace::default(),
+        };
+        let call = ToolCall {
+            id: ctx.call_id.clone(),
+            name: name.to_owned(),
+            input: Value::Object(arguments.unwrap_or_default()),
+        };
+        let source = CallSource {
+            channel: inner.options.channel.clone(),
+            peer,
+        };
+        let registry = inner.live.current();
+        observed_call(
+            &registry,
+            &call,
+            &ctx,
+            &source,
+            inner.options.observer.as_ref(),
+        )
+        .await
+    }
+}
+
+/// The client as it named itself in `initialize`, e.g. `claude-code 1.0.3`.
+fn peer_name(context: &RequestContext<RoleServer>) -> Option<String> {
+    context
+        .peer
+        .peer_info()
+        .map(|info| format!("{} {}", info.client_info.name, info.client_info.version))
+}
+
+impl ServerHandler for SatchelServer {
+    fn get_info(&self) -> ServerConfig {
+        #[allow(deprecated)]
+        // Logging is deprecated in the newest revision, still asked for by older clients.
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_logging()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("satchel", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Satchel's tools: every call is validated against the tool's inputSchema, runs \
+                 within Satchel's process limits, and reports failures as isError results with \
+                 a stable error_code and a message saying what to change.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let registry = self.inner.live.current();
+        Ok(ListToolsResult::with_all_items(
+            registry.specs().map(to_mcp_tool).collect(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let peer = peer_name(&context);
+        // `ct` fires on the client's `notifications/cancelled`; the tool's
+        // runner then stops its process group.
+        let output = self
+            .call(&request.name, request.arguments, context.ct.clone(), peer)
+            .await;
+        Ok(to_call_tool_result(&output).into())
+    }
+
+    #[allow(deprecated)] // Logging left the newest revision; older clients still set it.
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // Satchel sends no log notifications; the level is accepted so
+        // clients that set it keep working.
+        tracing::debug!(level = ?request.level, "client set the logging level");
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // A session that began with `initialize` gets list changes through
+        // its peer until the client goes away.
+        let mut changes = self.inner.live.subscribe();
+        changes.mark_unchanged();
+        let peer = context.peer;
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    changed = changes.changed() => {
+                        if changed.is_err() || peer.notify_tool_list_changed().await.is_err() {
+                            return;
+                        }
+                    }
+                    () = tokio::time::sleep(PEER_CHECK_INTERVAL) => {
+                        if peer.is_transport_closed() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.inner.live.subscribe();
+        changes.mark_unchanged();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    if let Err(error) = context.sink().notify_tool_list_changed().await {
+                        tracing::debug!(%error, "subscription closed");
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Serves `server` over this process's stdin and stdout until the client
+/// disconnects or `shutdown` fires.
+///
+/// When stdin and stdout are pipes (as MCP clients start servers), they
+/// are read and written through the event loop; otherwise through Tokio's
+/// blocking stdio, which hands every read to a helper thread.
+///
+/// # Caveats
+/// Stdout carries the protocol only: nothing else in the process may print
+/// to it while this runs (log to stderr). Pipes are switched to
+/// non-blocking mode. Calls still running when the client goes away are
+/// cancelled with their futures, which stops their process groups.
+pub async fn serve_stdio(
+    server: SatchelServer,
+    shutdown: CancellationToken,
+) -> Result<(), McpError> {
+    let running = match stdio_pipes() {
+        Some(pipes) => server.serve_with_ct(pipes, shutdown).await,
+        None => {
+            server
+                .serve_with_ct((tokio::io::stdin(), tokio::io::stdout()), shutdown)
+                .await
+        }
+    }
+    .map_err(|error| McpError::Serve(error.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|error| McpError::Serve(error.to_string()))?;
+    Ok(())
+}
+
+/// Stdin and stdout as event-loop pipes, when both are pipes (checked
+/// first, so a fallback never meets a descriptor made non-blocking).
+fn stdio_pipes() -> Option<(pipe::Receiver, pipe::Sender)> {
+    let is_pipe = |fd: std::os::fd::BorrowedFd<'_>| {
+        rustix::fs::fstat(fd).is_ok_and(|stat| {
+            rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Fifo
+        })
+    };
+    let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
+    if !(is_pipe(stdin.as_fd()) && is_pipe(stdout.as_fd())) {
+        return None;
+    }
+    let stdin = stdin.as_fd().try_clone_to_owned().ok()?;
+    let stdout = stdout.as_fd().try_clone_to_owned().ok()?;
+    let receiver = pipe::Receiver::from_owned_fd(stdin).ok()?;
+    let sender = pipe::Sender::from_owned_fd(stdout).ok()?;
+    Some((receiver, sender))
+}

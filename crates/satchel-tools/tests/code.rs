@@ -1,0 +1,507 @@
+//! The `code` tool with real runtimes: bun (installed by
+//! scripts/install-js-runtime.sh), node, python3 and bash, sandboxed, with
+//! every run traced into a real SQLite file.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use satchel_core::{ErrorCode, ToolCall, ToolOutput};
+use satchel_store::{CodeQuery, CodeStore, SqliteStore, StoreOptions};
+use satchel_tools::code::{
+    CodeConfig, CodeTool, GeneratorConfig, OpenCodeStore, RuntimeKind, code_stats,
+};
+use satchel_tools::{Registry, Settings, ToolContext, ToolsConfig};
+use serde_json::{Value, json};
+
+const TEST_BOUND: Duration = Duration::from_secs(120);
+
+/// The bun that scripts/install-js-runtime.sh installs; its absence is a
+/// failure with instructions, never a skip.
+fn bun() -> PathBuf {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.runtimes/js/node_modules/.bin/bun");
+    assert!(
+        path.exists(),
+        "bun is missing: run scripts/install-js-runtime.sh (.ci/run does) before the tests"
+    );
+    path
+}
+
+struct Harness {
+    _dir: tempfile::TempDir,
+    store: SqliteStore,
+    registry: Registry,
+}
+
+impl Harness {
+    async fn new() -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("satchel.db"), StoreOptions::default())
+            .await
+            .unwrap();
+        let handle: Arc<dyn satchel_tools::code::CodeStoreHandle> =
+            Arc::new(OpenCodeStore(Arc::new(store.clone())));
+        let mut registry = Registry::new();
+        registry
+            .register(CodeTool::new(Some(handle), None))
+            .unwrap();
+        Harness {
+            _dir: dir,
+            store,
+            registry,
+        }
+    }
+
+    async fn call(&self, input: Value, config: &Arc<ToolsConfig>) -> ToolOutput {
+        let ctx = ToolContext::standalone("code-1", std::env::temp_dir(), config.clone());
+        let call = ToolCall {
+            id: "code-1".into(),
+            name: "code".into(),
+            input,
+        };
+        tokio::time::timeout(TEST_BOUND, self.registry.call(&call, &ctx))
+            .await
+            .expect("code call hung")
+    }
+}
+
+fn config(js: RuntimeKind, network: bool) -> Arc<ToolsConfig> {
+    let env: BTreeMap<String, String> =
+        [("PATH".to_owned(), std::env::var("PATH").unwrap_or_default())]
+            .into_iter()
+            .collect();
+    let (mut code, warnings) = CodeConfig::from_settings(&Settings::default().with_env(env));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    code.js_runtime = Some(js);
+    code.runtimes.insert("bun".into(), bun());
+    code.network = network;
+    Arc::new(ToolsConfig {
+        code,
+        ..ToolsConfig::default()
+    })
+}
+
+fn body(output: &ToolOutput) -> &Value {
+    output.results.structured().expect("code results are JSON")
+}
+
+fn execute(language: &str, code: &str) -> Value {
+    json!({"action": "execute", "language": language, "code": code, "timeout_ms": 10_000})
+}
+
+/// Per language: hello world, syntax error, missing import, thrown exception.
+fn basic_programs(language: &str) -> [(&'static str, String, Option<&'static str>); 4] {
+    match language {
+        "python" => [
+            ("hello", "print('hello world')".into(), None),
+            ("syntax", "print('unclosed'".into(), Some("syntax")),
+            (
+                "import",
+                "import satchel_no_such_module".into(),
+                Some("import"),
+            ),
+            ("throw", "raise ValueError('boom')".into(), Some("runtime")),
+        ],
+        "bash" => [
+            ("hello", "echo hello world".into(), None),
+            ("syntax", "if then fi".into(), Some("syntax")),
+            (
+                "import",
+                "satchel-no-such-command --flag".into(),
+                Some("reference"),
+            ),
+            ("throw", "echo boom >&2; exit 3".into(), Some("runtime")),
+        ],
+        "typescript" => [
+            (
+                "hello",
+                "const greeting: string = 'hello world';\nconsole.log(greeting);".into(),
+                None,
+            ),
+            ("syntax", "function (".into(), Some("syntax")),
+            (
+                "import",
+                "import x from 'satchel-no-such-pkg';\nconsole.log(x);".into(),
+                Some("import"),
+            ),
+            ("throw", "throw new Error('boom');".into(), Some("runtime")),
+        ],
+        _ => [
+            ("hello", "console.log('hello world')".into(), None),
+            ("syntax", "function (".into(), Some("syntax")),
+            (
+                "import",
+                "const x = require('satchel-no-such-pkg');\nconsole.log(x);".into(),
+                Some("import"),
+            ),
+            ("throw", "null.foo".into(), Some("type")),
+        ],
+    }
+}
+
+async fn check_basics(harness: &Harness, language: &str, config: &Arc<ToolsConfig>) {
+    for (name, program, category) in basic_programs(language) {
+        let out = harness.call(execute(language, &program), config).await;
+        let value = body(&out);
+        assert_eq!(
+            value["success"],
+            category.is_none(),
+            "{language}/{name}: {value}"
+        );
+        assert_eq!(
+            value["error_category"].as_str(),
+            category,
+            "{language}/{name}: {value}"
+        );
+        if category.is_none() {
+            assert_eq!(
+                value["result"]["stdout"], "hello world\n",
+                "{language}/{name}"
+            );
+            assert!(value["error"].is_null());
+        } else {
+            assert!(
+                value["error"].as_str().is_some_and(|e| !e.is_empty()),
+                "{language}/{name}: {value}"
+            );
+        }
+        assert!(
+            value["result"]["execution_id"].is_string(),
+            "{language}/{name}: not traced: {value}"
+        );
+        assert!(
+            value["result"]["sandbox"]
+                .as_str()
+                .unwrap()
+                .starts_with("landlock"),
+            "{value}"
+        );
+    }
+}
+
+/// Hostile behaviours: an infinite loop, a background process left behind,
+/// megabytes of output, reading stdin, writing outside, the network.
+async fn check_hostile(harness: &Harness, language: &str, config: &Arc<ToolsConfig>) {
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("escaped.txt");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let pid_file = outside.path().join("pid");
+    let (looping, background, flood, stdin, write, network) = match language {
+        "python" => (
+            "while True: pass".to_owned(),
+            "import subprocess\np = subprocess.Popen(['sleep', '1000'])\nprint(p.pid)".to_owned(),
+            "import sys\nsys.stdout.write('x' * 5_000_000)".to_owned(),
+            "import sys\nprint(repr(sys.stdin.read()))".to_owned(),
+            format!("open({:?}, 'w').write('escaped')", target.display().to_string()),
+            format!("import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=5)\nprint('connected')"),
+        ),
+        "bash" => (
+            "while true; do :; done".to_owned(),
+            "sleep 1000 &\necho $!".to_owned(),
+            "head -c 5000000 /dev/zero | tr '\\0' x".to_owned(),
+            "cat; echo \"[$?]\"".to_owned(),
+            format!("echo escaped > {}", target.display()),
+            format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
+        ),
+        _ => (
+            "while (true) {}".to_owned(),
+            "const { spawn } = require('child_process');\nconst p = spawn('sleep', ['1000'], { stdio: 'ignore' });\nconsole.log(p.pid);".to_owned(),
+            "process.stdout.write('x'.repeat(5_000_000))".to_owned(),
+            "const fs = require('fs');\nconsole.log(JSON.stringify(fs.readFileSync(0, 'utf8')))".to_owned(),
+            format!("require('fs').writeFileSync({:?}, 'escaped')", target.display().to_string()),
+            format!("const net = require('net');\nconst s = net.connect({port}, '127.0.0.1');\ns.on('connect', () => {{ console.log('connected'); s.end(); }});\ns.on('error', (e) => {{ console.error(String(e)); process.exit(1); }});"),
+        ),
+    };
+    let _ = pid_file;
+
+    let out = harness
+        .call(
+            json!({"action": "execute", "language": language, "code": looping, "timeout_ms": 700}),
+            config,
+        )
+        .await;
+    assert_eq!(
+        out.error_code,
+        Some(ErrorCode::ToolTimeout),
+        "{language}: {out:?}"
+    );
+    assert_eq!(body(&out)["error_category"], "timeout");
+
+    let out = harness.call(execute(language, &background), config).await;
+    let pid: i32 = body(&out)["result"]["stdout"]
+        .as_str()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{language}: {out:?}"));
+    let gone = tokio::time::timeout(Duration::from_secs(20), async {
+        while std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        }) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(
+        gone.is_ok(),
+        "{language}: background process {pid} outlived the code"
+    );
+
+    let out = harness.call(execute(language, &flood), config).await;
+    let value = body(&out);
+    assert_eq!(value["success"], true, "{language}: {value}");
+    assert_eq!(value["result"]["truncated"], true);
+    assert!(value["result"]["stdout"].as_str().unwrap().len() < 12_000);
+
+    let out = harness.call(execute(language, &stdin), config).await;
+    let printed = body(&out)["result"]["stdout"]
+        .as_str()
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert!(
+        ["''", "\"\"", "[0]"].contains(&printed.as_str()),
+        "{language}: stdin was not empty: {printed}"
+    );
+
+    let out = harness.call(execute(language, &write), config).await;
+    assert_eq!(body(&out)["success"], false, "{language}: {out:?}");
+    assert!(!target.exists(), "{language}: wrote outside its directory");
+
+    let out = harness.call(execute(language, &network), config).await;
+    let value = body(&out);
+    assert_eq!(
+        value["success"], false,
+        "{language}: connected despite the sandbox: {value}"
+    );
+    assert_eq!(value["error_category"], "network", "{language}: {value}");
+    assert!(
+        !value["result"]["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("connected")
+    );
+    drop(listener);
+}
+
+#[tokio::test]
+async fn python_programs() {
+    let harness = Harness::new().await;
+    let config = config(RuntimeKind::Bun, false);
+    check_basics(&harness, "python", &config).await;
+    check_hostile(&harness, "python", &config).await;
+}
+
+#[tokio::test]
+async fn bash_programs() {
+    let harness = Harness::new().await;
+    let config = config(RuntimeKind::Bun, false);
+    check_basics(&harness, "bash", &config).await;
+    check_hostile(&harness, "bash", &config).await;
+}
+
+#[tokio::test]
+async fn javascript_programs_with_bun() {
+    let harness = Harness::new().await;
+    let config = config(RuntimeKind::Bun, false);
+    check_basics(&harness, "javascript", &config).await;
+    check_hostile(&harness, "javascript", &config).await;
+}
+
+#[tokio::test]
+async fn javascript_programs_with_node() {
+    let harness = Harness::new().await;
+    let config = config(RuntimeKind::Node, false);
+    let out = harness
+        .call(execute("javascript", "console.log('hello world')"), &config)
+        .await;
+    assert_eq!(body(&out)["result"]["runtime"], "node");
+    check_basics(&harness, "javascript", &config).await;
+    check_hostile(&harness, "javascript", &config).await;
+}
+
+#[tokio::test]
+async fn typescript_programs_with_bun() {
+    let harness = Harness::new().await;
+    let config = config(RuntimeKind::Bun, false);
+    check_basics(&harness, "typescript", &config).await;
+}
+
+#[tokio::test]
+async fn network_can_be_allowed() {
+    let harness = Harness::new().await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let program = format!(
+        "import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=5)\nprint('connected')"
+    );
+    let out = harness
+        .call(execute("python", &program), &config(RuntimeKind::Bun, true))
+        .await;
+    assert_eq!(body(&out)["result"]["stdout"], "connected\n", "{out:?}");
+    assert!(
+        body(&out)["result"]["sandbox"]
+            .as_str()
+            .unwrap()
+            .ends_with("network allowed")
+    );
+}
+
+#[tokio::test]
+async fn traces_feed_stats_and_failures() {
+    let harness = Harness::new().await;
+    let config = config(RuntimeKind::Bun, false);
+    for program in [
+        "print(1)",
+        "print(2)",
+        "import nope_nope",
+        "x + 1",
+        "print(3",
+    ] {
+        harness.call(execute("python", program), &config).await;
+    }
+    harness.call(execute("bash", "echo ok"), &config).await;
+    let rows = harness
+        .store
+        .code_executions(CodeQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 6);
+    let stats = code_stats(&rows);
+    assert_eq!((stats.total, stats.successes, stats.failures), (6, 3, 3));
+    let categories: Vec<(&str, usize)> = stats
+        .categories
+        .iter()
+        .map(|c| (c.category.as_str(), c.count))
+        .collect();
+    assert_eq!(categories, [("import", 1), ("reference", 1), ("syntax", 1)]);
+    assert_eq!(stats.categories[1].example.code, "x + 1");
+    assert!(stats.categories[1].example.error.contains("NameError"));
+    assert_eq!(stats.languages[0].language, "python");
+    assert_eq!(
+        (stats.languages[0].total, stats.languages[0].failures),
+        (5, 3)
+    );
+    let trace = &rows[2];
+    assert_eq!(
+        (trace.language.as_str(), trace.runtime.as_str()),
+        ("python", "python3")
+    );
+    assert_eq!(trace.tool_call_id.as_deref(), Some("code-1"));
+    assert!(trace.stderr.contains("ModuleNotFoundError"));
+}
+
+#[tokio::test]
+async fn generate_jobs_run_in_the_background() {
+    let harness = Harness::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let generator = dir.path().join("fake-generator");
+    std::fs::write(&generator, "#!/bin/bash\nprompt=$(cat)\necho \"# generated for: ${prompt%%$'\\n'*}\"\necho \"print('fizz')\"\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&generator, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut tools = (*config(RuntimeKind::Bun, false)).clone();
+    tools.code.generator = Some(GeneratorConfig::Command {
+        argv: vec![generator.display().to_string()],
+        timeout: Duration::from_secs(30),
+    });
+    let tools = Arc::new(tools);
+
+    let out = harness
+        .call(
+            json!({"action": "generate", "task": "fizzbuzz in python", "language": "python"}),
+            &tools,
+        )
+        .await;
+    let job_id = body(&out)["job_id"].as_str().unwrap().to_owned();
+    assert_eq!(body(&out)["result"]["status"], "queued");
+    let done = tokio::time::timeout(TEST_BOUND, async {
+        loop {
+            let out = harness
+                .call(json!({"action": "status", "job_id": job_id}), &tools)
+                .await;
+            if body(&out)["result"]["status"] == "done" {
+                return out;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap();
+    let code = body(&done)["result"]["code"].as_str().unwrap();
+    assert!(
+        code.starts_with("# generated for: Write code in python for this task:"),
+        "{code}"
+    );
+    assert!(code.contains("print('fizz')"));
+
+    let out = harness
+        .call(json!({"action": "status", "job_id": "no-such-job"}), &tools)
+        .await;
+    assert_eq!(out.error_code, Some(ErrorCode::InvalidParams));
+    let unconfigured = harness
+        .call(
+            json!({"action": "generate", "task": "x"}),
+            &config(RuntimeKind::Bun, false),
+        )
+        .await;
+    assert!(
+        body(&unconfigured)["error"]
+            .as_str()
+            .unwrap()
+            .contains("no code generator is configured")
+    );
+}
+
+#[tokio::test]
+async fn a_job_whose_runner_died_reads_as_failed() {
+    let harness = Harness::new().await;
+    let job = harness
+        .store
+        .create_job(satchel_store::NewCodeJob {
+            task: "t".into(),
+            generator: "g".into(),
+            runner: "999999@1".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let out = harness
+        .call(
+            json!({"action": "status", "job_id": job.id}),
+            &config(RuntimeKind::Bun, false),
+        )
+        .await;
+    assert_eq!(body(&out)["result"]["status"], "failed");
+    assert!(
+        body(&out)["error"]
+            .as_str()
+            .unwrap()
+            .contains("pid 999999) exited before it finished")
+    );
+}
+
+#[tokio::test]
+async fn inputs_are_checked_per_action() {
+    let harness = Harness::new().await;
+    let config = config(RuntimeKind::Bun, false);
+    for input in [
+        json!({"action": "execute", "code": "print(1)"}),
+        json!({"action": "execute", "language": "cobol", "code": "x"}),
+        json!({"action": "generate"}),
+        json!({"action": "status"}),
+        json!({"action": "dance"}),
+    ] {
+        let out = harness.call(input.clone(), &config).await;
+        assert_eq!(out.error_code, Some(ErrorCode::InvalidParams), "{input}");
+    }
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs the MCP peers the test suite runs against, into `.peers/` at the
+# root of the repository (gitignored), at pinned versions:
+#   .peers/venv/            the official MCP Python SDK (`mcp` on PyPI)
+#   .peers/node_modules/    @modelcontextprotocol/server-everything (the
+#                           reference server), @modelcontextprotocol/conformance
+#                           (the conformance suite) and bun (which runs the
+#                           suite: it needs Node 22+, and this machine may
+#                           have an older Node)
+# Re-running is cheap: a peer already at its pinned version is left alone.
+# Tests look for the peers at these paths and fail, naming this script, when
+# they are missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MCP_PY_VERSION="2.3.0"
+SERVER_EVERYTHING_VERSION="2026.8.31"
+CONFORMANCE_VERSION="0.1.16"
+BUN_VERSION="1.4.5"
+
+peers="$PWD/.peers"
+mkdir -p "$peers"
+
+# Python: a project-local virtual environment.
+if ! "$peers/venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_PY_VERSION')" 2>/dev/null; then
+    echo "installing mcp==$MCP_PY_VERSION into .peers/venv"
+    if ! python3 -m venv "$peers/venv" 2>/dev/null; then
+        # Debian splits venv out of python3.
+        sudo_cmd=""
+        [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+        $sudo_cmd apt-get update -qq
+        $sudo_cmd apt-get install -y -qq python3-venv
+        python3 -m venv "$peers/venv"
+    fi
+    "$peers/venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==$MCP_PY_VERSION"
+fi
+
+# Node: a project-local package.json pinning exact versions.
+cat > "$peers/package.json" <<JSON
+{
+  "name": "satchel-test-peers",
+  "private": true,
+  "description": "MCP peers for Satchel's tests; installed by scripts/install-test-peers.sh",
+  "dependencies": {
+    "@modelcontextprotocol/server-everything": "$SERVER_EVERYTHING_VERSION",
+    "@modelcontextprotocol/conformance": "$CONFORMANCE_VERSION",
+    "bun": "$BUN_VERSION"
+  }
+}
+JSON
+installed() {
+    node -e "process.exit(require('$peers/node_modules/$1/package.json').version === '$2' ? 0 : 1)" 2>/dev/null
+}
+if ! installed @modelcontextprotocol/server-everything "$SERVER_EVERYTHING_VERSION" \
+    || ! installed @modelcontextprotocol/conformance "$CONFORMANCE_VERSION" \
+    || ! installed bun "$BUN_VERSION" \
+    || ! [ -x "$peers/node_modules/.bin/bun" ]; then
+    echo "installing npm peers into .peers/node_modules"
+    (cd "$peers" && npm install --no-audit --no-fund --loglevel=error)
+fi
+
+echo "test peers ready in .peers/"
