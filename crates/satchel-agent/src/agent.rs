@@ -1496,6 +1496,9 @@ mod tests {
             panic!("not a user message")
         };
         let text = content[0].to_text();
-        assert!(text.starts_with("FEEDBACK\n[{\"tool\":\"bash\""), "{text}");
+        assert!(
+            text.starts_with("FEEDBACK\n[\n{\"tool\":\"bash\""),
+            "{text}"
+        );
     }
 }

@@ -119,6 +119,227 @@ pub(crate) enum Command {
     /// Serve Satchel's tools over MCP, and list the MCP servers Satchel uses.
     #[command(subcommand, after_help = MCP_EXAMPLES)]
     Mcp(McpCommand),
+    /// Store, recall, list and forget memories (the `memory` tool's store).
+    #[command(subcommand, after_help = MEMORY_EXAMPLES)]
+    Memory(MemoryCommand),
+    /// Measure Satchel: memory recall quality and latency.
+    #[command(subcommand, after_help = BENCH_EXAMPLES)]
+    Bench(BenchCommand),
+}
+
+const MEMORY_EXAMPLES: &str = "\
+Examples:
+  satchel memory store long \"The user prefers tabs over spaces\" --category preference
+  satchel memory recall \"indentation style\" -n 5
+  satchel memory list --layer mid --json
+  satchel memory forget 0196f0c2-8a3b-7c4d-9e5f-0123456789ab
+  satchel memory stats
+
+Semantic recall needs the embedding model: scripts/fetch-memory-model.sh";
+
+const BENCH_EXAMPLES: &str = "\
+Examples:
+  satchel bench memory --dataset ../shared/data/locomo-dev.json
+  satchel bench memory --dataset locomo.json --limit-conversations 2 --json
+  satchel bench memory --synthetic 100000";
+
+/// A memory layer, as the command line spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LayerArg {
+    /// Permanent facts, preferences, relationships.
+    Long,
+    /// Goals, plans, projects (90 days).
+    Mid,
+    /// Recent context and summaries (14 days).
+    Short,
+    /// The current session.
+    Session,
+}
+
+impl LayerArg {
+    /// The layer's name in the tool's input.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            LayerArg::Long => "long",
+            LayerArg::Mid => "mid",
+            LayerArg::Short => "short",
+            LayerArg::Session => "session",
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum MemoryCommand {
+    /// Store a memory; a near-duplicate of the same layer is updated instead.
+    #[command(
+        after_help = "Examples:\n  satchel memory store long \"Alice is the user's sister\" --category relationship\n  satchel memory store mid \"Ship v2 by March\" --category goal --certainty 0.8 --json"
+    )]
+    Store(MemoryStoreArgs),
+    /// Recall the memories most relevant to a query (meaning and keywords).
+    #[command(
+        after_help = "Examples:\n  satchel memory recall \"what does the user like to eat\"\n  satchel memory recall \"deadlines\" --layer mid --since 30d -n 5 --json"
+    )]
+    Recall(MemoryRecallArgs),
+    /// List memories, newest first.
+    #[command(
+        after_help = "Examples:\n  satchel memory list\n  satchel memory list --layer long --category preference --json\n  satchel memory list --all"
+    )]
+    List(MemoryListArgs),
+    /// Delete a memory for good.
+    #[command(
+        after_help = "Examples:\n  satchel memory forget 0196f0c2-8a3b-7c4d-9e5f-0123456789ab\n  satchel memory forget \"$(satchel memory list --json | jq -r '.memories[0].id')\" --json"
+    )]
+    Forget(MemoryForgetArgs),
+    /// Counts: memories per layer, expired, archived, sessions, the model.
+    #[command(after_help = "Examples:\n  satchel memory stats\n  satchel memory stats --json")]
+    Stats(JsonArgs),
+    /// End the current memory session (archiving its memories) and start a new one.
+    #[command(
+        after_help = "Examples:\n  satchel memory new-session\n  satchel memory new-session \"release week\" --json"
+    )]
+    NewSession(NewSessionArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct JsonArgs {
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MemoryStoreArgs {
+    /// The layer.
+    #[arg(value_enum)]
+    pub(crate) layer: LayerArg,
+    /// What to remember.
+    pub(crate) content: String,
+    /// long: fact, preference, relationship; mid: goal, plan, project; or free text.
+    #[arg(long)]
+    pub(crate) category: Option<String>,
+    /// How sure, 0 to 1 [default: 1].
+    #[arg(long)]
+    pub(crate) certainty: Option<f64>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MemoryRecallArgs {
+    /// What to look for.
+    pub(crate) query: String,
+    /// Only this layer.
+    #[arg(long, value_enum)]
+    pub(crate) layer: Option<LayerArg>,
+    /// Only this category.
+    #[arg(long)]
+    pub(crate) category: Option<String>,
+    /// Only memories dated at or after: RFC 3339, YYYY-MM-DD or an age like 7d.
+    #[arg(long)]
+    pub(crate) since: Option<String>,
+    /// Only memories dated before: RFC 3339, YYYY-MM-DD or an age like 7d.
+    #[arg(long)]
+    pub(crate) until: Option<String>,
+    /// At most this many (1-100).
+    #[arg(short = 'n', long, default_value_t = 10, value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub(crate) limit: u8,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MemoryListArgs {
+    /// Only this layer.
+    #[arg(long, value_enum)]
+    pub(crate) layer: Option<LayerArg>,
+    /// Only this category.
+    #[arg(long)]
+    pub(crate) category: Option<String>,
+    /// At most this many.
+    #[arg(short = 'n', long, default_value_t = 20)]
+    pub(crate) limit: usize,
+    /// Include expired and archived memories.
+    #[arg(long)]
+    pub(crate) all: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MemoryForgetArgs {
+    /// The memory's id.
+    pub(crate) id: String,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct NewSessionArgs {
+    /// A name for the new session.
+    pub(crate) name: Option<String>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum BenchCommand {
+    /// Memory recall: evidence recall@5/10/25 on a LoCoMo-format file, ingest
+    /// rate and recall latency; or latency at scale on a synthetic corpus.
+    ///
+    /// Every dialogue turn is stored as a memory dated by its session (one
+    /// namespace per conversation, in a temporary database), then every
+    /// question is recalled within its conversation. Weights come from the
+    /// `memory.recall` section of agent.json, so they can be tuned without a
+    /// rebuild.
+    #[command(after_help = BENCH_EXAMPLES)]
+    Memory(BenchMemoryArgs),
+}
+
+/// Which conversations of a dataset to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SplitArg {
+    /// Every conversation.
+    All,
+    /// Conversations 1, 3, 5... of the file.
+    Odd,
+    /// Conversations 2, 4, 6... of the file.
+    Even,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BenchMemoryArgs {
+    /// A LoCoMo-format JSON file.
+    #[arg(long, value_name = "FILE", required_unless_present = "synthetic")]
+    pub(crate) dataset: Option<PathBuf>,
+    /// Run only the first N conversations.
+    #[arg(long, value_name = "N")]
+    pub(crate) limit_conversations: Option<usize>,
+    /// Run only half of the conversations (to tune on one half and check on the other).
+    #[arg(long, value_enum, default_value_t = SplitArg::All)]
+    pub(crate) split: SplitArg,
+    /// Measure recall latency over this many synthetic memories instead.
+    #[arg(long, value_name = "N", conflicts_with_all = ["limit_conversations", "split"])]
+    pub(crate) synthetic: Option<usize>,
+    /// Queries timed in a synthetic run.
+    #[arg(long, default_value_t = 200)]
+    pub(crate) queries: usize,
+    /// The embedding model's directory [default: the configured one].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) model_dir: Option<PathBuf>,
+    /// Rank by keywords only (BM25), as a baseline.
+    #[arg(long)]
+    pub(crate) keywords_only: bool,
+    /// Keep the benchmark database here instead of a temporary file.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) bench_db: Option<PathBuf>,
+    /// Print the figures as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 const POLICY_EXAMPLES: &str = "\

@@ -20,6 +20,13 @@ fn xdg_dir(variable: &str, home_fallback: &str) -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(home_fallback)))
 }
 
+/// `$XDG_DATA_HOME/satchel/models/all-MiniLM-L6-v2`, where
+/// `scripts/fetch-memory-model.sh` puts the embedding model.
+pub(crate) fn default_model_dir() -> Option<PathBuf> {
+    xdg_dir("XDG_DATA_HOME", ".local/share")
+        .map(|dir| dir.join("satchel").join("models").join("all-MiniLM-L6-v2"))
+}
+
 /// `$XDG_CACHE_HOME/satchel`, falling back to `~/.cache/satchel`.
 pub(crate) fn user_cache_dir() -> Option<PathBuf> {
     xdg_dir("XDG_CACHE_HOME", ".cache").map(|dir| dir.join("satchel"))

@@ -241,6 +241,15 @@ fn every_command_has_help_with_examples() {
         &["mcp", "--help"],
         &["mcp", "serve", "--help"],
         &["mcp", "servers", "--help"],
+        &["memory", "--help"],
+        &["memory", "store", "--help"],
+        &["memory", "recall", "--help"],
+        &["memory", "list", "--help"],
+        &["memory", "forget", "--help"],
+        &["memory", "stats", "--help"],
+        &["memory", "new-session", "--help"],
+        &["bench", "--help"],
+        &["bench", "memory", "--help"],
     ] {
         let output = Sandbox::new().run(args);
         assert!(output.status.success(), "{args:?}");
@@ -624,6 +633,138 @@ fn audit_rows_carry_the_policy_decision() {
 }
 
 #[test]
+fn memory_commands_store_recall_list_and_forget() {
+    // No model in this sandbox's data directory: keyword recall, said once.
+    let sandbox = Sandbox::new();
+    let output = sandbox.run(&[
+        "memory",
+        "store",
+        "long",
+        "The user prefers green tea in the morning",
+        "--category",
+        "preference",
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stored = stdout_json(&output);
+    assert_eq!(stored["success"], true);
+    assert_eq!(stored["action"], "created");
+    let id = stored["memories"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(stored["memories"][0]["category"], "preference");
+
+    // The same text again updates it, and says so.
+    let output = sandbox.run(&[
+        "memory",
+        "store",
+        "long",
+        "the user prefers green tea in the morning",
+        "--json",
+    ]);
+    let again = stdout_json(&output);
+    assert_eq!(again["action"], "updated");
+    assert_eq!(again["memories"][0]["id"], id.as_str());
+    assert!(
+        again["message"]
+            .as_str()
+            .unwrap()
+            .contains("updated instead of adding a copy")
+    );
+
+    let output = sandbox.run(&["memory", "recall", "what tea does the user drink", "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let recalled = stdout_json(&output);
+    assert_eq!(recalled["memories"][0]["id"], id.as_str());
+    assert!(recalled["memories"][0]["relevance"].as_f64().unwrap() > 0.0);
+    assert!(
+        recalled["notice"]
+            .as_str()
+            .unwrap()
+            .contains("keywords only"),
+        "{recalled}"
+    );
+
+    let output = sandbox.run(&["memory", "recall", "green tea"]);
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(text.starts_with("ID"), "{text}");
+    assert!(text.contains("prefers green tea"), "{text}");
+
+    let output = sandbox.run(&["memory", "store", "long", "Ship it", "--category", "goal"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("belongs to the `mid` layer"),
+        "{}",
+        stderr(&output)
+    );
+
+    let output = sandbox.run(&["memory", "stats", "--json"]);
+    let stats = stdout_json(&output);
+    assert_eq!(stats["total"], 1);
+    assert_eq!(stats["semantic_recall"], false);
+
+    let output = sandbox.run(&["memory", "forget", &id, "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output)["action"], "forgotten");
+    let output = sandbox.run(&["memory", "list", "--json"]);
+    assert_eq!(stdout_json(&output)["memories"], json!([]));
+    let output = sandbox.run(&["memory", "forget", &id]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("no memory with id"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn the_memory_tool_goes_through_tools_call() {
+    let sandbox = Sandbox::new();
+    let output = sandbox.run(&[
+        "tools",
+        "call",
+        "memory",
+        r#"{"action": "store", "layer": "mid", "content": "Finish the report by Friday", "category": "goal"}"#,
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output)["action"], "created");
+    let output = sandbox.run(&["tools", "call", "memory", r#"{"action": "recall"}"#]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout_json(&output)["error_code"], "INVALID_PARAMS");
+}
+
+#[test]
+fn bench_memory_runs_on_a_small_locomo_file() {
+    let sandbox = Sandbox::new();
+    let dataset = sandbox.dir.path().join("tiny.json");
+    std::fs::write(
+        &dataset,
+        r#"[{"sample_id": "t1", "conversation": {"speaker_a": "Ann", "speaker_b": "Bo",
+            "session_1_date_time": "1:00 pm on 1 June, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I bought a red bicycle yesterday."},
+                {"speaker": "Bo", "dia_id": "D1:2", "text": "Nice! I am learning to bake sourdough bread."},
+                {"speaker": "Ann", "dia_id": "D1:3", "text": "My sister lives in Lisbon now."}]},
+            "qa": [{"question": "What did Ann buy?", "evidence": ["D1:1"], "category": 4},
+                   {"question": "Where does Ann's sister live?", "evidence": ["D:1:3"], "category": 4},
+                   {"question": "no evidence", "category": 5}]}]"#,
+    )
+    .unwrap();
+    let output = sandbox.run(&[
+        "bench",
+        "memory",
+        "--dataset",
+        dataset.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let figures = stdout_json(&output);
+    assert_eq!(figures["memories"], 3);
+    assert_eq!(figures["overall"]["questions"], 2);
+    assert_eq!(figures["overall"]["recall_at_5"], 1.0);
+    assert_eq!(figures["mode"], "keywords only (BM25)");
+    assert!(figures["recall_latency_ms"]["p50"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
 fn code_runs_are_traced_and_summarised() {
     let sandbox = Sandbox::new();
     let run = |code: &str| {
@@ -843,11 +984,13 @@ fn mcp_serve_tells_clients_when_external_tools_change() {
     )
     .unwrap();
     let listed = next(&|m| m["id"] == 2);
-    assert_eq!(
-        listed["result"]["tools"].as_array().unwrap().len(),
-        3,
-        "bash, code, search"
-    );
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["bash", "code", "memory", "search"]);
 
     install_tool(
         &sandbox.project().join(".agents/tools"),
@@ -868,7 +1011,7 @@ fn mcp_serve_tells_clients_when_external_tools_change() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["bash", "code", "fresh", "search"]);
+    assert_eq!(names, ["bash", "code", "fresh", "memory", "search"]);
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }

@@ -1,10 +1,11 @@
 //! Persistence: conversations, the conversation log, the LLM history,
 //! statements and objectives, tool calls, model requests with their token
-//! figures, and the audit trail.
+//! figures, the audit trail, and memories with their keyword index,
+//! embeddings and sessions.
 //!
 //! The repository traits ([`ConversationStore`], [`LogStore`],
 //! [`MessageStore`], [`StatementStore`], [`ToolCallStore`], [`AuditStore`],
-//! grouped as [`Store`]) speak in plain records, so that a PostgreSQL
+//! grouped as [`Store`], and [`MemoryStore`]) speak in plain records, so that a PostgreSQL
 //! backend can implement them later; [`SqliteStore`] is the embedded
 //! backend: one file, WAL, migrations embedded in the binary and applied on
 //! open, one writer thread, reads off the async threads.
@@ -48,13 +49,16 @@ pub use code::{
 pub use error::StoreError;
 pub use records::{
     AuditQuery, AuditRecord, AuditSource, Conversation, ConversationDump, ConversationSummary,
-    ExportRecord, LlmMessage, LogEntry, LogKind, NewAudit, NewConversation, NewLlmMessage,
-    NewLogEntry, NewStatement, NewToolCall, Statement, ToolCallRecord,
+    ExportRecord, KeywordHit, LlmMessage, LogEntry, LogKind, MemoryChanges, MemoryFilter,
+    MemoryLayer, MemoryRecord, MemorySession, MemoryStats, MemoryUpdate, MemoryVectorRow, NewAudit,
+    NewConversation, NewLlmMessage, NewLogEntry, NewMemory, NewMemorySession, NewStatement,
+    NewToolCall, Statement, ToolCallRecord,
 };
 pub use redact::{RedactionConfig, Redactor};
 pub use sqlite::{APPLICATION_ID, Access, Durability, SCHEMA_VERSION, SqliteStore, StoreOptions};
 pub use store::{
-    AuditStore, ConversationStore, LogStore, MessageStore, StatementStore, Store, ToolCallStore,
+    AuditStore, ConversationStore, LogStore, MemoryStore, MessageStore, StatementStore, Store,
+    ToolCallStore,
 };
 
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};

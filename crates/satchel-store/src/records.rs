@@ -503,3 +503,256 @@ mod tests {
         assert_eq!(back, ExportRecord::ToolCall(record));
     }
 }
+
+// ---------------------------------------------------------------- memory
+
+/// The four memory layers, from permanent facts to the current session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryLayer {
+    /// Permanent facts, preferences, relationships.
+    Long,
+    /// Goals, plans, projects: one to three months.
+    Mid,
+    /// Recent context and conversation summaries: days to weeks.
+    Short,
+    /// The current session only.
+    Session,
+}
+
+impl MemoryLayer {
+    /// Every layer, longest-lived first.
+    pub const ALL: [MemoryLayer; 4] = [
+        MemoryLayer::Long,
+        MemoryLayer::Mid,
+        MemoryLayer::Short,
+        MemoryLayer::Session,
+    ];
+
+    /// The stored name, e.g. `"long"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryLayer::Long => "long",
+            MemoryLayer::Mid => "mid",
+            MemoryLayer::Short => "short",
+            MemoryLayer::Session => "session",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(name: &str) -> Option<MemoryLayer> {
+        MemoryLayer::ALL
+            .into_iter()
+            .find(|layer| layer.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for MemoryLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One stored memory (without its embedding, which only indexes read).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryRecord {
+    /// Store-assigned id.
+    pub id: String,
+    /// Store-assigned integer key, for indexes kept outside the store.
+    #[serde(skip)]
+    pub seq: i64,
+    /// Whose memory it is: memories of different namespaces never mix.
+    pub namespace: String,
+    /// Its layer.
+    pub layer: MemoryLayer,
+    /// What is remembered.
+    pub content: String,
+    /// `fact`, `goal`, `system`... or free text.
+    pub category: Option<String>,
+    /// How sure the one who stored it was, 0 to 1.
+    pub certainty: f32,
+    /// The session it belongs to (session-layer memories and summaries).
+    pub session_id: Option<String>,
+    /// The conversation it was stored from, if any.
+    pub conversation_id: Option<String>,
+    /// When it was stored (or the time it is dated by).
+    pub created_at: Timestamp,
+    /// When it was last changed.
+    pub updated_at: Timestamp,
+    /// When it stops being recalled and may be purged; `None`: never.
+    pub expires_at: Option<Timestamp>,
+    /// When its session ended and it was archived; archived memories are
+    /// not recalled.
+    pub archived_at: Option<Timestamp>,
+}
+
+/// What a caller gives to store a memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewMemory {
+    /// Whose memory it is.
+    pub namespace: String,
+    /// Its layer.
+    pub layer: MemoryLayer,
+    /// What is remembered.
+    pub content: String,
+    /// Its category, if any.
+    pub category: Option<String>,
+    /// 0 to 1.
+    pub certainty: f32,
+    /// The session it belongs to, if any.
+    pub session_id: Option<String>,
+    /// The conversation it comes from, if any.
+    pub conversation_id: Option<String>,
+    /// The time it is dated by; `None`: the store's now.
+    pub created_at: Option<Timestamp>,
+    /// When it expires; `None`: never.
+    pub expires_at: Option<Timestamp>,
+    /// Its sentence embedding, when a model is available.
+    pub embedding: Option<Vec<f32>>,
+}
+
+/// What a caller gives to change a stored memory (a near-duplicate stored
+/// again): the fields that are replaced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryUpdate {
+    /// The memory's id.
+    pub id: String,
+    /// The new text.
+    pub content: String,
+    /// The new category, if any.
+    pub category: Option<String>,
+    /// The new certainty.
+    pub certainty: f32,
+    /// The new expiry.
+    pub expires_at: Option<Timestamp>,
+    /// The new embedding, when a model is available.
+    pub embedding: Option<Vec<f32>>,
+}
+
+/// Which memories a listing or a keyword search considers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MemoryFilter {
+    /// Only this namespace.
+    pub namespace: String,
+    /// Only these layers; empty means all.
+    pub layers: Vec<MemoryLayer>,
+    /// Only this category (exact, case-insensitive).
+    pub category: Option<String>,
+    /// Only memories dated at or after this time.
+    pub since: Option<Timestamp>,
+    /// Only memories dated before this time.
+    pub until: Option<Timestamp>,
+    /// Leave out memories expired at this time.
+    pub live_at: Option<Timestamp>,
+    /// Include memories archived when their session ended.
+    pub include_archived: bool,
+    /// Session-layer memories only from this session.
+    pub session_id: Option<String>,
+}
+
+/// One keyword match: the memory's integer key and its BM25 score (higher
+/// is better).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KeywordHit {
+    /// The memory's `seq`.
+    pub seq: i64,
+    /// BM25 relevance, negated so that higher is better.
+    pub score: f64,
+}
+
+/// What a vector index keeps of one memory: its key, what filters look
+/// at, and its embedding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryVectorRow {
+    /// The memory's `seq`.
+    pub seq: i64,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its layer.
+    pub layer: MemoryLayer,
+    /// Its category.
+    pub category: Option<String>,
+    /// Its certainty.
+    pub certainty: f32,
+    /// Its session.
+    pub session_id: Option<String>,
+    /// Its date.
+    pub created_at: Timestamp,
+    /// Its expiry.
+    pub expires_at: Option<Timestamp>,
+    /// Whether it is archived.
+    pub archived: bool,
+    /// Its embedding, if it has one.
+    pub embedding: Option<Vec<f32>>,
+}
+
+/// Memory rows changed since a revision: what an index must apply to
+/// catch up.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MemoryChanges {
+    /// The revision the changes bring the index to.
+    pub rev: i64,
+    /// Rows inserted or updated since (their latest state).
+    pub upserts: Vec<MemoryVectorRow>,
+    /// Keys of rows deleted since.
+    pub deleted: Vec<i64>,
+}
+
+/// Counts for `satchel memory stats`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryStats {
+    /// The namespace counted.
+    pub namespace: String,
+    /// Memories stored, archived and expired ones included.
+    pub total: u64,
+    /// Memories per layer (live and archived).
+    pub by_layer: std::collections::BTreeMap<String, u64>,
+    /// Memories past their expiry, waiting to be purged.
+    pub expired: u64,
+    /// Memories archived when their session ended.
+    pub archived: u64,
+    /// Memories stored without an embedding (keyword recall only).
+    pub without_embedding: u64,
+    /// Sessions still open.
+    pub open_sessions: u64,
+    /// Sessions ever started.
+    pub sessions: u64,
+    /// The oldest and newest memory dates.
+    pub oldest: Option<Timestamp>,
+    /// See `oldest`.
+    pub newest: Option<Timestamp>,
+}
+
+/// A span of a conversation's time that session-layer memories belong to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemorySession {
+    /// Store-assigned id.
+    pub id: String,
+    /// Whose session it is.
+    pub namespace: String,
+    /// The conversation it belongs to, if any.
+    pub conversation_id: Option<String>,
+    /// A name given by the user, if any.
+    pub name: Option<String>,
+    /// When it started.
+    pub started_at: Timestamp,
+    /// When it ended; `None` while open.
+    pub ended_at: Option<Timestamp>,
+    /// Why it ended: `daily`, `weekly`, `user`, `model`...
+    pub end_reason: Option<String>,
+    /// The short-layer memory that summarises it, once written.
+    pub summary_memory_id: Option<String>,
+}
+
+/// What a caller gives to start a session.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NewMemorySession {
+    /// Whose session it is.
+    pub namespace: String,
+    /// The conversation it belongs to, if any.
+    pub conversation_id: Option<String>,
+    /// A name, if any.
+    pub name: Option<String>,
+    /// When it starts; `None`: the store's now.
+    pub started_at: Option<Timestamp>,
+}

@@ -10,9 +10,10 @@
 use async_trait::async_trait;
 
 use crate::{
-    AuditQuery, AuditRecord, Conversation, ConversationDump, ConversationSummary, LlmCallStore,
-    LlmMessage, LogEntry, NewAudit, NewConversation, NewLlmMessage, NewLogEntry, NewStatement,
-    NewToolCall, Statement, StoreError, ToolCallRecord,
+    AuditQuery, AuditRecord, Conversation, ConversationDump, ConversationSummary, KeywordHit,
+    LlmCallStore, LlmMessage, LogEntry, MemoryChanges, MemoryFilter, MemoryRecord, MemorySession,
+    MemoryStats, MemoryUpdate, NewAudit, NewConversation, NewLlmMessage, NewLogEntry, NewMemory,
+    NewMemorySession, NewStatement, NewToolCall, Statement, StoreError, Timestamp, ToolCallRecord,
 };
 
 /// Conversations: creation, lookup, listing, title and goal, export.
@@ -120,6 +121,121 @@ pub trait AuditStore: Send + Sync {
     async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditRecord>, StoreError>;
 }
 
+/// Memories, their keyword index and embeddings, and memory sessions.
+///
+/// The store keeps what is remembered and answers keyword queries; which
+/// memories are duplicates, when they expire and how recall ranks them is
+/// decided by `satchel-memory`. Every change to memories takes a new
+/// revision, so an index kept outside the store (the vectors in memory)
+/// can catch up with writes made by other processes ([`MemoryStore::memory_changes`]).
+#[async_trait]
+pub trait MemoryStore: Send + Sync {
+    /// Stores memories in one transaction (all or none), in order.
+    async fn insert_memories(&self, new: Vec<NewMemory>) -> Result<Vec<MemoryRecord>, StoreError>;
+
+    /// Replaces a memory's text, category, certainty, expiry and embedding.
+    async fn update_memory(&self, update: MemoryUpdate) -> Result<MemoryRecord, StoreError>;
+
+    /// Deletes memories of `namespace` for good, from the table and the
+    /// keyword index; returns the ids that existed.
+    async fn delete_memories(
+        &self,
+        namespace: &str,
+        ids: Vec<String>,
+    ) -> Result<Vec<String>, StoreError>;
+
+    /// Deletes every memory (of every namespace) that expired at or before
+    /// `now`; returns how many.
+    async fn purge_expired_memories(&self, now: Timestamp) -> Result<u64, StoreError>;
+
+    /// The memory with this id.
+    async fn memory(&self, id: &str) -> Result<Option<MemoryRecord>, StoreError>;
+
+    /// The memories with these integer keys, in the order given (missing
+    /// ones left out).
+    async fn memories_by_seq(&self, seqs: Vec<i64>) -> Result<Vec<MemoryRecord>, StoreError>;
+
+    /// Memories `filter` selects, newest first, at most `limit`.
+    async fn list_memories(
+        &self,
+        filter: MemoryFilter,
+        limit: usize,
+    ) -> Result<Vec<MemoryRecord>, StoreError>;
+
+    /// Memories of one namespace and layer whose text equals `content`
+    /// ignoring case and surrounding space, live at `live_at`.
+    async fn memories_with_text(
+        &self,
+        filter: MemoryFilter,
+        content: &str,
+    ) -> Result<Vec<MemoryRecord>, StoreError>;
+
+    /// Keyword search: `fts_query` in FTS5 syntax (built by the caller
+    /// from safe, quoted terms), best BM25 first, at most `limit`.
+    async fn keyword_search(
+        &self,
+        fts_query: &str,
+        filter: MemoryFilter,
+        limit: usize,
+    ) -> Result<Vec<KeywordHit>, StoreError>;
+
+    /// How many memories (of any namespace) contain each term, counting
+    /// no further than `cap`: enough to tell rare terms from common ones
+    /// without scanning long posting lists.
+    async fn term_document_counts(
+        &self,
+        terms: Vec<String>,
+        cap: usize,
+    ) -> Result<Vec<usize>, StoreError>;
+
+    /// Changes since revision `since` (0: everything), for an index to
+    /// catch up.
+    async fn memory_changes(&self, since: i64) -> Result<MemoryChanges, StoreError>;
+
+    /// The latest revision of the memories.
+    async fn memory_revision(&self) -> Result<i64, StoreError>;
+
+    /// Counts for one namespace, as of `now`.
+    async fn memory_stats(
+        &self,
+        namespace: &str,
+        now: Timestamp,
+    ) -> Result<MemoryStats, StoreError>;
+
+    /// Starts a session.
+    async fn start_session(&self, new: NewMemorySession) -> Result<MemorySession, StoreError>;
+
+    /// The open session of a namespace and conversation (the most recent
+    /// one, if several are open).
+    async fn open_session(
+        &self,
+        namespace: &str,
+        conversation_id: Option<&str>,
+    ) -> Result<Option<MemorySession>, StoreError>;
+
+    /// Ends a session at `at` and archives its session-layer memories in
+    /// the same transaction, setting their expiry to `archive_expires_at`;
+    /// returns the session and the memories archived. Ending an ended
+    /// session changes nothing.
+    async fn end_session(
+        &self,
+        id: &str,
+        at: Timestamp,
+        reason: &str,
+        archive_expires_at: Option<Timestamp>,
+    ) -> Result<(MemorySession, Vec<MemoryRecord>), StoreError>;
+
+    /// Records the short-layer memory that summarises a session.
+    async fn set_session_summary(&self, id: &str, memory_id: &str) -> Result<(), StoreError>;
+
+    /// A namespace's sessions, most recent first, at most `limit`.
+    async fn sessions(
+        &self,
+        namespace: &str,
+        limit: usize,
+    ) -> Result<Vec<MemorySession>, StoreError>;
+}
+
 /// Everything Satchel stores; implemented by every type that implements
 /// all the repository traits.
 pub trait Store:
@@ -130,6 +246,7 @@ pub trait Store:
     + ToolCallStore
     + AuditStore
     + LlmCallStore
+    + MemoryStore
 {
 }
 
@@ -141,5 +258,6 @@ impl<T> Store for T where
         + ToolCallStore
         + AuditStore
         + LlmCallStore
+        + MemoryStore
 {
 }

@@ -9,7 +9,8 @@
 //!
 //! What does not live here: running processes (that is `satchel-exec`),
 //! talking to models, storing anything (the audit trail plugs in through
-//! [`CallObserver`]).
+//! [`CallObserver`]; the `code` and `memory` tools reach the store through
+//! handles their host passes in [`BuiltinDeps`]).
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -22,6 +23,7 @@ mod dispatch;
 pub mod external;
 pub mod format;
 mod live;
+pub mod memory;
 mod observer;
 pub mod policy;
 mod registry;
@@ -49,6 +51,9 @@ pub struct BuiltinDeps {
     pub model_generator: Option<Arc<dyn code::CodeGenerator>>,
     /// Where the `code` tool reports its background jobs.
     pub code_jobs: code::JobTracker,
+    /// Where the `memory` tool finds its memory; without one it answers
+    /// every call with an error saying memory is unavailable.
+    pub memory: Option<Arc<dyn memory::MemoryHandle>>,
 }
 
 /// Every built-in tool, built once; share them between registries so their
@@ -61,6 +66,7 @@ pub fn builtin_tools(deps: &BuiltinDeps) -> Vec<Arc<dyn Tool>> {
             deps.model_generator.clone(),
             deps.code_jobs.clone(),
         )),
+        Arc::new(memory::MemoryTool::new(deps.memory.clone())),
         Arc::new(search::SearchTool::new(Arc::new(
             search::MemoryCache::default(),
         ))),

@@ -1,11 +1,13 @@
 //! One module per command group; [`run`] dispatches.
 
+mod bench;
 mod chat;
 mod code;
 mod context;
 mod db;
 mod log;
 mod mcp;
+mod memory;
 mod model;
 mod policy;
 mod project;
@@ -44,5 +46,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Conversations(args) => records::conversations(args, &project).await,
         Command::Audit(args) => records::audit(args, &project).await,
         Command::Export(args) => records::export(args, &project).await,
+        Command::Memory(command) => memory::run(command, &project).await,
+        Command::Bench(command) => bench::run(command, &project).await,
     }
 }

@@ -1,15 +1,18 @@
 //! The project as every command sees it: its settings, the tools'
-//! configuration, the policy, and the tools themselves.
+//! configuration, the policy, the database and memory (both opened on
+//! first use), and the tools themselves.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use satchel_memory::{MemoryConfig, MemorySettings};
 use satchel_tools::code::{CodeGenerator, GeneratorConfig, JobTracker};
 use satchel_tools::external::{SpecCache, ToolDirs};
 use satchel_tools::policy::Policy;
 use satchel_tools::{BuiltinDeps, LiveRegistry, Settings, ToolsConfig, builtin_tools};
 
 use super::db::{self, LazyStore};
+use super::memory::LazyMemory;
 use super::model::{self, ModelGenerator};
 use crate::paths;
 
@@ -36,6 +39,9 @@ pub(crate) struct Project {
     pub(crate) code_jobs: JobTracker,
     /// What was wrong with the configuration (already logged).
     pub(crate) warnings: Vec<String>,
+    /// The `memory` tool's memory (the `memory` section, with the model
+    /// directory resolved), opened over `store` when first used.
+    pub(crate) memory: Arc<LazyMemory>,
 }
 
 impl Project {
@@ -44,12 +50,21 @@ impl Project {
         let settings = read_settings(root);
         let (tools_config, tools_warnings) = ToolsConfig::from_settings(&settings);
         let (policy, policy_warnings) = Policy::from_settings(&settings);
+        let (memory_settings, memory_warning) = settings.section::<MemorySettings>("memory");
+        let (mut memory, memory_warnings) = MemoryConfig::from_settings(memory_settings);
+        memory.model_dir = match memory.model_dir.take() {
+            // A relative model directory is relative to the project.
+            Some(dir) => Some(root.join(dir)),
+            None => paths::default_model_dir(),
+        };
         let redactor = db::redactor(&settings);
         let warnings: Vec<String> = settings
             .warnings
             .iter()
             .chain(&tools_warnings)
             .chain(&policy_warnings)
+            .chain(memory_warning.iter())
+            .chain(&memory_warnings)
             .cloned()
             .collect();
         for warning in &warnings {
@@ -69,12 +84,14 @@ impl Project {
             },
             _ => None,
         };
+        let store = Arc::new(LazyStore::new(db.clone(), redactor));
         Project {
             root: root.to_path_buf(),
             model_generator,
             code_jobs: JobTracker::default(),
             warnings,
-            store: Arc::new(LazyStore::new(db.clone(), redactor)),
+            store: store.clone(),
+            memory: Arc::new(LazyMemory::new(store, memory)),
             db,
             tools_config: Arc::new(tools_config),
             policy: Arc::new(policy),
@@ -101,6 +118,7 @@ impl Project {
             code_store: Some(self.store.clone()),
             model_generator: self.model_generator.clone(),
             code_jobs: self.code_jobs.clone(),
+            memory: Some(self.memory.clone()),
         };
         let live = LiveRegistry::load_with(
             builtin_tools(&deps),

@@ -13,6 +13,7 @@
 
 mod code_repo;
 mod failure;
+mod memory;
 mod repo;
 mod schema;
 mod usage_repo;

@@ -22,7 +22,7 @@ use crate::sqlite::{Access, StoreOptions};
 pub const APPLICATION_ID: i32 = 0x5341_4348;
 
 /// The schema version this build creates and reads.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// One embedded migration.
 pub(crate) struct Migration {
@@ -50,6 +50,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         version: 3,
         name: "llm_calls",
         sql: include_str!("../../migrations/0003_llm_calls.sql"),
+    },
+    Migration {
+        version: 4,
+        name: "memory",
+        sql: include_str!("../../migrations/0004_memory.sql"),
     },
 ];
 
@@ -83,7 +88,16 @@ pub(crate) fn open_writer(
 
 /// Opens a read-only connection for queries.
 pub(crate) fn open_reader(path: &Path, options: &StoreOptions) -> Result<Connection, StoreError> {
-    open_existing_read_only(path, options)
+    let conn = open_existing_read_only(path, options)?;
+    // Keyword search reads many index pages per query: keep them in a
+    // larger cache and map the file instead of copying pages in. Hints
+    // only: a connection that refuses them still reads correctly.
+    for (pragma, value) in [("cache_size", -32_768i64), ("mmap_size", 268_435_456)] {
+        if let Err(error) = conn.pragma_update(None, pragma, value) {
+            tracing::debug!(%error, pragma, "a reader ignored a performance setting");
+        }
+    }
+    Ok(conn)
 }
 
 fn open_existing_read_only(path: &Path, options: &StoreOptions) -> Result<Connection, StoreError> {

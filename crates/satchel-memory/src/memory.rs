@@ -1,0 +1,1274 @@
+//! [`Memory`]: storing, recalling, listing and forgetting memories over a
+//! [`MemoryStore`], with lifetimes, duplicate detection, sessions and
+//! hybrid recall.
+//!
+//! Recall runs the keyword ranking (FTS5 BM25, in the store) and the
+//! semantic ranking (the query's embedding against the [`VectorIndex`])
+//! at the same time on blocking threads, fuses them by reciprocal rank,
+//! then applies the recency and certainty factors of [`RecallConfig`].
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use satchel_store::{
+    Clock, MemoryFilter, MemoryLayer, MemoryRecord, MemorySession, MemoryStats, MemoryStore,
+    MemoryUpdate, NewMemory, NewMemorySession, Timestamp,
+};
+use serde::Serialize;
+use tokio::task::JoinHandle;
+
+use crate::config::{AutoDivide, Fusion, MemoryConfig, RecallConfig};
+use crate::embed::Embedder;
+use crate::index::{VectorFilter, VectorIndex};
+use crate::session::{NEW_SESSION_SENTINEL, SYSTEM_CATEGORY, Summarizer, division_after};
+use crate::{MemoryError, text};
+
+/// Most results one recall or listing returns.
+pub const MAX_LIMIT: usize = 100;
+
+/// Where the embedding model comes from.
+#[derive(Debug, Clone)]
+pub enum ModelSource {
+    /// Load it from this directory on first use (keyword recall only when
+    /// the files are missing).
+    Dir(PathBuf),
+    /// Use this model, already loaded.
+    Loaded(Arc<Embedder>),
+    /// No model: keyword recall only.
+    None,
+}
+
+/// What a [`Memory`] is built with besides the store and configuration.
+#[derive(Clone)]
+pub struct MemoryOptions {
+    /// Where "now" comes from (expiry, sessions, recency).
+    pub clock: Arc<dyn Clock>,
+    /// The embedding model.
+    pub model: ModelSource,
+    /// Writes session summaries; `None`: they are skipped (and logged).
+    pub summarizer: Option<Arc<dyn Summarizer>>,
+}
+
+/// What to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreRequest {
+    /// The layer.
+    pub layer: MemoryLayer,
+    /// The text.
+    pub content: String,
+    /// The category, if any.
+    pub category: Option<String>,
+    /// 0 to 1; `None`: 1.
+    pub certainty: Option<f32>,
+    /// The conversation storing it, if any (its session, for `session`).
+    pub conversation_id: Option<String>,
+    /// The time it is dated by; `None`: now. Lifetimes count from it.
+    pub created_at: Option<Timestamp>,
+}
+
+impl StoreRequest {
+    /// A request with no category, full certainty, dated now.
+    pub fn new(layer: MemoryLayer, content: impl Into<String>) -> StoreRequest {
+        StoreRequest {
+            layer,
+            content: content.into(),
+            category: None,
+            certainty: None,
+            conversation_id: None,
+            created_at: None,
+        }
+    }
+}
+
+/// What a session change did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionChange {
+    /// The session that ended, if one was open.
+    pub ended: Option<MemorySession>,
+    /// Session memories archived with it.
+    pub archived: usize,
+    /// The summary written to the `short` layer, if any.
+    pub summary: Option<MemoryRecord>,
+    /// Why no summary was written, when none was.
+    pub summary_skipped: Option<String>,
+    /// The session now open, when one was started.
+    pub started: Option<MemorySession>,
+}
+
+/// What storing did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stored {
+    /// A new memory.
+    Created(MemoryRecord),
+    /// A near-duplicate existed and was updated instead.
+    Updated {
+        /// The memory as it is now.
+        memory: MemoryRecord,
+        /// Its text before.
+        previous_content: String,
+        /// How similar the two were (1 for the same text).
+        similarity: f32,
+    },
+    /// The sentinel: a new session was started.
+    NewSession(Box<SessionChange>),
+}
+
+/// What to recall.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecallQuery {
+    /// Free text.
+    pub text: String,
+    /// Only these layers; empty means all.
+    pub layers: Vec<MemoryLayer>,
+    /// Only this category.
+    pub category: Option<String>,
+    /// Only memories dated at or after this.
+    pub since: Option<Timestamp>,
+    /// Only memories dated before this.
+    pub until: Option<Timestamp>,
+    /// At most this many (1 to [`MAX_LIMIT`]).
+    pub limit: usize,
+    /// The conversation asking (its current session's memories are included).
+    pub conversation_id: Option<String>,
+    /// The time to recall as of (expiry, recency); `None`: now.
+    pub as_of: Option<Timestamp>,
+}
+
+impl RecallQuery {
+    /// A query over every layer, 10 results.
+    pub fn new(text: impl Into<String>) -> RecallQuery {
+        RecallQuery {
+            text: text.into(),
+            layers: Vec::new(),
+            category: None,
+            since: None,
+            until: None,
+            limit: 10,
+            conversation_id: None,
+            as_of: None,
+        }
+    }
+}
+
+/// One recalled memory.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Recalled {
+    /// The memory.
+    #[serde(flatten)]
+    pub memory: MemoryRecord,
+    /// 0 to 1: fused rank, times the recency and certainty factors.
+    pub relevance: f32,
+    /// Cosine similarity to the query, when ranked semantically.
+    #[serde(skip)]
+    pub semantic: Option<f32>,
+    /// BM25 score, when matched by keywords.
+    #[serde(skip)]
+    pub keyword: Option<f64>,
+}
+
+/// The answer to a recall.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recall {
+    /// Best first.
+    pub memories: Vec<Recalled>,
+    /// False when only keywords ranked (no model).
+    pub semantic: bool,
+    /// Said once per process when recall falls back to keywords.
+    pub notice: Option<String>,
+}
+
+/// What to list.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListQuery {
+    /// Only these layers; empty means all.
+    pub layers: Vec<MemoryLayer>,
+    /// Only this category.
+    pub category: Option<String>,
+    /// Only memories dated at or after this.
+    pub since: Option<Timestamp>,
+    /// Only memories dated before this.
+    pub until: Option<Timestamp>,
+    /// At most this many.
+    pub limit: usize,
+    /// Include expired and archived memories.
+    pub include_inactive: bool,
+}
+
+/// What a maintenance pass did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Maintenance {
+    /// Sessions ended because their division time passed.
+    pub sessions_ended: usize,
+    /// Expired memories deleted.
+    pub purged: u64,
+}
+
+/// Layered memory over a store; share it in an `Arc`.
+pub struct Memory {
+    store: Arc<dyn MemoryStore>,
+    config: MemoryConfig,
+    clock: Arc<dyn Clock>,
+    model: ModelSource,
+    summarizer: Option<Arc<dyn Summarizer>>,
+    embedder: tokio::sync::OnceCell<Option<Arc<Embedder>>>,
+    index: Arc<RwLock<VectorIndex>>,
+    sync_lock: tokio::sync::Mutex<()>,
+    fallback_said: AtomicBool,
+}
+
+impl std::fmt::Debug for Memory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memory")
+            .field("namespace", &self.config.namespace)
+            .field("model", &self.model)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Categories the layers suggest; a category suggested for another layer
+/// is refused with a hint.
+const LAYER_CATEGORIES: &[(MemoryLayer, &[&str])] = &[
+    (MemoryLayer::Long, &["fact", "preference", "relationship"]),
+    (MemoryLayer::Mid, &["goal", "plan", "project"]),
+    (MemoryLayer::Short, &["summary", "context"]),
+];
+
+/// Longest category, in characters.
+const MAX_CATEGORY_CHARS: usize = 40;
+
+/// Checks a category for a layer; returns it trimmed and lowercased.
+pub fn validate_category(layer: MemoryLayer, category: &str) -> Result<String, MemoryError> {
+    let category = category.trim().to_lowercase();
+    if category.is_empty() || category.chars().count() > MAX_CATEGORY_CHARS {
+        return Err(MemoryError::Invalid(format!(
+            "category must be 1 to {MAX_CATEGORY_CHARS} characters"
+        )));
+    }
+    if !category
+        .chars()
+        .all(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+    {
+        return Err(MemoryError::Invalid(format!(
+            "category `{category}` may hold only letters, digits, spaces, `-` and `_`"
+        )));
+    }
+    if category == SYSTEM_CATEGORY {
+        return Err(MemoryError::Invalid(format!(
+            "category `system` is reserved for storing {NEW_SESSION_SENTINEL}"
+        )));
+    }
+    for (home, names) in LAYER_CATEGORIES {
+        if *home != layer && names.contains(&category.as_str()) {
+            return Err(MemoryError::Invalid(format!(
+                "category `{category}` belongs to the `{home}` layer, not `{layer}`; store it there, or use a category of `{layer}` ({})",
+                suggested(layer)
+            )));
+        }
+    }
+    Ok(category)
+}
+
+fn suggested(layer: MemoryLayer) -> String {
+    LAYER_CATEGORIES
+        .iter()
+        .find(|(home, _)| *home == layer)
+        .map_or("free text".to_owned(), |(_, names)| {
+            format!("{}, or free text", names.join(", "))
+        })
+}
+
+fn blocking_error(error: tokio::task::JoinError) -> MemoryError {
+    MemoryError::Task(error.to_string())
+}
+
+fn after(time: Timestamp, ttl: Option<Duration>) -> Option<Timestamp> {
+    let ttl = ttl?;
+    let millis = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+    Some(Timestamp::from_millis(
+        time.as_millis().saturating_add(millis),
+    ))
+}
+
+impl Memory {
+    /// Memory over `store` with `config`.
+    pub fn new(
+        store: Arc<dyn MemoryStore>,
+        config: MemoryConfig,
+        options: MemoryOptions,
+    ) -> Memory {
+        Memory {
+            store,
+            config,
+            clock: options.clock,
+            model: options.model,
+            summarizer: options.summarizer,
+            embedder: tokio::sync::OnceCell::new(),
+            index: Arc::new(RwLock::new(VectorIndex::new())),
+            sync_lock: tokio::sync::Mutex::new(()),
+            fallback_said: AtomicBool::new(false),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &MemoryConfig {
+        &self.config
+    }
+
+    /// The store underneath.
+    pub fn backing_store(&self) -> &Arc<dyn MemoryStore> {
+        &self.store
+    }
+
+    fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// The model, loading it on first use; `None` when there is none.
+    pub async fn embedder(&self) -> Option<Arc<Embedder>> {
+        self.embedder
+            .get_or_init(|| async {
+                match &self.model {
+                    ModelSource::Loaded(embedder) => Some(Arc::clone(embedder)),
+                    ModelSource::None => None,
+                    ModelSource::Dir(dir) => {
+                        if !Embedder::files_present(dir) {
+                            return None;
+                        }
+                        let dir = dir.clone();
+                        match tokio::task::spawn_blocking(move || Embedder::shared(&dir)).await {
+                            Ok(Ok(embedder)) => Some(embedder),
+                            Ok(Err(error)) => {
+                                tracing::warn!("{error}; memory recall uses keywords only");
+                                None
+                            }
+                            Err(error) => {
+                                tracing::warn!(
+                                    "loading the embedding model failed: {error}; memory recall uses keywords only"
+                                );
+                                None
+                            }
+                        }
+                    }
+                }
+            })
+            .await
+            .clone()
+    }
+
+    /// Why semantic recall is off, said the first time only.
+    fn fallback_notice(&self) -> Option<String> {
+        if self.fallback_said.swap(true, Ordering::SeqCst) {
+            return None;
+        }
+        let reason = match &self.model {
+            ModelSource::Dir(dir) => format!(
+                "the embedding model is not available in {} (run scripts/fetch-memory-model.sh)",
+                dir.display()
+            ),
+            ModelSource::None | ModelSource::Loaded(_) => "no embedding model is configured".into(),
+        };
+        let notice = format!("memory recall uses keywords only: {reason}");
+        tracing::warn!("{notice}");
+        Some(notice)
+    }
+
+    async fn embed(&self, texts: Vec<String>) -> Result<Option<Vec<Vec<f32>>>, MemoryError> {
+        let Some(embedder) = self.embedder().await else {
+            return Ok(None);
+        };
+        let vectors = tokio::task::spawn_blocking(move || {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            embedder.embed(&refs)
+        })
+        .await
+        .map_err(blocking_error)??;
+        Ok(Some(vectors))
+    }
+
+    /// Brings the vector index up to the store's latest revision (changes
+    /// by this process and others alike).
+    pub async fn sync_index(&self) -> Result<(), MemoryError> {
+        if self.embedder().await.is_none() {
+            return Ok(());
+        }
+        let _guard = self.sync_lock.lock().await;
+        let have = self
+            .index
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .revision();
+        if self.store.memory_revision().await? == have {
+            return Ok(());
+        }
+        let changes = self.store.memory_changes(have).await?;
+        let index = Arc::clone(&self.index);
+        tokio::task::spawn_blocking(move || {
+            index.write().unwrap_or_else(PoisonError::into_inner).apply(
+                changes.rev,
+                changes.upserts,
+                &changes.deleted,
+            );
+        })
+        .await
+        .map_err(blocking_error)?;
+        Ok(())
+    }
+
+    fn expiry(&self, layer: MemoryLayer, created_at: Timestamp) -> Option<Timestamp> {
+        match layer {
+            MemoryLayer::Long => after(created_at, self.config.long_ttl),
+            MemoryLayer::Mid => after(created_at, self.config.mid_ttl),
+            MemoryLayer::Short => after(created_at, self.config.short_ttl),
+            MemoryLayer::Session => None,
+        }
+    }
+
+    fn check(&self, request: &StoreRequest) -> Result<(String, Option<String>, f32), MemoryError> {
+        let content = request.content.trim();
+        if content.is_empty() {
+            return Err(MemoryError::Invalid("content must not be empty".into()));
+        }
+        let chars = content.chars().count();
+        if chars > self.config.max_content_chars {
+            return Err(MemoryError::Invalid(format!(
+                "content is {chars} characters; at most {} are kept per memory: store the essentials, or split it",
+                self.config.max_content_chars
+            )));
+        }
+        let certainty = request.certainty.unwrap_or(1.0);
+        if !(0.0..=1.0).contains(&certainty) {
+            return Err(MemoryError::Invalid(format!(
+                "certainty must be between 0 and 1, not {certainty}"
+            )));
+        }
+        let category = request
+            .category
+            .as_deref()
+            .map(|c| validate_category(request.layer, c))
+            .transpose()?;
+        Ok((content.to_owned(), category, certainty))
+    }
+
+    /// Stores a memory: validates it, updates a near-duplicate of the same
+    /// layer instead of adding a copy, and starts a new session for the
+    /// sentinel.
+    pub async fn store(&self, request: StoreRequest) -> Result<Stored, MemoryError> {
+        if request.content.trim() == NEW_SESSION_SENTINEL {
+            let category = request.category.as_deref().map(str::trim);
+            if category != Some(SYSTEM_CATEGORY) {
+                return Err(MemoryError::Invalid(format!(
+                    "to start a new session, store {NEW_SESSION_SENTINEL} with category `system`"
+                )));
+            }
+            let change = self
+                .new_session(request.conversation_id.as_deref(), None, "model")
+                .await?;
+            return Ok(Stored::NewSession(Box::new(change)));
+        }
+        let (content, category, certainty) = self.check(&request)?;
+        let now = self.now();
+        let created_at = request.created_at.unwrap_or(now);
+        let session_id = match request.layer {
+            MemoryLayer::Session => Some(
+                self.current_session(request.conversation_id.as_deref())
+                    .await?
+                    .id,
+            ),
+            _ => None,
+        };
+        let embedding = self
+            .embed(vec![content.clone()])
+            .await?
+            .and_then(|mut v| v.pop());
+        let filter = MemoryFilter {
+            namespace: self.config.namespace.clone(),
+            layers: vec![request.layer],
+            live_at: Some(now),
+            session_id: session_id.clone(),
+            ..MemoryFilter::default()
+        };
+        let duplicate = self
+            .find_duplicate(&content, embedding.as_deref(), &filter)
+            .await?;
+        let expires_at = self.expiry(request.layer, created_at);
+        if let Some((existing, similarity)) = duplicate {
+            let memory = self
+                .store
+                .update_memory(MemoryUpdate {
+                    id: existing.id.clone(),
+                    content,
+                    category: category.or(existing.category.clone()),
+                    certainty,
+                    expires_at: self.expiry(request.layer, now).or(existing.expires_at),
+                    embedding,
+                })
+                .await?;
+            self.sync_index().await?;
+            return Ok(Stored::Updated {
+                memory,
+                previous_content: existing.content,
+                similarity,
+            });
+        }
+        let mut stored = self
+            .store
+            .insert_memories(vec![NewMemory {
+                namespace: self.config.namespace.clone(),
+                layer: request.layer,
+                content,
+                category,
+                certainty,
+                session_id,
+                conversation_id: request.conversation_id,
+                created_at: Some(created_at),
+                expires_at,
+                embedding,
+            }])
+            .await?;
+        self.sync_index().await?;
+        stored
+            .pop()
+            .map(Stored::Created)
+            .ok_or_else(|| MemoryError::Task("the store returned no memory".into()))
+    }
+
+    /// The live memory of the same layer that `content` repeats, with the
+    /// similarity: cosine at or above the threshold with a model, the same
+    /// text ignoring case and spacing without.
+    async fn find_duplicate(
+        &self,
+        content: &str,
+        embedding: Option<&[f32]>,
+        filter: &MemoryFilter,
+    ) -> Result<Option<(MemoryRecord, f32)>, MemoryError> {
+        let same_text = self
+            .store
+            .memories_with_text(filter.clone(), content)
+            .await?;
+        if let Some(found) = same_text.into_iter().next() {
+            return Ok(Some((found, 1.0)));
+        }
+        let Some(embedding) = embedding else {
+            return Ok(None);
+        };
+        self.sync_index().await?;
+        let best = {
+            let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
+            index
+                .search(embedding, &vector_filter(filter), 1, usize::MAX)
+                .into_iter()
+                .next()
+        };
+        let Some((seq, similarity)) = best else {
+            return Ok(None);
+        };
+        if similarity < self.config.duplicate_similarity {
+            return Ok(None);
+        }
+        let found = self.store.memories_by_seq(vec![seq]).await?;
+        Ok(found.into_iter().next().map(|m| (m, similarity)))
+    }
+
+    /// Stores many memories at once, embedded in batches, without looking
+    /// for duplicates (an import keeps every item). One transaction per
+    /// call.
+    pub async fn import(
+        &self,
+        requests: Vec<StoreRequest>,
+    ) -> Result<Vec<MemoryRecord>, MemoryError> {
+        let now = self.now();
+        let mut checked = Vec::with_capacity(requests.len());
+        for request in &requests {
+            if request.layer == MemoryLayer::Session {
+                return Err(MemoryError::Invalid(
+                    "session memories cannot be imported; store them one by one".into(),
+                ));
+            }
+            checked.push(self.check(request)?);
+        }
+        let texts: Vec<String> = checked.iter().map(|(c, _, _)| c.clone()).collect();
+        let embeddings = self.embed(texts).await?;
+        let mut embeddings = embeddings.map(Vec::into_iter);
+        let new: Vec<NewMemory> = requests
+            .into_iter()
+            .zip(checked)
+            .map(|(request, (content, category, certainty))| {
+                let created_at = request.created_at.unwrap_or(now);
+                NewMemory {
+                    namespace: self.config.namespace.clone(),
+                    layer: request.layer,
+                    content,
+                    category,
+                    certainty,
+                    session_id: None,
+                    conversation_id: request.conversation_id,
+                    created_at: Some(created_at),
+                    expires_at: self.expiry(request.layer, created_at),
+                    embedding: embeddings.as_mut().and_then(Iterator::next),
+                }
+            })
+            .collect();
+        let stored = self.store.insert_memories(new).await?;
+        self.sync_index().await?;
+        Ok(stored)
+    }
+
+    /// The filter for what a conversation may recall now.
+    async fn recall_filter(
+        &self,
+        conversation_id: Option<&str>,
+        now: Timestamp,
+    ) -> Result<MemoryFilter, MemoryError> {
+        let session = self.due_session(conversation_id, now).await?;
+        Ok(MemoryFilter {
+            namespace: self.config.namespace.clone(),
+            live_at: Some(now),
+            // Session memories only from the conversation's open session.
+            session_id: Some(session.map_or_else(|| "-".to_owned(), |s| s.id)),
+            ..MemoryFilter::default()
+        })
+    }
+
+    /// Hybrid recall; see the module docs.
+    pub async fn recall(&self, query: RecallQuery) -> Result<Recall, MemoryError> {
+        let text = query.text.trim().to_owned();
+        if text.is_empty() {
+            return Err(MemoryError::Invalid("query must not be empty".into()));
+        }
+        let limit = query.limit.clamp(1, MAX_LIMIT);
+        let now = query.as_of.unwrap_or_else(|| self.now());
+        let filter = MemoryFilter {
+            layers: query.layers.clone(),
+            category: query.category.as_deref().map(|c| c.trim().to_lowercase()),
+            since: query.since,
+            until: query.until,
+            ..self
+                .recall_filter(query.conversation_id.as_deref(), now)
+                .await?
+        };
+        let recall = &self.config.recall;
+        let candidates = recall.candidates.max(limit);
+        let started = std::time::Instant::now();
+        let keyword = async {
+            let result = self.keyword_search(&text, &filter, candidates).await;
+            (result, started.elapsed())
+        };
+        let semantic = async {
+            let result = self.semantic_search(&text, &filter, candidates).await;
+            (result, started.elapsed())
+        };
+        let ((keyword, keyword_time), (semantic, semantic_time)) = tokio::join!(keyword, semantic);
+        tracing::debug!(?keyword_time, ?semantic_time, "memory recall rankings");
+        let keyword = keyword?;
+        let semantic = semantic?;
+        let notice = if semantic.is_none() {
+            self.fallback_notice()
+        } else {
+            None
+        };
+        let fused = fuse(recall, semantic.as_deref().unwrap_or(&[]), &keyword);
+        let seqs: Vec<i64> = fused.iter().map(|f| f.seq).collect();
+        let mut records: HashMap<i64, MemoryRecord> = self
+            .store
+            .memories_by_seq(seqs)
+            .await?
+            .into_iter()
+            .map(|m| (m.seq, m))
+            .collect();
+        let mut memories: Vec<Recalled> = fused
+            .into_iter()
+            .filter_map(|f| {
+                let memory = records.remove(&f.seq)?;
+                let relevance = f.score * factors(recall, &memory, now);
+                Some(Recalled {
+                    memory,
+                    relevance,
+                    semantic: f.semantic,
+                    keyword: f.keyword,
+                })
+            })
+            .filter(|r| r.relevance >= recall.min_relevance)
+            .collect();
+        memories.sort_by(|a, b| {
+            b.relevance
+                .total_cmp(&a.relevance)
+                .then(b.memory.created_at.cmp(&a.memory.created_at))
+        });
+        memories.truncate(limit);
+        Ok(Recall {
+            memories,
+            semantic: semantic.is_some(),
+            notice,
+        })
+    }
+
+    /// The best `candidates` by BM25. Terms found in `keywordTermMaxDocs`
+    /// memories or more are left out when rarer ones remain (their weight
+    /// in BM25 is small and scoring their long posting lists is what makes
+    /// FTS5 slow at scale); with the model, a query of only such terms is
+    /// left to semantic ranking.
+    async fn keyword_search(
+        &self,
+        text: &str,
+        filter: &MemoryFilter,
+        candidates: usize,
+    ) -> Result<Vec<satchel_store::KeywordHit>, MemoryError> {
+        let terms = text::query_terms(text);
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let cap = self.config.recall.keyword_term_max_docs;
+        let counts = self.store.term_document_counts(terms.clone(), cap).await?;
+        let rare: Vec<String> = terms
+            .iter()
+            .zip(&counts)
+            .filter(|(_, count)| **count < cap)
+            .map(|(term, _)| term.clone())
+            .collect();
+        let chosen = if !rare.is_empty() {
+            rare
+        } else if self.embedder().await.is_some() {
+            return Ok(Vec::new());
+        } else {
+            terms
+        };
+        let Some(fts) = text::fts_or(&chosen) else {
+            return Ok(Vec::new());
+        };
+        let started = std::time::Instant::now();
+        let hits = self
+            .store
+            .keyword_search(&fts, filter.clone(), candidates)
+            .await?;
+        tracing::debug!(?counts, %fts, took = ?started.elapsed(), hits = hits.len(), "keyword search");
+        Ok(hits)
+    }
+
+    /// The best `candidates` by cosine, or `None` without a model.
+    async fn semantic_search(
+        &self,
+        text: &str,
+        filter: &MemoryFilter,
+        candidates: usize,
+    ) -> Result<Option<Vec<(i64, f32)>>, MemoryError> {
+        let Some(embedder) = self.embedder().await else {
+            return Ok(None);
+        };
+        let owned = text.to_owned();
+        let embedding = tokio::task::spawn_blocking(move || embedder.embed_query(&owned));
+        let (embedding, synced) = tokio::join!(embedding, self.sync_index());
+        synced?;
+        let embedding = embedding.map_err(blocking_error)??;
+        let index = Arc::clone(&self.index);
+        let filter = vector_filter(filter);
+        let exact_limit = self.config.recall.exact_scan_limit;
+        let found = tokio::task::spawn_blocking(move || {
+            index.read().unwrap_or_else(PoisonError::into_inner).search(
+                &embedding,
+                &filter,
+                candidates,
+                exact_limit,
+            )
+        })
+        .await
+        .map_err(blocking_error)?;
+        Ok(Some(found))
+    }
+
+    /// Memories newest first.
+    pub async fn list(
+        &self,
+        query: ListQuery,
+        conversation_id: Option<&str>,
+    ) -> Result<Vec<MemoryRecord>, MemoryError> {
+        let now = self.now();
+        let base = if query.include_inactive {
+            MemoryFilter {
+                namespace: self.config.namespace.clone(),
+                include_archived: true,
+                ..MemoryFilter::default()
+            }
+        } else {
+            self.recall_filter(conversation_id, now).await?
+        };
+        let filter = MemoryFilter {
+            layers: query.layers,
+            category: query.category.map(|c| c.trim().to_lowercase()),
+            since: query.since,
+            until: query.until,
+            ..base
+        };
+        Ok(self
+            .store
+            .list_memories(filter, query.limit.clamp(1, 10_000))
+            .await?)
+    }
+
+    /// Deletes a memory for good, from the table, the keyword index and
+    /// the vectors.
+    pub async fn forget(&self, id: &str) -> Result<(), MemoryError> {
+        let deleted = self
+            .store
+            .delete_memories(&self.config.namespace, vec![id.to_owned()])
+            .await?;
+        if deleted.is_empty() {
+            return Err(MemoryError::NotFound(id.to_owned()));
+        }
+        self.sync_index().await
+    }
+
+    /// Counts for this namespace.
+    pub async fn stats(&self) -> Result<MemoryStats, MemoryError> {
+        Ok(self
+            .store
+            .memory_stats(&self.config.namespace, self.now())
+            .await?)
+    }
+
+    /// Memories with an embedding in the vector index.
+    pub async fn indexed(&self) -> usize {
+        self.index
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// The conversation's open session, ending it first when its division
+    /// time has passed; `None` when none is open.
+    async fn due_session(
+        &self,
+        conversation_id: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Option<MemorySession>, MemoryError> {
+        let Some(open) = self
+            .store
+            .open_session(&self.config.namespace, conversation_id)
+            .await?
+        else {
+            return Ok(None);
+        };
+        match self.division(&open) {
+            Some(end) if end <= now => {
+                self.end(open, end, self.divide_reason()).await?;
+                Ok(None)
+            }
+            _ => Ok(Some(open)),
+        }
+    }
+
+    fn division(&self, session: &MemorySession) -> Option<Timestamp> {
+        division_after(
+            session.started_at,
+            self.config.auto_divide,
+            self.config.divide_at,
+            &self.config.time_zone,
+        )
+    }
+
+    fn divide_reason(&self) -> &'static str {
+        match self.config.auto_divide {
+            AutoDivide::Daily => "daily",
+            AutoDivide::Weekly(_) => "weekly",
+            AutoDivide::None => "none",
+        }
+    }
+
+    /// The conversation's current session, starting one when none is open
+    /// (or the open one's division time has passed).
+    pub async fn current_session(
+        &self,
+        conversation_id: Option<&str>,
+    ) -> Result<MemorySession, MemoryError> {
+        let now = self.now();
+        if let Some(open) = self.due_session(conversation_id, now).await? {
+            return Ok(open);
+        }
+        Ok(self
+            .store
+            .start_session(NewMemorySession {
+                namespace: self.config.namespace.clone(),
+                conversation_id: conversation_id.map(str::to_owned),
+                name: None,
+                started_at: Some(now),
+            })
+            .await?)
+    }
+
+    /// Ends the conversation's open session (archiving its memories and
+    /// writing its summary) and starts a new one named `name`.
+    /// `reason` says who asked: `user`, `model`...
+    pub async fn new_session(
+        &self,
+        conversation_id: Option<&str>,
+        name: Option<String>,
+        reason: &str,
+    ) -> Result<SessionChange, MemoryError> {
+        let now = self.now();
+        let open = self
+            .store
+            .open_session(&self.config.namespace, conversation_id)
+            .await?;
+        let mut change = match open {
+            Some(open) => self.end(open, now, reason).await?,
+            None => SessionChange {
+                ended: None,
+                archived: 0,
+                summary: None,
+                summary_skipped: None,
+                started: None,
+            },
+        };
+        let started = self
+            .store
+            .start_session(NewMemorySession {
+                namespace: self.config.namespace.clone(),
+                conversation_id: conversation_id.map(str::to_owned),
+                name,
+                started_at: Some(now),
+            })
+            .await?;
+        change.started = Some(started);
+        Ok(change)
+    }
+
+    /// Ends a session at `at`: archives its memories, then writes the
+    /// summary through the summarizer (skipped, and logged, without one).
+    async fn end(
+        &self,
+        session: MemorySession,
+        at: Timestamp,
+        reason: &str,
+    ) -> Result<SessionChange, MemoryError> {
+        let keep = after(at, Some(self.config.archived_session_ttl));
+        let (ended, archived) = self
+            .store
+            .end_session(&session.id, at, reason, keep)
+            .await?;
+        self.sync_index().await?;
+        let mut change = SessionChange {
+            ended: Some(ended.clone()),
+            archived: archived.len(),
+            summary: None,
+            summary_skipped: None,
+            started: None,
+        };
+        if archived.is_empty() {
+            change.summary_skipped = Some("the session stored no memories".into());
+            return Ok(change);
+        }
+        let Some(summarizer) = &self.summarizer else {
+            let reason = "no model is configured to write it";
+            tracing::info!(session = %ended.id, "session ended; its summary was skipped: {reason}");
+            change.summary_skipped = Some(reason.into());
+            return Ok(change);
+        };
+        let text = match summarizer.summarize(&ended, &archived).await {
+            Ok(text) if !text.trim().is_empty() => text,
+            Ok(_) => {
+                change.summary_skipped = Some("the model wrote an empty summary".into());
+                return Ok(change);
+            }
+            Err(error) => {
+                tracing::warn!(session = %ended.id, %error, "the session summary failed");
+                change.summary_skipped = Some(format!("the summary request failed: {error}"));
+                return Ok(change);
+            }
+        };
+        let text: String = text
+            .trim()
+            .chars()
+            .take(self.config.max_content_chars)
+            .collect();
+        let embedding = self
+            .embed(vec![text.clone()])
+            .await?
+            .and_then(|mut v| v.pop());
+        let summary = self
+            .store
+            .insert_memories(vec![NewMemory {
+                namespace: self.config.namespace.clone(),
+                layer: MemoryLayer::Short,
+                content: text,
+                category: Some("summary".into()),
+                certainty: 1.0,
+                session_id: Some(ended.id.clone()),
+                conversation_id: ended.conversation_id.clone(),
+                created_at: Some(at),
+                expires_at: self.expiry(MemoryLayer::Short, at),
+                embedding,
+            }])
+            .await?
+            .pop();
+        if let Some(summary) = &summary {
+            self.store
+                .set_session_summary(&ended.id, &summary.id)
+                .await?;
+        }
+        self.sync_index().await?;
+        change.summary = summary;
+        Ok(change)
+    }
+
+    /// Ends every session of the namespace whose division time has passed
+    /// and deletes expired memories. Long-running processes call it
+    /// periodically ([`spawn_maintenance`]); the CLI runs it now and then.
+    pub async fn maintain(&self) -> Result<Maintenance, MemoryError> {
+        let now = self.now();
+        let mut done = Maintenance::default();
+        let sessions = self.store.sessions(&self.config.namespace, 1000).await?;
+        for session in sessions.into_iter().filter(|s| s.ended_at.is_none()) {
+            if let Some(end) = self.division(&session)
+                && end <= now
+            {
+                self.end(session, end, self.divide_reason()).await?;
+                done.sessions_ended += 1;
+            }
+        }
+        done.purged = self.store.purge_expired_memories(now).await?;
+        if done.purged > 0 {
+            self.sync_index().await?;
+        }
+        Ok(done)
+    }
+}
+
+/// Runs [`Memory::maintain`] every `config.purge_interval` until the last
+/// other `Arc` to the memory is dropped.
+pub fn spawn_maintenance(memory: &Arc<Memory>) -> JoinHandle<()> {
+    let weak = Arc::downgrade(memory);
+    let interval = memory.config.purge_interval;
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(interval).await;
+            let Some(memory) = weak.upgrade() else { return };
+            match memory.maintain().await {
+                Ok(done) if done.purged > 0 || done.sessions_ended > 0 => {
+                    tracing::info!(?done, "memory maintenance")
+                }
+                Ok(_) => {}
+                Err(error) => tracing::warn!(%error, "memory maintenance failed"),
+            }
+        }
+    })
+}
+
+fn vector_filter(filter: &MemoryFilter) -> VectorFilter {
+    VectorFilter {
+        namespace: filter.namespace.clone(),
+        layers: filter.layers.clone(),
+        category: filter.category.clone(),
+        since: filter.since,
+        until: filter.until,
+        live_at: filter.live_at,
+        include_archived: filter.include_archived,
+        session_id: filter.session_id.clone(),
+    }
+}
+
+/// One candidate after fusion.
+#[derive(Debug, Clone, PartialEq)]
+struct Fused {
+    seq: i64,
+    score: f32,
+    semantic: Option<f32>,
+    keyword: Option<f64>,
+}
+
+/// Maps `value` from `[min, max]` to `[0, 1]` (1 when all are equal).
+fn unit_range(value: f64, min: f64, max: f64) -> f32 {
+    if max - min <= f64::EPSILON {
+        1.0
+    } else {
+        ((value - min) / (max - min)) as f32
+    }
+}
+
+/// Combines the two rankings into scores from 0 to 1, best first; see
+/// [`Fusion`].
+fn fuse(
+    config: &RecallConfig,
+    semantic: &[(i64, f32)],
+    keyword: &[satchel_store::KeywordHit],
+) -> Vec<Fused> {
+    let semantic_weight = if semantic.is_empty() {
+        0.0
+    } else {
+        config.semantic_weight
+    };
+    let keyword_weight = if keyword.is_empty() {
+        0.0
+    } else {
+        config.keyword_weight
+    };
+    let total = semantic_weight + keyword_weight;
+    let mut by_seq: HashMap<i64, Fused> = HashMap::new();
+    let mut add = |seq: i64, score: f32, cosine: Option<f32>, bm25: Option<f64>| {
+        let entry = by_seq.entry(seq).or_insert(Fused {
+            seq,
+            score: 0.0,
+            semantic: None,
+            keyword: None,
+        });
+        entry.score += score;
+        entry.semantic = entry.semantic.or(cosine);
+        entry.keyword = entry.keyword.or(bm25);
+    };
+    match config.fusion {
+        Fusion::Rrf => {
+            let k = config.rrf_k;
+            let best = if total > 0.0 { total / (k + 1.0) } else { 1.0 };
+            for (rank, (seq, cosine)) in semantic.iter().enumerate() {
+                add(
+                    *seq,
+                    semantic_weight / (k + rank as f32 + 1.0) / best,
+                    Some(*cosine),
+                    None,
+                );
+            }
+            for (rank, hit) in keyword.iter().enumerate() {
+                add(
+                    hit.seq,
+                    keyword_weight / (k + rank as f32 + 1.0) / best,
+                    None,
+                    Some(hit.score),
+                );
+            }
+        }
+        Fusion::Convex => {
+            let total = if total > 0.0 { total } else { 1.0 };
+            let (smin, smax) = semantic
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(lo, hi), (_, c)| {
+                    (lo.min(f64::from(*c)), hi.max(f64::from(*c)))
+                });
+            for (seq, cosine) in semantic {
+                let normal = unit_range(f64::from(*cosine), smin, smax);
+                add(*seq, semantic_weight * normal / total, Some(*cosine), None);
+            }
+            let (kmin, kmax) = keyword.iter().fold((f64::MAX, f64::MIN), |(lo, hi), h| {
+                (lo.min(h.score), hi.max(h.score))
+            });
+            for hit in keyword {
+                let normal = unit_range(hit.score, kmin, kmax);
+                add(
+                    hit.seq,
+                    keyword_weight * normal / total,
+                    None,
+                    Some(hit.score),
+                );
+            }
+        }
+    }
+    let mut fused: Vec<Fused> = by_seq.into_values().collect();
+    fused.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.seq.cmp(&b.seq)));
+    fused
+}
+
+/// The recency and certainty factors of a memory as of `now`.
+fn factors(config: &RecallConfig, memory: &MemoryRecord, now: Timestamp) -> f32 {
+    let age_days = (now.as_millis() - memory.created_at.as_millis()).max(0) as f32 / 86_400_000.0;
+    let recency = 0.5f32.powf(age_days / config.recency_half_life_days);
+    let recency_factor = 1.0 - config.recency_weight + config.recency_weight * recency;
+    let certainty_factor =
+        1.0 - config.certainty_weight + config.certainty_weight * memory.certainty.clamp(0.0, 1.0);
+    recency_factor * certainty_factor
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use satchel_store::KeywordHit;
+
+    use super::*;
+
+    #[test]
+    fn categories_are_checked_against_layers() {
+        assert_eq!(
+            validate_category(MemoryLayer::Long, " Fact ").unwrap(),
+            "fact"
+        );
+        assert_eq!(validate_category(MemoryLayer::Mid, "goal").unwrap(), "goal");
+        assert_eq!(
+            validate_category(MemoryLayer::Long, "hobby").unwrap(),
+            "hobby"
+        );
+        let error = validate_category(MemoryLayer::Long, "goal").unwrap_err();
+        assert!(
+            error.to_string().contains("belongs to the `mid` layer"),
+            "{error}"
+        );
+        assert!(validate_category(MemoryLayer::Mid, "fact").is_err());
+        assert!(validate_category(MemoryLayer::Long, "").is_err());
+        assert!(validate_category(MemoryLayer::Long, "a;b").is_err());
+        assert!(validate_category(MemoryLayer::Long, "system").is_err());
+        assert!(validate_category(MemoryLayer::Session, &"x".repeat(41)).is_err());
+    }
+
+    #[test]
+    fn fusion_rewards_agreement_and_is_normalised() {
+        let config = RecallConfig {
+            fusion: Fusion::Rrf,
+            ..RecallConfig::default()
+        };
+        let semantic = [(1, 0.9), (2, 0.8), (3, 0.7)];
+        let keyword = [
+            KeywordHit { seq: 2, score: 5.0 },
+            KeywordHit { seq: 4, score: 3.0 },
+        ];
+        let fused = fuse(&config, &semantic, &keyword);
+        assert_eq!(
+            fused.iter().map(|f| f.seq).collect::<Vec<_>>(),
+            [2, 1, 4, 3]
+        );
+        assert!(fused[0].score <= 1.0 && fused[0].score > 0.9, "{fused:?}");
+        // One ranking alone: its best scores 1.
+        let alone = fuse(&config, &semantic, &[]);
+        assert_eq!(alone[0].score, 1.0);
+
+        let convex = RecallConfig {
+            fusion: Fusion::Convex,
+            semantic_weight: 1.0,
+            keyword_weight: 1.0,
+            ..RecallConfig::default()
+        };
+        let fused = fuse(&convex, &semantic, &keyword);
+        // 2: semantic 0.5 (min-max of 0.7..0.9) + keyword 1 → 0.75;
+        // 1: semantic 1 → 0.5; 3: semantic 0 and 4: keyword 0 (min) → 0.
+        assert_eq!(
+            fused.iter().map(|f| f.seq).collect::<Vec<_>>(),
+            [2, 1, 3, 4]
+        );
+        assert!((fused[0].score - 0.75).abs() < 1e-6, "{fused:?}");
+        assert!((fused[1].score - 0.5).abs() < 1e-6, "{fused:?}");
+        assert!((fused[1].score - 0.5).abs() < 1e-6, "{fused:?}");
+    }
+
+    #[test]
+    fn recency_and_certainty_lower_scores_by_their_weights() {
+        let config = RecallConfig::default();
+        let now = Timestamp::from_millis(1_000 * 86_400_000);
+        let memory = |age_days: i64, certainty: f32| MemoryRecord {
+            id: "m".into(),
+            seq: 1,
+            namespace: "n".into(),
+            layer: MemoryLayer::Long,
+            content: "x".into(),
+            category: None,
+            certainty,
+            session_id: None,
+            conversation_id: None,
+            created_at: Timestamp::from_millis(now.as_millis() - age_days * 86_400_000),
+            updated_at: now,
+            expires_at: None,
+            archived_at: None,
+        };
+        assert_eq!(factors(&config, &memory(0, 1.0), now), 1.0);
+        let half = factors(&config, &memory(180, 1.0), now);
+        assert!((half - 0.95).abs() < 1e-4, "{half}");
+        let unsure = factors(&config, &memory(0, 0.0), now);
+        assert!((unsure - 0.8).abs() < 1e-6, "{unsure}");
+    }
+}
