@@ -47,9 +47,9 @@ pub use code::{
 };
 pub use error::StoreError;
 pub use records::{
-    AuditQuery, AuditRecord, AuditSource, Conversation, ConversationDump, ConversationSummary,
-    ExportRecord, LlmMessage, LogEntry, LogKind, NewAudit, NewConversation, NewLlmMessage,
-    NewLogEntry, NewStatement, NewToolCall, Statement, ToolCallRecord,
+    AuditQuery, AuditRecord, AuditSource, Conversation, ConversationDump, ConversationSearch,
+    ConversationSummary, ExportRecord, LlmMessage, LogEntry, LogKind, NewAudit, NewConversation,
+    NewLlmMessage, NewLogEntry, NewStatement, NewToolCall, SearchHit, Statement, ToolCallRecord,
 };
 pub use redact::{RedactionConfig, Redactor};
 pub use sqlite::{APPLICATION_ID, Access, Durability, SCHEMA_VERSION, SqliteStore, StoreOptions};

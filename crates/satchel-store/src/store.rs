@@ -3,16 +3,19 @@
 //!
 //! They speak only in the plain records of [`crate::records`], so that a
 //! PostgreSQL backend can implement them later and several Satchel
-//! instances can share one database. Every write is one transaction: when a
+//! instances can share one database. Full-text search
+//! ([`ConversationStore::search_conversation`]) takes plain words, so each
+//! backend writes its own query syntax. Every write is one transaction: when a
 //! write returns `Ok`, it is committed; when it fails, nothing of it was
 //! stored. Every string written passes through the backend's redactor first.
 
 use async_trait::async_trait;
 
 use crate::{
-    AuditQuery, AuditRecord, Conversation, ConversationDump, ConversationSummary, LlmCallStore,
-    LlmMessage, LogEntry, NewAudit, NewConversation, NewLlmMessage, NewLogEntry, NewStatement,
-    NewToolCall, Statement, StoreError, ToolCallRecord,
+    AuditQuery, AuditRecord, Conversation, ConversationDump, ConversationSearch,
+    ConversationSummary, LlmCallStore, LlmMessage, LogEntry, NewAudit, NewConversation,
+    NewLlmMessage, NewLogEntry, NewStatement, NewToolCall, SearchHit, Statement, StoreError,
+    ToolCallRecord,
 };
 
 /// Conversations: creation, lookup, listing, title and goal, export.
@@ -53,6 +56,14 @@ pub trait ConversationStore: Send + Sync {
 
     /// Everything recorded about a conversation, read in one snapshot.
     async fn dump_conversation(&self, id: &str) -> Result<Option<ConversationDump>, StoreError>;
+
+    /// Full-text search over one conversation's log entries and tool
+    /// calls (their input, results and note), best match first. A search
+    /// with no words finds nothing.
+    async fn search_conversation(
+        &self,
+        search: ConversationSearch,
+    ) -> Result<Vec<SearchHit>, StoreError>;
 }
 
 /// Statements and their objectives.

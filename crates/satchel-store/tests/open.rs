@@ -59,7 +59,15 @@ async fn migrates_from_empty_and_reopens_without_reapplying() {
             .iter()
             .map(|(v, name, _)| (*v, name.as_str()))
             .collect();
-        assert_eq!(applied, [(1, "initial"), (2, "code"), (3, "llm_calls")]);
+        assert_eq!(
+            applied,
+            [
+                (1, "initial"),
+                (2, "code"),
+                (3, "llm_calls"),
+                (5, "conversation_search")
+            ]
+        );
         let pragma = |name: &str| -> String {
             raw.pragma_query_value(None, name, |row| row.get::<_, rusqlite::types::Value>(0))
                 .map(|value| match value {
