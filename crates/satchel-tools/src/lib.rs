@@ -9,7 +9,8 @@
 //!
 //! What does not live here: running processes (that is `satchel-exec`),
 //! talking to models, storing anything (the audit trail plugs in through
-//! [`CallObserver`]).
+//! [`CallObserver`]; the `code` and `conversation` tools read and write
+//! through `satchel-store`'s traits, reached through [`BuiltinDeps`]).
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -18,6 +19,7 @@ use std::sync::Arc;
 pub mod bash;
 pub mod code;
 pub mod config;
+pub mod conversation;
 mod dispatch;
 pub mod external;
 pub mod format;
@@ -27,6 +29,7 @@ pub mod policy;
 mod registry;
 pub mod search;
 mod tool;
+pub mod usage;
 mod validation;
 
 pub use config::{ExternalConfig, Settings, ToolsConfig};
@@ -49,6 +52,8 @@ pub struct BuiltinDeps {
     pub model_generator: Option<Arc<dyn code::CodeGenerator>>,
     /// Where the `code` tool reports its background jobs.
     pub code_jobs: code::JobTracker,
+    /// Where the `conversation` tool reads the record.
+    pub records: Option<Arc<dyn conversation::RecordsHandle>>,
 }
 
 /// Every built-in tool, built once; share them between registries so their
@@ -61,6 +66,7 @@ pub fn builtin_tools(deps: &BuiltinDeps) -> Vec<Arc<dyn Tool>> {
             deps.model_generator.clone(),
             deps.code_jobs.clone(),
         )),
+        Arc::new(conversation::ConversationTool::new(deps.records.clone())),
         Arc::new(search::SearchTool::new(Arc::new(
             search::MemoryCache::default(),
         ))),

@@ -101,6 +101,7 @@ impl Project {
             code_store: Some(self.store.clone()),
             model_generator: self.model_generator.clone(),
             code_jobs: self.code_jobs.clone(),
+            records: Some(self.store.clone()),
         };
         let live = LiveRegistry::load_with(
             builtin_tools(&deps),
