@@ -28,6 +28,7 @@ use satchel_store::{
     AuditSource, LogKind, NewConversation, NewLlmCall, NewLlmMessage, NewLogEntry, NewStatement,
     NewToolCall, Store, StoreError, Timestamp,
 };
+use satchel_tools::conversation::THINKING_SIDE;
 use satchel_tools::format::{generic_result, generic_use};
 use satchel_tools::{CallTrace, Consent, LiveRegistry, Registry, Style, ToolContext, dispatch};
 use tokio::task::JoinHandle;
@@ -884,7 +885,7 @@ impl Agent {
     ) -> Result<(), AgentError> {
         if !thinking.trim().is_empty() {
             let mut entry = NewLogEntry::new(conversation_id, LogKind::Auxiliary, thinking);
-            entry.side_conversation = Some("thinking".into());
+            entry.side_conversation = Some(THINKING_SIDE.into());
             entry.statement_id = Some(statement_id.to_owned());
             self.store.append_log_entry(entry).await?;
         }
@@ -940,6 +941,7 @@ impl Agent {
                         trigger_message: trigger.clone(),
                         reasoning: reasoning.clone(),
                     },
+                    registry: Some(registry.clone()),
                 };
                 self.run_one(registry, snapshot, call, ctx, sink)
             });

@@ -5,6 +5,7 @@
 //! crates; [`crate::HotConfig`] reads them all together.
 
 use satchel_tools::Settings;
+use satchel_tools::config::{DEFAULT_TOOL_RESULT_MAX_LENGTH, tool_result_max_length};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -35,7 +36,7 @@ impl Default for AgentConfig {
     fn default() -> AgentConfig {
         AgentConfig {
             max_turns: 25,
-            tool_result_max_length: 500,
+            tool_result_max_length: DEFAULT_TOOL_RESULT_MAX_LENGTH,
             context_threshold: 0.8,
             keep_recent_statements: 2,
             system_prompt: None,
@@ -49,7 +50,6 @@ impl Default for AgentConfig {
 #[serde(rename_all = "camelCase", default)]
 struct AgentSettings {
     max_turns: Option<u32>,
-    tool_result_max_length: Option<usize>,
     context_threshold: Option<f64>,
     keep_recent_statements: Option<usize>,
     system_prompt: Option<String>,
@@ -74,7 +74,6 @@ impl AgentConfig {
         let mut parsed = AgentSettings::default();
         for key in [
             "maxTurns",
-            "toolResultMaxLength",
             "contextThreshold",
             "keepRecentStatements",
             "systemPrompt",
@@ -87,9 +86,6 @@ impl AgentConfig {
             match serde_json::from_value::<AgentSettings>(one) {
                 Ok(single) => {
                     parsed.max_turns = parsed.max_turns.or(single.max_turns);
-                    parsed.tool_result_max_length = parsed
-                        .tool_result_max_length
-                        .or(single.tool_result_max_length);
                     parsed.context_threshold =
                         parsed.context_threshold.or(single.context_threshold);
                     parsed.keep_recent_statements = parsed
@@ -113,9 +109,9 @@ impl AgentConfig {
             }
             config.max_turns = turns.max(1);
         }
-        if let Some(length) = parsed.tool_result_max_length {
-            config.tool_result_max_length = length;
-        }
+        // Read by the tools' configuration too (the `conversation` tool
+        // cuts with it), which reports a bad value; one warning is enough.
+        config.tool_result_max_length = tool_result_max_length(settings).0;
         if let Some(threshold) = parsed.context_threshold {
             if threshold > 0.0 && threshold <= 1.0 {
                 config.context_threshold = threshold;

@@ -11,50 +11,7 @@
 
 use std::fmt::Write;
 
-use crate::Resources;
-
-/// Per-tool successes and failures in a conversation, in first-use order.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ToolTally {
-    tools: Vec<(String, u32, u32)>,
-}
-
-impl ToolTally {
-    /// Counts one call of `tool`.
-    pub fn add(&mut self, tool: &str, failed: bool) {
-        let index = match self.tools.iter().position(|(name, ..)| name == tool) {
-            Some(index) => index,
-            None => {
-                self.tools.push((tool.to_owned(), 0, 0));
-                self.tools.len() - 1
-            }
-        };
-        let entry = &mut self.tools[index];
-        if failed {
-            entry.2 += 1;
-        } else {
-            entry.1 += 1;
-        }
-    }
-
-    /// `(tool, successes, failures)`, in first-use order.
-    pub fn entries(&self) -> impl Iterator<Item = (&str, u32, u32)> {
-        self.tools
-            .iter()
-            .map(|(name, ok, failed)| (name.as_str(), *ok, *failed))
-    }
-
-    /// `bash(4: 3✓ 1✗), memory(1: 1✓ 0✗)`, or `none`.
-    pub fn describe(&self) -> String {
-        if self.tools.is_empty() {
-            return "none".to_owned();
-        }
-        self.entries()
-            .map(|(name, ok, failed)| format!("{name}({}: {ok}✓ {failed}✗)", ok + failed))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
+use satchel_tools::usage::{Resources, ToolTally};
 
 /// Everything the block shows.
 #[derive(Debug, Clone, Copy)]

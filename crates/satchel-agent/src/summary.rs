@@ -1,39 +1,27 @@
 //! How a past turn's tool call reads in the history:
 //! `[Tool: name(key="value", n=1, list=[3 items])] → result`, the result
 //! cut to `toolResultMaxLength` characters.
+//!
+//! The cutting itself is [`satchel_tools::format::past_result`], shared
+//! with the `conversation` tool, so the model reads a past result the same
+//! way wherever it comes from.
 
 use satchel_core::{ToolCall, ToolOutput};
-use satchel_tools::format::call_summary;
-
-/// Appended to a result cut for a past turn's summary.
-pub const TRUNCATED_MARK: &str = "... [truncated]";
+use satchel_tools::format::{call_summary, past_result};
 
 /// One tool call of a past turn, in one line (the result may span lines).
 pub fn tool_call_line(call: &ToolCall, output: &ToolOutput, max_chars: usize) -> String {
-    let mut result = output.results.to_text();
-    if let Some(note) = &output.response {
-        result.push('\n');
-        result.push_str(note);
-    }
     format!(
         "[Tool: {}] → {}",
         call_summary(&call.name, &call.input),
-        cut_chars(&result, max_chars)
+        past_result(output, max_chars)
     )
-}
-
-/// `text` cut to `max_chars` characters with [`TRUNCATED_MARK`] appended
-/// when it was longer.
-pub fn cut_chars(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((cut, _)) => format!("{}{TRUNCATED_MARK}", &text[..cut]),
-        None => text.to_owned(),
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use satchel_core::ToolResults;
+    use satchel_tools::format::TRUNCATED_MARK;
     use serde_json::json;
 
     use super::*;

@@ -667,7 +667,7 @@ pub(crate) struct PromptArgs {
     /// Anthropic) and a prose description, with both tokenizers.
     #[arg(long, conflicts_with = "format")]
     pub(crate) compare: bool,
-    /// Only the built-in tools (bash, code, search), whatever else is installed.
+    /// Only the built-in tools (bash, code, conversation, search), whatever else is installed.
     #[arg(long)]
     pub(crate) builtin: bool,
     /// Print JSON: the text and its figures, or the comparison's rows.

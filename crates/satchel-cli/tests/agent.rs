@@ -343,3 +343,136 @@ fn prompted_mode_drives_a_statement_for_a_model_without_native_tools() {
     assert!(third.contains("INVALID_PARAMS"), "{third}");
     assert!(third.contains("Tools Used: bash(3: 2✓ 1✗)"), "{third}");
 }
+
+/// The JSON a tool result carries after the feedback block (when it has one).
+fn result_json(text: &str) -> Value {
+    let start = text
+        .find('{')
+        .unwrap_or_else(|| panic!("no JSON in {text}"));
+    serde_json::from_str(&text[start..]).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// The `conversation` tool end to end: after old statements were
+/// summarised, the model recovers a call whole, reads stats that match the
+/// rows, finds a word of a tool result, and reads the timeline cut at the
+/// configured length; from another conversation, the call's id is refused.
+#[test]
+fn the_conversation_tool_reads_the_record_after_compaction() {
+    let filler = "lorem ipsum dolor sit amet ".repeat(450);
+    let sandbox = Sandbox::new(
+        vec![
+            Reply::call("bash", json!({"command": "cat numbers.txt"})),
+            Reply::text("First done."),
+        ],
+        json!({"toolResultMaxLength": 30, "sideRequests": false, "keepRecentStatements": 0,
+               "contextThreshold": 0.5, "llm": {"contextWindow": 6000}}),
+    );
+    let numbers: String = (1..=120).map(|n| format!("{n}\n")).collect();
+    std::fs::write(
+        sandbox.path("project/numbers.txt"),
+        format!("{numbers}END-OF-OUTPUT\n"),
+    )
+    .unwrap();
+    let (first, output) = sandbox.run(&format!("FIRST-MARKER {filler}"), None);
+    assert!(output.status.success(), "{first}");
+    let id = first["conversation_id"].as_str().unwrap().to_owned();
+    let cat = &first["tool_calls"][0];
+    let cat_id = cat["id"].as_str().unwrap().to_owned();
+    let stored = cat["results"][0]["json"].clone();
+    assert_eq!(stored["stdout"], format!("{numbers}END-OF-OUTPUT\n"));
+
+    sandbox.model.push(vec![
+        Reply::Calls(vec![
+            (
+                "conversation".into(),
+                json!({"action": "tool_call", "id": cat_id}).to_string(),
+            ),
+            (
+                "conversation".into(),
+                json!({"action": "stats"}).to_string(),
+            ),
+            (
+                "conversation".into(),
+                json!({"action": "search", "query": "END-OF-OUTPUT"}).to_string(),
+            ),
+            (
+                "conversation".into(),
+                json!({"action": "timeline", "limit": 4}).to_string(),
+            ),
+        ]),
+        Reply::text("Recovered."),
+    ]);
+    let (second, output) = sandbox.run("what did the file say?", Some(&id));
+    assert!(output.status.success(), "{second}");
+    let requests = sandbox.model.main_requests();
+    let last = requests.last().unwrap();
+    assert!(
+        !last.to_string().contains("FIRST-MARKER"),
+        "the first statement was not summarised"
+    );
+    assert!(system_text(last).contains("SUMMARY-OF-OLD-TURNS"));
+    let results = tool_contents(last);
+    assert_eq!(results.len(), 4, "{results:?}");
+
+    // The call comes back whole, though the history only ever had 30 characters of it.
+    let recovered = result_json(&results[0]);
+    assert_eq!(recovered["id"], cat_id.as_str());
+    assert_eq!(recovered["result"], stored);
+
+    // Stats match the rows as they stood when the call ran: statement 1
+    // (user, the cat call, the answer) and statement 2 (user, the summary);
+    // three turn requests; one recorded call.
+    let stats = result_json(&results[1]);
+    let turn_rows: Vec<&Value> = second["usage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| row["purpose"] == "turn")
+        .collect();
+    assert_eq!(turn_rows.len(), 4, "two turns per statement");
+    assert_eq!(
+        stats,
+        json!({
+            "conversation": id,
+            "events": 5,
+            "statements": 2,
+            "turns": 3,
+            "tool_calls": 1,
+            "tools": [{"tool": "bash", "calls": 1, "ok": 1, "failed": 0}],
+            "resources": {"summary": "1 file read", "read": ["numbers.txt"], "modified": [], "fetched": []},
+            "tokens": {
+                "estimate": turn_rows[2]["estimate_tokens"],
+                "reported_input": turn_rows[2]["input_tokens"],
+                "context_window": 6000
+            }
+        })
+    );
+
+    // Search finds the word in the tool's output, as its timeline event.
+    let found = result_json(&results[2]);
+    assert_eq!(found["matches"].as_array().unwrap().len(), 1, "{found}");
+    assert_eq!(found["matches"][0]["id"], cat_id.as_str());
+    assert_eq!(found["matches"][0]["n"], 2);
+
+    // The timeline cuts the result exactly as the history does, at 30.
+    let timeline = result_json(&results[3]);
+    let events = timeline["events"].as_array().unwrap();
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["tool_call", "assistant", "user", "auxiliary"]);
+    let text = stored.to_string();
+    let cut: String = text.chars().take(30).collect();
+    assert_eq!(events[0]["result"], format!("{cut}... [truncated]"));
+    assert_eq!(events[3]["side"], "summary");
+
+    // Another conversation cannot read it.
+    sandbox.model.push(vec![
+        Reply::call("conversation", json!({"action": "tool_call", "id": cat_id})),
+        Reply::text("Refused."),
+    ]);
+    let (third, output) = sandbox.run("read the other one", None);
+    assert!(output.status.success(), "{third}");
+    assert_ne!(third["conversation_id"], id.as_str());
+    let refused = tool_contents(sandbox.model.main_requests().last().unwrap());
+    assert!(refused[0].contains("PERMISSION_DENIED"), "{refused:?}");
+    assert!(!refused[0].contains("END-OF-OUTPUT"), "{refused:?}");
+}

@@ -108,3 +108,80 @@ fn the_repl_runs_statements_cancels_asks_reloads_and_exits() {
     repl.send_line("/exit").unwrap();
     repl.exp_eof().unwrap();
 }
+
+/// `/history` shows the timeline through the tools' formatters, and the
+/// `conversation` tool cuts results with the `toolResultMaxLength` of the
+/// moment: agent.json changed between two statements of one REPL applies
+/// to the next call without a restart.
+#[test]
+fn history_and_the_conversation_tool_follow_agent_json() {
+    let model = FakeModel::start(vec![
+        Reply::call("bash", json!({"command": "seq 1 30"})),
+        Reply::text("Counted."),
+        Reply::call("conversation", json!({"action": "timeline"})),
+        Reply::text("Read it."),
+        Reply::call("conversation", json!({"action": "timeline"})),
+        Reply::text("Read it again."),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(project.join(".agents")).unwrap();
+    let config_file = project.join(".agents/agent.json");
+    std::fs::write(&config_file, config(&model, 40)).unwrap();
+
+    let mut command = Command::new(env!("CARGO_BIN_EXE_satchel"));
+    command
+        .arg("chat")
+        .current_dir(&project)
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .env("TMPDIR", dir.path())
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .env_remove("SATCHEL_DB")
+        .env_remove("SATCHEL_MODEL")
+        .env_remove("RUST_LOG");
+    let mut repl = rexpect::session::spawn_command(command, Some(30_000)).unwrap();
+    repl.exp_string("/help for commands").unwrap();
+    repl.send_line("/history").unwrap();
+    repl.exp_string("nothing yet").unwrap();
+    repl.send_line("count to thirty").unwrap();
+    repl.exp_string("Counted.").unwrap();
+
+    // The user's message, the call, objective, goal and title, the answer.
+    repl.send_line("/history 5").unwrap();
+    repl.exp_string("(the last 5 of 6 events").unwrap();
+    repl.exp_string("#2").unwrap();
+    repl.exp_string("$ seq 1 30").unwrap();
+    repl.exp_string("#6").unwrap();
+    repl.exp_string("Counted.").unwrap();
+
+    repl.send_line("what did you run?").unwrap();
+    repl.exp_string("Read it.").unwrap();
+    std::fs::write(&config_file, config(&model, 5)).unwrap();
+    repl.send_line("and now?").unwrap();
+    repl.exp_string("Read it again.").unwrap();
+
+    let requests = model.main_requests();
+    let event = |request: usize| {
+        let results = tool_contents(&requests[request]);
+        let text = results.last().unwrap();
+        let value: serde_json::Value =
+            serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+        value["events"][1]["result"].as_str().unwrap().to_owned()
+    };
+    let whole: String = (1..=30).map(|n| format!("{n}\\n")).collect();
+    let stdout = format!("{{\"stdout\":\"{whole}");
+    let cut = |chars: usize| {
+        format!(
+            "{}... [truncated]",
+            stdout.chars().take(chars).collect::<String>()
+        )
+    };
+    assert_eq!(event(3), cut(40));
+    assert_eq!(event(5), cut(5));
+
+    repl.send_line("/exit").unwrap();
+    repl.exp_eof().unwrap();
+}

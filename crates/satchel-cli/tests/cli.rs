@@ -990,7 +990,7 @@ fn mcp_serve_tells_clients_when_external_tools_change() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["bash", "code", "memory", "search"]);
+    assert_eq!(names, ["bash", "code", "conversation", "memory", "search"]);
 
     install_tool(
         &sandbox.project().join(".agents/tools"),
@@ -1011,7 +1011,10 @@ fn mcp_serve_tells_clients_when_external_tools_change() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["bash", "code", "fresh", "memory", "search"]);
+    assert_eq!(
+        names,
+        ["bash", "code", "conversation", "fresh", "memory", "search"]
+    );
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
@@ -1089,7 +1092,7 @@ fn tools_prompt_shows_the_compact_text_with_its_token_count() {
     );
     let last = text.lines().last().unwrap();
     assert!(
-        last.contains("tokens for 3 tools")
+        last.contains("tokens for 4 tools")
             && last.contains("prompted for gemma3:27b (openai), counted with cl100k_base"),
         "{last}"
     );
@@ -1098,7 +1101,10 @@ fn tools_prompt_shows_the_compact_text_with_its_token_count() {
     let value = stdout_json(&sandbox.run(&["tools", "prompt", "--json"]));
     assert_eq!(value["format"], "prompted");
     assert_eq!(value["encoding"], "cl100k_base");
-    assert_eq!(value["tools"], json!(["bash", "code", "search"]));
+    assert_eq!(
+        value["tools"],
+        json!(["bash", "code", "conversation", "search"])
+    );
     let tokens = value["tokens"].as_u64().unwrap();
     assert!(
         last.starts_with(&format!("{tokens} tokens")),
@@ -1150,7 +1156,10 @@ fn tools_prompt_includes_external_tools_unless_builtin() {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
 
     let value = stdout_json(&sandbox.run(&["tools", "prompt", "--format", "prompted", "--json"]));
-    assert_eq!(value["tools"], json!(["bash", "code", "greet", "search"]));
+    assert_eq!(
+        value["tools"],
+        json!(["bash", "code", "conversation", "greet", "search"])
+    );
     assert!(
         value["text"]
             .as_str()
@@ -1158,7 +1167,10 @@ fn tools_prompt_includes_external_tools_unless_builtin() {
             .contains("### greet\nSay hello.\nParameters:\n- `who` (string, required)\n")
     );
     let value = stdout_json(&sandbox.run(&["tools", "prompt", "--builtin", "--json"]));
-    assert_eq!(value["tools"], json!(["bash", "code", "search"]));
+    assert_eq!(
+        value["tools"],
+        json!(["bash", "code", "conversation", "search"])
+    );
 }
 
 /// The benchmark as a regression guard: the compact form of the
@@ -1172,7 +1184,7 @@ fn tools_prompt_compare_prints_the_table() {
     assert!(output.status.success(), "{}", stderr(&output));
     let table = String::from_utf8(output.stdout).unwrap();
     for label in [
-        "3 tools: bash, code, search",
+        "4 tools: bash, code, conversation, search",
         "prompted, compact (with instruction)",
         "native, OpenAI tools JSON",
         "native, Anthropic tools JSON",

@@ -151,7 +151,10 @@ fn python_sdk_client_lists_and_calls_satchel_tools() {
     assert_eq!(report["initialize"]["serverInfo"]["name"], "satchel");
     let tools = report["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["bash", "code", "memory", "search", "shout"]);
+    assert_eq!(
+        names,
+        ["bash", "code", "conversation", "memory", "search", "shout"]
+    );
     assert_eq!(tools[0]["inputSchema"]["required"], json!(["command"]));
     assert_eq!(tools[0]["annotations"]["destructiveHint"], true);
 

@@ -99,6 +99,7 @@ impl SatchelServer {
     ) -> satchel_core::ToolOutput {
         let inner = &self.inner;
         let number = inner.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let registry = inner.live.current();
         let ctx = ToolContext {
             cancel,
             conversation_id: None,
@@ -106,6 +107,7 @@ impl SatchelServer {
             working_dir: inner.options.working_dir.clone(),
             config: (inner.options.config)(),
             trace: satchel_tools::CallTrace::default(),
+            registry: Some(registry.clone()),
         };
         let call = ToolCall {
             id: ctx.call_id.clone(),
@@ -116,7 +118,6 @@ impl SatchelServer {
             channel: inner.options.channel.clone(),
             peer,
         };
-        let registry = inner.live.current();
         let policy = (inner.options.policy)();
         observed_dispatch(
             &registry,

@@ -177,7 +177,10 @@ async fn lists_every_tool_with_schemas_and_annotations() {
 
         let tools = client.list_all_tools().await.unwrap();
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-        assert_eq!(names, ["bash", "code", "echo", "memory", "search"]);
+        assert_eq!(
+            names,
+            ["bash", "code", "conversation", "echo", "memory", "search"]
+        );
         let bash = serde_json::to_value(tool(&tools, "bash")).unwrap();
         let spec = serde_json::to_value(fx.live.current().get("bash").unwrap().spec()).unwrap();
         for field in ["name", "description", "inputSchema", "annotations"] {
@@ -306,7 +309,10 @@ async fn registry_changes_notify_the_client() {
             .into_iter()
             .map(|t| t.name.into_owned())
             .collect();
-        assert_eq!(names, ["bash", "code", "echo", "memory", "search"]);
+        assert_eq!(
+            names,
+            ["bash", "code", "conversation", "echo", "memory", "search"]
+        );
     })
     .await;
 }

@@ -393,6 +393,35 @@ pub struct AuditQuery {
     pub limit: Option<usize>,
 }
 
+/// What to look for in one conversation's record; see
+/// [`ConversationStore::search_conversation`](crate::ConversationStore::search_conversation).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationSearch {
+    /// The conversation searched; no other is ever looked at.
+    pub conversation_id: String,
+    /// Words that must all appear, in any order; a word ending in `*`
+    /// matches as a prefix. Case and diacritics do not matter, nor does
+    /// punctuation (it separates words).
+    pub text: String,
+    /// At most this many hits.
+    pub limit: usize,
+    /// Log entries of these side conversations are left out (e.g.
+    /// `thinking`).
+    pub skip_side_conversations: Vec<String>,
+}
+
+/// A record that matched a search.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "id", rename_all = "snake_case")]
+pub enum SearchHit {
+    /// A log entry (by its id): its text matched. Tool entries are found
+    /// through their tool call instead.
+    LogEntry(String),
+    /// A tool call (by its record id): its tool name, input, results or
+    /// note matched.
+    ToolCall(String),
+}
+
 /// Everything recorded about one conversation, read in one consistent
 /// snapshot.
 #[derive(Debug, Clone, PartialEq)]

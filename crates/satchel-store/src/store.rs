@@ -3,17 +3,20 @@
 //!
 //! They speak only in the plain records of [`crate::records`], so that a
 //! PostgreSQL backend can implement them later and several Satchel
-//! instances can share one database. Every write is one transaction: when a
+//! instances can share one database. Full-text search
+//! ([`ConversationStore::search_conversation`]) takes plain words, so each
+//! backend writes its own query syntax. Every write is one transaction: when a
 //! write returns `Ok`, it is committed; when it fails, nothing of it was
 //! stored. Every string written passes through the backend's redactor first.
 
 use async_trait::async_trait;
 
 use crate::{
-    AuditQuery, AuditRecord, Conversation, ConversationDump, ConversationSummary, KeywordHit,
-    LlmCallStore, LlmMessage, LogEntry, MemoryChanges, MemoryFilter, MemoryRecord, MemorySession,
-    MemoryStats, MemoryUpdate, NewAudit, NewConversation, NewLlmMessage, NewLogEntry, NewMemory,
-    NewMemorySession, NewStatement, NewToolCall, Statement, StoreError, Timestamp, ToolCallRecord,
+    AuditQuery, AuditRecord, Conversation, ConversationDump, ConversationSearch,
+    ConversationSummary, KeywordHit, LlmCallStore, LlmMessage, LogEntry, MemoryChanges,
+    MemoryFilter, MemoryRecord, MemorySession, MemoryStats, MemoryUpdate, NewAudit,
+    NewConversation, NewLlmMessage, NewLogEntry, NewMemory, NewMemorySession, NewStatement,
+    NewToolCall, SearchHit, Statement, StoreError, Timestamp, ToolCallRecord,
 };
 
 /// Conversations: creation, lookup, listing, title and goal, export.
@@ -54,6 +57,14 @@ pub trait ConversationStore: Send + Sync {
 
     /// Everything recorded about a conversation, read in one snapshot.
     async fn dump_conversation(&self, id: &str) -> Result<Option<ConversationDump>, StoreError>;
+
+    /// Full-text search over one conversation's log entries and tool
+    /// calls (their input, results and note), best match first. A search
+    /// with no words finds nothing.
+    async fn search_conversation(
+        &self,
+        search: ConversationSearch,
+    ) -> Result<Vec<SearchHit>, StoreError>;
 }
 
 /// Statements and their objectives.

@@ -61,7 +61,13 @@ async fn migrates_from_empty_and_reopens_without_reapplying() {
             .collect();
         assert_eq!(
             applied,
-            [(1, "initial"), (2, "code"), (3, "llm_calls"), (4, "memory")]
+            [
+                (1, "initial"),
+                (2, "code"),
+                (3, "llm_calls"),
+                (4, "memory"),
+                (5, "conversation_search")
+            ]
         );
         let pragma = |name: &str| -> String {
             raw.pragma_query_value(None, name, |row| row.get::<_, rusqlite::types::Value>(0))

@@ -143,8 +143,38 @@ fn merge(base: &mut Map<String, Value>, over: Map<String, Value>) {
     }
 }
 
+/// The default of `toolResultMaxLength`.
+pub const DEFAULT_TOOL_RESULT_MAX_LENGTH: usize = 500;
+
+/// The top-level `toolResultMaxLength` key: characters of a past tool
+/// result the model reads (in the history's summaries and the
+/// `conversation` tool's timeline). A value that is not a non-negative
+/// integer is the default plus a warning.
+pub fn tool_result_max_length(settings: &Settings) -> (usize, Option<String>) {
+    let Some(value) = settings.value.get("toolResultMaxLength") else {
+        return (DEFAULT_TOOL_RESULT_MAX_LENGTH, None);
+    };
+    match value.as_u64().and_then(|n| usize::try_from(n).ok()) {
+        Some(length) => (length, None),
+        None => {
+            let files = settings
+                .sources
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            (
+                DEFAULT_TOOL_RESULT_MAX_LENGTH,
+                Some(format!(
+                    "`toolResultMaxLength` in {files}: expected a non-negative integer, found {value}; using the default ({DEFAULT_TOOL_RESULT_MAX_LENGTH})"
+                )),
+            )
+        }
+    }
+}
+
 /// What tools need from configuration.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolsConfig {
     /// Limits for every child process (bash, external tools).
     pub runner: RunnerConfig,
@@ -154,6 +184,21 @@ pub struct ToolsConfig {
     pub search: crate::search::SearchConfig,
     /// How the `code` tool runs programs.
     pub code: crate::code::CodeConfig,
+    /// Characters of a past tool result the model reads
+    /// (`toolResultMaxLength`); the `conversation` tool cuts with it.
+    pub tool_result_max_length: usize,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> ToolsConfig {
+        ToolsConfig {
+            runner: RunnerConfig::default(),
+            external: ExternalConfig::default(),
+            search: crate::search::SearchConfig::default(),
+            code: crate::code::CodeConfig::default(),
+            tool_result_max_length: DEFAULT_TOOL_RESULT_MAX_LENGTH,
+        }
+    }
 }
 
 impl ToolsConfig {
@@ -164,13 +209,19 @@ impl ToolsConfig {
         let (search, search_warnings) =
             crate::search::SearchConfig::from_settings(settings, &settings.env);
         let (code, code_warnings) = crate::code::CodeConfig::from_settings(settings);
+        let (tool_result_max_length, length_warning) = tool_result_max_length(settings);
         let config = ToolsConfig {
             runner: exec.into_runner(),
             external: external.into_config(),
             search,
             code,
+            tool_result_max_length,
         };
-        let mut warnings: Vec<String> = exec_warning.into_iter().chain(external_warning).collect();
+        let mut warnings: Vec<String> = exec_warning
+            .into_iter()
+            .chain(external_warning)
+            .chain(length_warning)
+            .collect();
         warnings.extend(search_warnings);
         warnings.extend(code_warnings);
         (config, warnings)
@@ -397,6 +448,27 @@ mod tests {
         assert_eq!(warnings.len(), 1);
         assert!(
             warnings[0].contains("unknown field `stdoutLimt`"),
+            "{}",
+            warnings[0]
+        );
+    }
+
+    #[test]
+    fn tool_result_max_length_is_a_top_level_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = write(dir.path(), "set.json", r#"{"toolResultMaxLength": 80}"#);
+        let (config, warnings) = ToolsConfig::from_settings(&Settings::load(&[set]));
+        assert_eq!(config.tool_result_max_length, 80);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let bad = write(dir.path(), "bad.json", r#"{"toolResultMaxLength": "long"}"#);
+        let (config, warnings) = ToolsConfig::from_settings(&Settings::load(&[bad]));
+        assert_eq!(
+            config.tool_result_max_length,
+            DEFAULT_TOOL_RESULT_MAX_LENGTH
+        );
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].contains("toolResultMaxLength"),
             "{}",
             warnings[0]
         );

@@ -1,5 +1,7 @@
-//! Formatting tool calls and results for people: a terminal or markdown.
-//! The model never sees any of this.
+//! Formatting tool calls and results for people (a terminal or markdown;
+//! the model never sees these), and the one-line form of a past call the
+//! model does see: [`call_summary`] and [`past_result`], cut with
+//! [`cut_chars`] the same way in the history and the `conversation` tool.
 
 use satchel_core::ToolOutput;
 use serde_json::Value;
@@ -48,6 +50,29 @@ fn summarise_value(value: &Value) -> String {
         },
         Value::Null | Value::Bool(_) | Value::Number(_) => value.to_string(),
     }
+}
+
+/// Appended to a result cut to `toolResultMaxLength` for the model.
+pub const TRUNCATED_MARK: &str = "... [truncated]";
+
+/// `text` cut to `max_chars` characters with [`TRUNCATED_MARK`] appended
+/// when it was longer.
+pub fn cut_chars(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}{TRUNCATED_MARK}", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// A past call's result as the model reads it: the results' text, then
+/// the tool's note on its own line, cut to `max_chars` characters.
+pub fn past_result(output: &ToolOutput, max_chars: usize) -> String {
+    let mut result = output.results.to_text();
+    if let Some(note) = &output.response {
+        result.push('\n');
+        result.push_str(note);
+    }
+    cut_chars(&result, max_chars)
 }
 
 /// At most `max` characters of `text`, with `…` when cut.
@@ -134,6 +159,21 @@ mod tests {
             call_summary("t", &json!({"s": long})),
             format!("t(s=\"{}…\")", "x".repeat(60))
         );
+    }
+
+    #[test]
+    fn past_results_are_cut_by_characters_with_the_note() {
+        let output = ToolOutput::success(satchel_core::ToolResults::Text("é".repeat(12)), "ran")
+            .with_response("kept in full elsewhere");
+        assert_eq!(
+            past_result(&output, 10),
+            format!("{}{TRUNCATED_MARK}", "é".repeat(10))
+        );
+        assert_eq!(
+            past_result(&output, 100),
+            format!("{}\nkept in full elsewhere", "é".repeat(12))
+        );
+        assert_eq!(cut_chars("short", 5), "short");
     }
 
     #[test]

@@ -9,8 +9,8 @@
 //!
 //! What does not live here: running processes (that is `satchel-exec`),
 //! talking to models, storing anything (the audit trail plugs in through
-//! [`CallObserver`]; the `code` and `memory` tools reach the store through
-//! handles their host passes in [`BuiltinDeps`]).
+//! [`CallObserver`]; the `code`, `memory` and `conversation` tools reach the
+//! store through handles their host passes in [`BuiltinDeps`]).
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -19,6 +19,7 @@ use std::sync::Arc;
 pub mod bash;
 pub mod code;
 pub mod config;
+pub mod conversation;
 mod dispatch;
 pub mod external;
 pub mod format;
@@ -29,6 +30,7 @@ pub mod policy;
 mod registry;
 pub mod search;
 mod tool;
+pub mod usage;
 mod validation;
 
 pub use config::{ExternalConfig, Settings, ToolsConfig};
@@ -54,6 +56,8 @@ pub struct BuiltinDeps {
     /// Where the `memory` tool finds its memory; without one it answers
     /// every call with an error saying memory is unavailable.
     pub memory: Option<Arc<dyn memory::MemoryHandle>>,
+    /// Where the `conversation` tool reads the record.
+    pub records: Option<Arc<dyn conversation::RecordsHandle>>,
 }
 
 /// Every built-in tool, built once; share them between registries so their
@@ -66,6 +70,7 @@ pub fn builtin_tools(deps: &BuiltinDeps) -> Vec<Arc<dyn Tool>> {
             deps.model_generator.clone(),
             deps.code_jobs.clone(),
         )),
+        Arc::new(conversation::ConversationTool::new(deps.records.clone())),
         Arc::new(memory::MemoryTool::new(deps.memory.clone())),
         Arc::new(search::SearchTool::new(Arc::new(
             search::MemoryCache::default(),

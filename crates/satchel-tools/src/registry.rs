@@ -47,6 +47,13 @@ pub struct Registry {
     entries: BTreeMap<String, Entry>,
 }
 
+/// The tools' names (a schema validator has nothing to show).
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.entries.keys()).finish()
+    }
+}
+
 impl Registry {
     /// An empty registry.
     pub fn new() -> Registry {

@@ -9,8 +9,8 @@ use satchel_core::{ErrorCode, ToolOutput, ToolSpec};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::ToolsConfig;
 use crate::format::{self, Style};
+use crate::{Registry, ToolsConfig};
 
 /// Something the model can call.
 ///
@@ -114,6 +114,10 @@ pub struct ToolContext {
     pub config: Arc<ToolsConfig>,
     /// Why the call was made, for tools that keep traces.
     pub trace: CallTrace,
+    /// The registry snapshot the call runs in, when the caller has one:
+    /// for tools that describe other tools' calls (the `conversation`
+    /// tool reads their capabilities).
+    pub registry: Option<Arc<Registry>>,
 }
 
 /// What led to a call, as far as the caller knows it.
@@ -141,6 +145,7 @@ impl ToolContext {
             working_dir,
             config,
             trace: CallTrace::default(),
+            registry: None,
         }
     }
 }

@@ -99,7 +99,15 @@ async fn extra_tools_are_added_replaced_and_removed_with_notifications() {
     assert_eq!(*changes.borrow_and_update(), before + 1);
     assert_eq!(
         live.current().names().collect::<Vec<_>>(),
-        ["a__add", "a__echo", "bash", "code", "memory", "search"]
+        [
+            "a__add",
+            "a__echo",
+            "bash",
+            "code",
+            "conversation",
+            "memory",
+            "search"
+        ]
     );
     assert_eq!(
         call(&live, "a__echo").await.results.structured(),
@@ -118,7 +126,7 @@ async fn extra_tools_are_added_replaced_and_removed_with_notifications() {
     assert!(changes.has_changed().unwrap());
     assert_eq!(
         live.current().names().collect::<Vec<_>>(),
-        ["bash", "code", "memory", "search"]
+        ["bash", "code", "conversation", "memory", "search"]
     );
 }
 

@@ -9,11 +9,12 @@ use async_trait::async_trait;
 use anyhow::{Context, bail};
 use satchel_store::CodeStore;
 use satchel_store::{
-    Access, Conversation, ConversationStore, RedactionConfig, Redactor, SqliteStore, StoreError,
-    StoreOptions, Timestamp,
+    Access, Conversation, ConversationStore, RedactionConfig, Redactor, SqliteStore, Store,
+    StoreError, StoreOptions, Timestamp,
 };
 use satchel_tools::Settings;
 use satchel_tools::code::CodeStoreHandle;
+use satchel_tools::conversation::RecordsHandle;
 
 /// The redactor for this run: the environment variables agent.json's
 /// `redaction` section names, plus conventional secret names.
@@ -29,7 +30,8 @@ pub(crate) fn redactor(settings: &Settings) -> Redactor {
 }
 
 /// The database for recording, opened on first use and shared by the
-/// command and its tools (the `code` tool traces into it). A command that
+/// command and its tools (the `code` tool traces into it, the
+/// `conversation` tool reads it). A command that
 /// records nothing never creates the file.
 pub(crate) struct LazyStore {
     db: Option<PathBuf>,
@@ -84,6 +86,14 @@ impl LazyStore {
 #[async_trait]
 impl CodeStoreHandle for LazyStore {
     async fn code_store(&self) -> Result<Arc<dyn CodeStore>, String> {
+        let store = self.get().await?;
+        Ok(Arc::new(store.clone()))
+    }
+}
+
+#[async_trait]
+impl RecordsHandle for LazyStore {
+    async fn records(&self) -> Result<Arc<dyn Store>, String> {
         let store = self.get().await?;
         Ok(Arc::new(store.clone()))
     }

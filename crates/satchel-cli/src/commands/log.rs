@@ -1,5 +1,6 @@
 //! `satchel log`: a conversation's log as the user saw it, re-rendered with
-//! each tool's own formatter (terminal or markdown), or as JSON.
+//! each tool's own formatter (terminal or markdown), or as JSON. Also the
+//! rendering of a conversation's timeline for the REPL's `/history`.
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
@@ -9,6 +10,7 @@ use anyhow::bail;
 use satchel_store::{
     Conversation, ConversationDump, ConversationStore, LogEntry, LogKind, ToolCallRecord,
 };
+use satchel_tools::conversation::{Event, Item};
 use satchel_tools::format::{generic_result, generic_use, paint};
 use satchel_tools::{Registry, Style};
 use serde::Serialize;
@@ -105,6 +107,49 @@ pub(crate) fn render(dump: &ConversationDump, registry: &Registry, style: Style)
         });
     }
     blocks.join("\n\n")
+}
+
+/// Timeline events (what the `conversation` tool gives the model) for a
+/// person: each under its position `#n` (and its side conversation, if
+/// any), tool calls through their tool's formatters.
+pub(crate) fn render_timeline(events: &[&Event<'_>], registry: &Registry, style: Style) -> String {
+    let no_calls = HashMap::new();
+    events
+        .iter()
+        .map(|event| {
+            let body = match event.item {
+                Item::Entry(entry) => render_entry(entry, &no_calls, registry, style),
+                Item::Call(record) => {
+                    let (use_text, result_text) = match registry.get(&record.tool) {
+                        Some(tool) => (
+                            tool.format_use(&record.input, style),
+                            tool.format_result(&record.output, style),
+                        ),
+                        None => (
+                            generic_use(&record.tool, &record.input, style),
+                            generic_result(&record.output, style),
+                        ),
+                    };
+                    format!("{use_text}\n{result_text}")
+                }
+                Item::Unrecorded(entry) => entry.text.clone(),
+            };
+            let mut label = format!("#{}", event.n);
+            if let Item::Entry(LogEntry {
+                side_conversation: Some(side),
+                ..
+            }) = event.item
+            {
+                label.push_str(&format!(" · {side}"));
+            }
+            let label = match style {
+                Style::Terminal { .. } => paint(style, "2", &label),
+                Style::Markdown => format!("*{label}*"),
+            };
+            format!("{label}\n{body}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 fn header(conversation: &Conversation, style: Style) -> String {
@@ -313,6 +358,38 @@ Two files.
 
 error: rate limited";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn history_shows_timeline_events_through_the_formatters() {
+        let registry = satchel_tools::builtin_registry().unwrap();
+        let dump = dump();
+        let events =
+            satchel_tools::conversation::timeline(&dump.log_entries, &dump.tool_calls, &[]);
+        let chosen = satchel_tools::conversation::select(&events, None, Some(4));
+        let text = render_timeline(&chosen, &registry, Style::Terminal { color: false });
+        let expected = "\
+#4
+gone_tool(command=\"ls\")
+✗ took too long
+{\"error\":\"took too long\",\"error_code\":\"TOOL_TIMEOUT\"}
+
+#5 · title
+Title: listing
+
+#6
+Two files.
+
+#7
+error: rate limited";
+        assert_eq!(text, expected);
+        let all = satchel_tools::conversation::select(&events, None, None);
+        let text = render_timeline(&all, &registry, Style::Terminal { color: false });
+        assert!(
+            text.starts_with("#1\nyou› what is here?\n\n#2\n$ ls\na\nb\n"),
+            "{text}"
+        );
+        assert!(text.contains("#3\n$ never finished"), "{text}");
     }
 
     #[test]

@@ -119,6 +119,7 @@ impl Project {
             model_generator: self.model_generator.clone(),
             code_jobs: self.code_jobs.clone(),
             memory: Some(self.memory.clone()),
+            records: Some(self.store.clone()),
         };
         let live = LiveRegistry::load_with(
             builtin_tools(&deps),

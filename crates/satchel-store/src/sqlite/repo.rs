@@ -12,9 +12,10 @@ use crate::sqlite::writer::WriteCtx;
 use crate::sqlite::{Redact, SqliteStore};
 use crate::{
     AuditQuery, AuditRecord, AuditSource, AuditStore, Conversation, ConversationDump,
-    ConversationStore, ConversationSummary, LlmMessage, LogEntry, LogKind, LogStore, MessageStore,
-    NewAudit, NewConversation, NewLlmMessage, NewLogEntry, NewStatement, NewToolCall, Statement,
-    StatementStore, StoreError, Timestamp, ToolCallRecord, ToolCallStore,
+    ConversationSearch, ConversationStore, ConversationSummary, LlmMessage, LogEntry, LogKind,
+    LogStore, MessageStore, NewAudit, NewConversation, NewLlmMessage, NewLogEntry, NewStatement,
+    NewToolCall, SearchHit, Statement, StatementStore, StoreError, Timestamp, ToolCallRecord,
+    ToolCallStore,
 };
 
 const CONVERSATION_COLUMNS: &str = "id, title, goal, created_at, updated_at";
@@ -548,6 +549,62 @@ impl ConversationStore for SqliteStore {
         })
         .await
     }
+
+    async fn search_conversation(
+        &self,
+        search: ConversationSearch,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        let Some(query) = fts_query(&search.text) else {
+            return Ok(Vec::new());
+        };
+        self.read(move |conn| {
+            let skip = serde_json::to_string(&search.skip_side_conversations)?;
+            let limit = i64::try_from(search.limit).unwrap_or(i64::MAX);
+            all(
+                conn,
+                "SELECT r.log_entry_id, r.tool_call_id
+                 FROM search_text
+                 JOIN search_rows r ON r.id = search_text.rowid
+                 LEFT JOIN log_entries e ON e.id = r.log_entry_id
+                 WHERE search_text MATCH ?1
+                   AND r.conversation_id = ?2
+                   AND (e.side_conversation IS NULL
+                        OR e.side_conversation NOT IN (SELECT value FROM json_each(?3)))
+                 ORDER BY search_text.rank, r.id
+                 LIMIT ?4",
+                params![query, search.conversation_id, skip, limit],
+                |row| {
+                    let log_entry: Option<String> = row.get(0)?;
+                    Ok(match log_entry {
+                        Some(id) => SearchHit::LogEntry(id),
+                        None => SearchHit::ToolCall(row.get(1)?),
+                    })
+                },
+            )
+        })
+        .await
+    }
+}
+
+/// Plain words as an FTS5 query: each word a quoted string (so no word can
+/// be read as syntax), all required; a trailing `*` kept as a prefix
+/// search. `None` when there are no words.
+fn fts_query(text: &str) -> Option<String> {
+    let terms: Vec<String> = text
+        .split_whitespace()
+        .filter_map(|word| {
+            let (word, prefix) = match word.strip_suffix('*') {
+                Some(stem) => (stem, "*"),
+                None => (word, ""),
+            };
+            // A word with no letters or digits is no token to FTS5.
+            if !word.chars().any(char::is_alphanumeric) {
+                return None;
+            }
+            Some(format!("\"{}\"{prefix}", word.replace('"', "\"\"")))
+        })
+        .collect();
+    (!terms.is_empty()).then(|| terms.join(" "))
 }
 
 fn select_statements(conn: &Connection, conversation_id: &str) -> Result<Vec<Statement>, Failure> {
@@ -821,5 +878,29 @@ impl AuditStore for SqliteStore {
             Ok(rows)
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fts_query;
+
+    #[test]
+    fn words_become_quoted_terms_that_must_all_match() {
+        assert_eq!(
+            fts_query("cargo  test").as_deref(),
+            Some(r#""cargo" "test""#)
+        );
+        assert_eq!(
+            fts_query(r#"say "hi" pre* a-b"#).as_deref(),
+            Some(r#""say" """hi""" "pre"* "a-b""#)
+        );
+        // Syntax and punctuation are words like any other, or nothing.
+        assert_eq!(
+            fts_query("NEAR( x OR").as_deref(),
+            Some(r#""NEAR(" "x" "OR""#)
+        );
+        assert_eq!(fts_query(" * -- "), None);
+        assert_eq!(fts_query(""), None);
     }
 }

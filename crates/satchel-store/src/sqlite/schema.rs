@@ -22,11 +22,11 @@ use crate::sqlite::{Access, StoreOptions};
 pub const APPLICATION_ID: i32 = 0x5341_4348;
 
 /// The schema version this build creates and reads.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// One embedded migration.
 pub(crate) struct Migration {
-    /// Its version, from 1 up without gaps.
+    /// Its version, from 1 up, increasing (see the test on numbering).
     pub(crate) version: u32,
     /// A short name, recorded in `schema_version` and checked on open.
     pub(crate) name: &'static str,
@@ -55,6 +55,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         version: 4,
         name: "memory",
         sql: include_str!("../../migrations/0004_memory.sql"),
+    },
+    Migration {
+        version: 5,
+        name: "conversation_search",
+        sql: include_str!("../../migrations/0005_conversation_search.sql"),
     },
 ];
 
@@ -382,6 +387,7 @@ mod tests {
             assert_eq!(migration.version as usize, index + 1, "{}", migration.name);
             assert!(!migration.name.is_empty());
         }
+        assert_eq!(MIGRATIONS.first().map(|m| m.version), Some(1));
         assert_eq!(
             MIGRATIONS.last().map(|m| m.version),
             Some(SCHEMA_VERSION),

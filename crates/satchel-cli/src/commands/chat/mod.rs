@@ -15,8 +15,9 @@ use std::sync::{Arc, Mutex};
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 use satchel_agent::{AgentEvent, Outcome};
-use satchel_store::AuditSource;
+use satchel_store::{AuditSource, LogStore, StatementStore, ToolCallStore};
 use satchel_tools::Style;
+use satchel_tools::conversation::{select, timeline};
 use tokio_util::sync::CancellationToken;
 
 use super::project::Project;
@@ -35,6 +36,7 @@ Commands:
   /refresh           look for new or changed tools now
   /goal [TEXT]       show or set the conversation goal
   /context           tokens of the next request, by section
+  /history [N]       the last N events (default 20) as the conversation tool sees them
   /new [TITLE]       start a new conversation
   /codestats         what the code tool has run (last 7 days)
   /codefailures [N]  the last N failed code runs
@@ -213,6 +215,20 @@ async fn slash(
             session.agent.set_goal(rest.to_owned()).await?;
             screen.lock().line(&format!("goal set: {rest}"));
         }
+        "history" => {
+            let count = if rest.is_empty() {
+                DEFAULT_HISTORY_EVENTS
+            } else {
+                rest.parse::<usize>()
+                    .ok()
+                    .filter(|count| *count > 0)
+                    .ok_or_else(|| {
+                        anyhow::anyhow!("/history takes a number of events, not `{rest}`")
+                    })?
+            };
+            let text = show_history(session, project, count, screen.color()).await?;
+            screen.lock().line(&text);
+        }
         "context" => {
             let report = session.agent.context_report()?;
             screen
@@ -248,6 +264,47 @@ async fn slash(
             .line(&format!("unknown command /{other}; /help lists them")),
     }
     Ok(true)
+}
+
+/// Events `/history` shows when not told how many.
+const DEFAULT_HISTORY_EVENTS: usize = 20;
+
+/// The last `count` events of the conversation's timeline, as the
+/// `conversation` tool builds it, through the tools' terminal formatters.
+async fn show_history(
+    session: &Session,
+    project: &Project,
+    count: usize,
+    color: bool,
+) -> anyhow::Result<String> {
+    let Some(id) = session.agent.conversation_id() else {
+        return Ok("nothing yet: the conversation starts with your first message.".to_owned());
+    };
+    let store = project
+        .store
+        .get()
+        .await
+        .map_err(|reason| anyhow::anyhow!(reason))?;
+    let (statements, log, calls) = tokio::try_join!(
+        store.statements(id),
+        store.log_entries(id),
+        store.tool_calls(id)
+    )?;
+    let events = timeline(&log, &calls, &statements);
+    let chosen = select(&events, None, Some(count));
+    if chosen.is_empty() {
+        return Ok("nothing recorded yet.".to_owned());
+    }
+    let registry = session.live.current();
+    let mut text = super::log::render_timeline(&chosen, &registry, Style::Terminal { color });
+    if chosen.len() < events.len() {
+        text = format!(
+            "(the last {} of {} events; /history N shows more)\n\n{text}",
+            chosen.len(),
+            events.len()
+        );
+    }
+    Ok(text)
 }
 
 /// Where input history is kept: beside the database.

@@ -46,6 +46,11 @@ impl SharedScreen {
         })))
     }
 
+    /// Whether the screen shows colours.
+    pub(crate) fn color(&self) -> bool {
+        self.lock().color
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, Screen> {
         self.0
             .lock()

@@ -1,7 +1,9 @@
-//! What a tool call touched: files read or modified, URLs fetched, for the
-//! feedback block's `Resources:` line.
+//! What a conversation's tool calls did: [`ToolTally`] (per-tool successes
+//! and failures) and [`Resources`] (files read or modified, URLs fetched).
+//! The agent's feedback block (`Tools Used:`, `Resources:`) and the
+//! `conversation` tool's `stats` both count with these, so they agree.
 //!
-//! Tools do not report this, so it is read from the call's input: path-
+//! Tools do not report resources, so it is read from the call's input: path-
 //! and URL-valued arguments (judged by the tool's declared capabilities),
 //! and for `bash` the simple commands of the script (readers such as
 //! `cat`, writers such as `rm` or a `>` redirection, fetchers such as
@@ -9,9 +11,52 @@
 
 use std::collections::BTreeSet;
 
+use crate::policy::shell::{basename, simple_commands};
 use satchel_core::{Resource, ToolCall, ToolSpec};
-use satchel_tools::policy::shell::{basename, simple_commands};
 use serde_json::Value;
+
+/// Per-tool successes and failures in a conversation, in first-use order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolTally {
+    tools: Vec<(String, u32, u32)>,
+}
+
+impl ToolTally {
+    /// Counts one call of `tool`.
+    pub fn add(&mut self, tool: &str, failed: bool) {
+        let index = match self.tools.iter().position(|(name, ..)| name == tool) {
+            Some(index) => index,
+            None => {
+                self.tools.push((tool.to_owned(), 0, 0));
+                self.tools.len() - 1
+            }
+        };
+        let entry = &mut self.tools[index];
+        if failed {
+            entry.2 += 1;
+        } else {
+            entry.1 += 1;
+        }
+    }
+
+    /// `(tool, successes, failures)`, in first-use order.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, u32, u32)> {
+        self.tools
+            .iter()
+            .map(|(name, ok, failed)| (name.as_str(), *ok, *failed))
+    }
+
+    /// `bash(4: 3✓ 1✗), memory(1: 1✓ 0✗)`, or `none`.
+    pub fn describe(&self) -> String {
+        if self.tools.is_empty() {
+            return "none".to_owned();
+        }
+        self.entries()
+            .map(|(name, ok, failed)| format!("{name}({}: {ok}✓ {failed}✗)", ok + failed))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
 
 /// Distinct resources touched in a conversation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
