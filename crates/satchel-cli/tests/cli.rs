@@ -1092,7 +1092,7 @@ fn tools_prompt_shows_the_compact_text_with_its_token_count() {
     );
     let last = text.lines().last().unwrap();
     assert!(
-        last.contains("tokens for 4 tools")
+        last.contains("tokens for 5 tools")
             && last.contains("prompted for gemma3:27b (openai), counted with cl100k_base"),
         "{last}"
     );
@@ -1103,7 +1103,7 @@ fn tools_prompt_shows_the_compact_text_with_its_token_count() {
     assert_eq!(value["encoding"], "cl100k_base");
     assert_eq!(
         value["tools"],
-        json!(["bash", "code", "conversation", "search"])
+        json!(["bash", "code", "conversation", "memory", "search"])
     );
     let tokens = value["tokens"].as_u64().unwrap();
     assert!(
@@ -1158,7 +1158,7 @@ fn tools_prompt_includes_external_tools_unless_builtin() {
     let value = stdout_json(&sandbox.run(&["tools", "prompt", "--format", "prompted", "--json"]));
     assert_eq!(
         value["tools"],
-        json!(["bash", "code", "conversation", "greet", "search"])
+        json!(["bash", "code", "conversation", "greet", "memory", "search"])
     );
     assert!(
         value["text"]
@@ -1169,7 +1169,7 @@ fn tools_prompt_includes_external_tools_unless_builtin() {
     let value = stdout_json(&sandbox.run(&["tools", "prompt", "--builtin", "--json"]));
     assert_eq!(
         value["tools"],
-        json!(["bash", "code", "conversation", "search"])
+        json!(["bash", "code", "conversation", "memory", "search"])
     );
 }
 
@@ -1184,7 +1184,7 @@ fn tools_prompt_compare_prints_the_table() {
     assert!(output.status.success(), "{}", stderr(&output));
     let table = String::from_utf8(output.stdout).unwrap();
     for label in [
-        "4 tools: bash, code, conversation, search",
+        "5 tools: bash, code, conversation, memory, search",
         "prompted, compact (with instruction)",
         "native, OpenAI tools JSON",
         "native, Anthropic tools JSON",

@@ -105,21 +105,15 @@ impl MemoryTool {
 fn spec() -> ToolSpec {
     let layer = json!({
         "type": "string",
-        "enum": ["long", "mid", "short", "session"],
-        "description": "long: permanent facts, preferences, relationships; mid: goals, plans, projects (1-3 months); \
-                        short: recent context and summaries (days to weeks); session: the current session only"
+        "enum": ["long", "mid", "short", "session"]
     });
     ToolSpec {
         name: "memory".into(),
         title: Some("Memory".into()),
-        description: "Remember and recall what matters across conversations. `store` saves `content` in a `layer` \
-            (long: facts, preferences, relationships, kept forever; mid: goals, plans, projects, 90 days; short: recent \
-            context, 14 days; session: until the session ends), with an optional `category` (long: fact, preference, \
-            relationship; mid: goal, plan, project; or free text) and `certainty` (0-1). Storing something close to an \
-            existing memory of the same layer updates it instead. `recall` finds the memories most relevant to `query` \
-            (by meaning and by keywords, newer and surer ones first), optionally only one `layer`/`category` or dated \
-            `since`/`until` (RFC 3339, YYYY-MM-DD, or an age like 7d). `list` shows the newest memories. `forget` \
-            deletes `memory_id` for good. To start a new session, store `__NEW_SESSION__` with category `system`."
+        description: "Remember across conversations. Layers: long (facts, preferences, relationships; \
+            kept), mid (goals, plans, projects; 90 days), short (recent context; 14 days), session. \
+            `store` a near-duplicate and it is updated. `recall` ranks by meaning and keywords. \
+            Store `__NEW_SESSION__` (category `system`) to start a session."
             .into(),
         input_schema: json!({
             "type": "object",
@@ -128,14 +122,14 @@ fn spec() -> ToolSpec {
                 "layer": layer,
                 "content": {"type": "string", "minLength": 1, "description": "What to remember (store)"},
                 "category": {"type": "string", "minLength": 1, "maxLength": 40,
-                             "description": "long: fact, preference, relationship; mid: goal, plan, project; or free text"},
+                             "description": "e.g. fact, preference, goal, plan; or free text"},
                 "certainty": {"type": "number", "minimum": 0, "maximum": 1, "default": 1,
-                              "description": "How sure you are (store)"},
-                "query": {"type": "string", "minLength": 1, "description": "What to look for (recall)"},
+                              "description": "0 to 1"},
+                "query": {"type": "string", "minLength": 1},
                 "limit": {"type": "integer", "minimum": 1, "maximum": satchel_memory::MAX_LIMIT, "default": DEFAULT_LIMIT},
-                "memory_id": {"type": "string", "minLength": 1, "description": "The memory to delete (forget)"},
-                "since": {"type": "string", "description": "Only memories dated at or after: RFC 3339, YYYY-MM-DD or an age like 7d"},
-                "until": {"type": "string", "description": "Only memories dated before: RFC 3339, YYYY-MM-DD or an age like 7d"}
+                "memory_id": {"type": "string", "minLength": 1},
+                "since": {"type": "string", "description": "From: RFC 3339, YYYY-MM-DD or an age like 7d"},
+                "until": {"type": "string", "description": "Before: same forms"}
             },
             "required": ["action"],
             "additionalProperties": false,
