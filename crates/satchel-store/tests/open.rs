@@ -349,7 +349,9 @@ async fn a_full_database_fails_clearly_and_keeps_every_commit() {
     bounded(async {
         let db = TempDb::new();
         let limited = StoreOptions {
-            max_size_bytes: Some(256 * 1024),
+            // Room for the schema (memory and search indexes included)
+            // and a few dozen large calls.
+            max_size_bytes: Some(1024 * 1024),
             ..StoreOptions::default()
         };
         let store = db.open_with(limited).await;

@@ -289,7 +289,7 @@ async fn rows_written_before_the_index_existed_are_indexed_on_upgrade() {
         let a = write_conversation(&store, "delta").await;
         store.close().await.unwrap();
 
-        // Take the file back to schema version 3, rows kept.
+        // Take the file back to schema version 4 (before the index), rows kept.
         let raw = Connection::open(&db.path).unwrap();
         raw.execute_batch(
             "DROP TRIGGER search_log_insert;
@@ -300,8 +300,8 @@ async fn rows_written_before_the_index_existed_are_indexed_on_upgrade() {
              DROP VIEW search_tool_call_text;
              DROP TABLE search_text;
              DROP TABLE search_rows;
-             DELETE FROM schema_version WHERE version > 3;
-             PRAGMA user_version = 3;",
+             DELETE FROM schema_version WHERE version > 4;
+             PRAGMA user_version = 4;",
         )
         .unwrap();
         drop(raw);
