@@ -136,7 +136,7 @@ pub(crate) async fn run(command: MemoryCommand, project: &Project) -> anyhow::Re
     result
 }
 
-async fn new_session(
+pub(crate) async fn new_session(
     memory: &Memory,
     args: crate::cli::NewSessionArgs,
 ) -> anyhow::Result<ExitCode> {

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::project::Project;
 use super::session::{self, Session, SessionOptions};
-use crate::cli::{ChatArgs, CodeFailuresArgs, CodeStatsArgs};
+use crate::cli::{ChatArgs, CodeFailuresArgs, CodeStatsArgs, NewSessionArgs};
 use consent::TerminalConsent;
 use screen::SharedScreen;
 
@@ -40,6 +40,7 @@ Commands:
   /new [TITLE]       start a new conversation
   /codestats         what the code tool has run (last 7 days)
   /codefailures [N]  the last N failed code runs
+  /newsession [NAME] end the memory session and start a new one
   /exit              leave (or Ctrl-D)
 Anything else is sent to the model. Ctrl-C interrupts a running turn.";
 
@@ -251,6 +252,22 @@ async fn slash(
                     json: false,
                 },
                 project,
+            )
+            .await?;
+        }
+        "newsession" => {
+            let memory = project
+                .memory
+                .get()
+                .await
+                .map_err(|reason| anyhow::anyhow!(reason))?;
+            screen.lock().flush_text();
+            super::memory::new_session(
+                &memory,
+                NewSessionArgs {
+                    name: (!rest.is_empty()).then(|| rest.to_owned()),
+                    json: false,
+                },
             )
             .await?;
         }
