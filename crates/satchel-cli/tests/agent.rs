@@ -476,3 +476,34 @@ fn the_conversation_tool_reads_the_record_after_compaction() {
     assert!(refused[0].contains("PERMISSION_DENIED"), "{refused:?}");
     assert!(!refused[0].contains("END-OF-OUTPUT"), "{refused:?}");
 }
+
+#[test]
+fn an_ended_memory_session_is_summarised_by_the_configured_model() {
+    let sandbox = Sandbox::new(Vec::new(), json!({}));
+    let output = sandbox.satchel(&["memory", "store", "session", "we chose the blue design"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let output = sandbox.satchel(&["memory", "new-session", "--json"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let change: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(change["archived"], 1, "{change}");
+    assert_eq!(change["summary"]["layer"], "short", "{change}");
+    assert!(
+        change["summary"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("SUMMARY-OF-OLD-TURNS"),
+        "{change}"
+    );
+    // The model was shown the session's memories.
+    let asked = sandbox.model.side_requests();
+    assert_eq!(asked.len(), 1);
+    assert!(asked[0].to_string().contains("we chose the blue design"));
+}

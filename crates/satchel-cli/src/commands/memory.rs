@@ -10,7 +10,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use async_trait::async_trait;
 use satchel_core::{ToolCall, ToolOutput};
-use satchel_memory::{Memory, MemoryConfig, MemoryOptions, ModelSource, spawn_maintenance};
+use satchel_memory::{
+    Memory, MemoryConfig, MemoryOptions, ModelSource, Summarizer, spawn_maintenance,
+};
 use satchel_store::SystemClock;
 use satchel_tools::format::{paint, truncate_chars};
 use satchel_tools::memory::MemoryHandle;
@@ -31,15 +33,21 @@ const CONTENT_CHARS: usize = 80;
 pub(crate) struct LazyMemory {
     store: Arc<LazyStore>,
     config: MemoryConfig,
+    summarizer: Option<Arc<dyn Summarizer>>,
     cell: tokio::sync::OnceCell<Result<Arc<Memory>, String>>,
 }
 
 impl LazyMemory {
     /// Memory with `config` over `store` (the model loads on first use).
-    pub(crate) fn new(store: Arc<LazyStore>, config: MemoryConfig) -> LazyMemory {
+    pub(crate) fn new(
+        store: Arc<LazyStore>,
+        config: MemoryConfig,
+        summarizer: Option<Arc<dyn Summarizer>>,
+    ) -> LazyMemory {
         LazyMemory {
             store,
             config,
+            summarizer,
             cell: tokio::sync::OnceCell::new(),
         }
     }
@@ -68,7 +76,7 @@ impl LazyMemory {
                     MemoryOptions {
                         clock: Arc::new(SystemClock),
                         model,
-                        summarizer: None,
+                        summarizer: self.summarizer.clone(),
                     },
                 ));
                 if let Err(error) = memory.maintain().await {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use satchel_memory::{MemoryConfig, MemorySettings};
+use satchel_memory::{MemoryConfig, MemorySettings, Summarizer};
 use satchel_tools::code::{CodeGenerator, GeneratorConfig, JobTracker};
 use satchel_tools::external::{SpecCache, ToolDirs};
 use satchel_tools::policy::Policy;
@@ -13,7 +13,7 @@ use satchel_tools::{BuiltinDeps, LiveRegistry, Settings, ToolsConfig, builtin_to
 
 use super::db::{self, LazyStore};
 use super::memory::LazyMemory;
-use super::model::{self, ModelGenerator};
+use super::model::{self, ModelGenerator, ModelSummarizer};
 use crate::paths;
 
 /// The project's tools directory, relative to the project.
@@ -91,7 +91,11 @@ impl Project {
             code_jobs: JobTracker::default(),
             warnings,
             store: store.clone(),
-            memory: Arc::new(LazyMemory::new(store, memory)),
+            memory: Arc::new(LazyMemory::new(
+                store,
+                memory,
+                Some(Arc::new(ModelSummarizer::new(settings)) as Arc<dyn Summarizer>),
+            )),
             db,
             tools_config: Arc::new(tools_config),
             policy: Arc::new(policy),
