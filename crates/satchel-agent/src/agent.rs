@@ -612,7 +612,9 @@ impl Agent {
             }
         }
         if let Some(handle) = side.take() {
-            if report.outcome == Outcome::Cancelled {
+            if matches!(report.outcome, Outcome::Cancelled | Outcome::Failed(_)) {
+                // The user was told why the statement stopped; side requests
+                // to the same model would only repeat it.
                 handle.abort();
             } else {
                 self.apply_side(handle, &statement.id, cancel, sink).await?;

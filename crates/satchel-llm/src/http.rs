@@ -221,7 +221,9 @@ impl Run {
                 Some(wait) => wait,
                 None => backoff(&policy, attempt),
             };
-            tracing::warn!(
+            // Retries are expected; the error that ends them is reported by
+            // the caller, so each attempt is only shown with -v.
+            tracing::info!(
                 attempt,
                 delay_ms = delay.as_millis() as u64,
                 "model request failed, retrying: {}",
