@@ -34,7 +34,9 @@ use satchel_tools::{CallTrace, Consent, LiveRegistry, Registry, Style, ToolConte
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::history::{CallRecord, Compaction, Phase, StatementRecord, Transcript, TurnRecord};
+use crate::history::{
+    CallRecord, Compaction, Phase, StatementRecord, Transcript, TurnRecord, text_of,
+};
 use crate::resume::load_transcript;
 use crate::side::{SideKind, clean_answer, side_messages};
 use crate::summary::tool_call_line;
@@ -492,13 +494,7 @@ impl Agent {
             let (mut parts, mut calls, raw_reply) = if prompted {
                 let raw = response.text();
                 let (parts, calls) = prompted_turn(&raw, turn);
-                let prose: String = parts
-                    .iter()
-                    .filter_map(|p| match p {
-                        AssistantPart::Text { text } => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
+                let prose = text_of(&parts);
                 if !prose.is_empty() {
                     sink.emit(AgentEvent::TextDelta(prose));
                 }
@@ -516,13 +512,7 @@ impl Agent {
                     "the model asked for tools in its last turn; they were not run".into(),
                 ));
             }
-            let text: String = parts
-                .iter()
-                .filter_map(|p| match p {
-                    AssistantPart::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect();
+            let text = text_of(&parts);
             let thinking = response.thinking();
             self.log_answer(&conversation_id, &statement.id, &text, &thinking)
                 .await?;

@@ -160,14 +160,7 @@ pub fn summary_message(text: &str) -> String {
 pub fn past_answer(statement: &StatementRecord, max_result_chars: usize) -> String {
     let mut answer = String::new();
     for turn in &statement.turns {
-        let text: String = turn
-            .assistant
-            .iter()
-            .filter_map(|part| match part {
-                AssistantPart::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
+        let text = text_of(&turn.assistant);
         let text = text.trim();
         if !text.is_empty() {
             if !answer.is_empty() {
@@ -190,6 +183,17 @@ pub fn past_answer(statement: &StatementRecord, max_result_chars: usize) -> Stri
         answer.push_str("(no answer)");
     }
     answer
+}
+
+/// The text parts of an assistant answer, joined (thinking and calls left out).
+pub fn text_of(parts: &[AssistantPart]) -> String {
+    parts
+        .iter()
+        .filter_map(|part| match part {
+            AssistantPart::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The text of a user message's parts.

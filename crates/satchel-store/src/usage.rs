@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use crate::{StoreError, Timestamp};
 
-/// What a caller gives to record one request to a model.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// What a caller gives to record one request to a model (and, inside an
+/// [`LlmCallRecord`], what was recorded).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct NewLlmCall {
     /// The conversation, when there is one.
     pub conversation_id: Option<String>,
@@ -51,46 +52,9 @@ pub struct LlmCallRecord {
     pub id: String,
     /// The request as recorded.
     #[serde(flatten)]
-    pub call: LlmCallFields,
+    pub call: NewLlmCall,
     /// When it was recorded.
     pub created_at: Timestamp,
-}
-
-/// The recorded fields of a request (the same as [`NewLlmCall`], serialisable).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LlmCallFields {
-    /// See [`NewLlmCall::conversation_id`].
-    pub conversation_id: Option<String>,
-    /// See [`NewLlmCall::statement_id`].
-    pub statement_id: Option<String>,
-    /// See [`NewLlmCall::turn`].
-    pub turn: Option<u32>,
-    /// See [`NewLlmCall::purpose`].
-    pub purpose: String,
-    /// See [`NewLlmCall::provider`].
-    pub provider: String,
-    /// See [`NewLlmCall::model`].
-    pub model: String,
-    /// See [`NewLlmCall::estimate_tokens`].
-    pub estimate_tokens: u64,
-    /// See [`NewLlmCall::estimate_sections`].
-    pub estimate_sections: Value,
-    /// See [`NewLlmCall::context_window`].
-    pub context_window: u64,
-    /// See [`NewLlmCall::input_tokens`].
-    pub input_tokens: Option<u64>,
-    /// See [`NewLlmCall::output_tokens`].
-    pub output_tokens: Option<u64>,
-    /// See [`NewLlmCall::cache_read_tokens`].
-    pub cache_read_tokens: Option<u64>,
-    /// See [`NewLlmCall::cache_write_tokens`].
-    pub cache_write_tokens: Option<u64>,
-    /// See [`NewLlmCall::stop_reason`].
-    pub stop_reason: Option<String>,
-    /// See [`NewLlmCall::error`].
-    pub error: Option<String>,
-    /// See [`NewLlmCall::duration_ms`].
-    pub duration_ms: u64,
 }
 
 /// Requests sent to models, with estimate and reported usage side by side.

@@ -6,7 +6,7 @@ use rusqlite::{Row, params};
 use super::repo::{all, timestamp};
 use super::{Redact, SqliteStore};
 use crate::redact::Redactor;
-use crate::{LlmCallFields, LlmCallRecord, LlmCallStore, NewLlmCall, StoreError};
+use crate::{LlmCallRecord, LlmCallStore, NewLlmCall, StoreError};
 
 const COLUMNS: &str = "id, conversation_id, statement_id, turn, purpose, provider, model, estimate_tokens, estimate_sections, context_window, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, stop_reason, error, duration_ms, created_at";
 
@@ -23,7 +23,7 @@ fn row(row: &Row<'_>) -> rusqlite::Result<LlmCallRecord> {
     let sections: String = row.get(8)?;
     Ok(LlmCallRecord {
         id: row.get(0)?,
-        call: LlmCallFields {
+        call: NewLlmCall {
             conversation_id: row.get(1)?,
             statement_id: row.get(2)?,
             turn: row.get(3)?,
