@@ -12,6 +12,8 @@ use jiff::civil::{Time, Weekday};
 use jiff::tz::TimeZone;
 use serde::Deserialize;
 
+use crate::index::Bm25;
+
 /// The `memory` section as written in agent.json.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
@@ -126,9 +128,10 @@ pub struct RecallSettings {
     /// Above this many candidate vectors, search first by sign bits, then
     /// re-rank the best by the full vectors.
     pub exact_scan_limit: usize,
-    /// A query term found in this many memories or more is left out of
-    /// keyword ranking when rarer terms remain.
-    pub keyword_term_max_docs: usize,
+    /// BM25's term-frequency saturation `k1`.
+    pub bm25_k1: f32,
+    /// BM25's length normalisation `b`, 0 to 1.
+    pub bm25_b: f32,
 }
 
 impl Default for RecallSettings {
@@ -148,7 +151,8 @@ impl Default for RecallSettings {
             certainty_weight: config.certainty_weight,
             min_relevance: config.min_relevance,
             exact_scan_limit: config.exact_scan_limit,
-            keyword_term_max_docs: config.keyword_term_max_docs,
+            bm25_k1: config.bm25.k1,
+            bm25_b: config.bm25.b,
         }
     }
 }
@@ -167,7 +171,7 @@ pub enum Fusion {
 
 /// How recall ranks, once checked.
 ///
-/// Each ranking (BM25 over FTS5, cosine over embeddings) gives its best
+/// Each ranking (BM25 over words, cosine over embeddings) gives its best
 /// `candidates`; [`Fusion`] combines them into a score from 0 to 1. That is
 /// multiplied by `1 - recency_weight + recency_weight * 0.5^(age /
 /// half_life)` and by `1 - certainty_weight + certainty_weight *
@@ -194,9 +198,8 @@ pub struct RecallConfig {
     pub min_relevance: f32,
     /// Candidate count above which the vector search is two-stage.
     pub exact_scan_limit: usize,
-    /// Memories a term may appear in and still rank keywords (see
-    /// `keywordTermMaxDocs`).
-    pub keyword_term_max_docs: usize,
+    /// The keyword ranking's parameters.
+    pub bm25: Bm25,
 }
 
 impl Default for RecallConfig {
@@ -212,7 +215,7 @@ impl Default for RecallConfig {
             certainty_weight: 0.2,
             min_relevance: 0.0,
             exact_scan_limit: 200_000,
-            keyword_term_max_docs: 2000,
+            bm25: Bm25::default(),
         }
     }
 }
@@ -408,7 +411,18 @@ impl MemoryConfig {
                 &mut warnings,
             ),
             exact_scan_limit: r.exact_scan_limit,
-            keyword_term_max_docs: r.keyword_term_max_docs.max(1),
+            bm25: Bm25 {
+                k1: if r.bm25_k1 >= 0.0 {
+                    r.bm25_k1
+                } else {
+                    warnings.push(format!(
+                        "memory.recall.bm25K1 must not be negative; using {}",
+                        defaults.bm25.k1
+                    ));
+                    defaults.bm25.k1
+                },
+                b: unit(r.bm25_b, "bm25B", defaults.bm25.b, &mut warnings),
+            },
         };
         let namespace = if settings.namespace.trim().is_empty() {
             warnings.push("memory.namespace is empty; using `default`".into());

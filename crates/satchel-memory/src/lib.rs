@@ -3,14 +3,14 @@
 //! Four layers with lifetimes ([`MemoryLayer`]: `long` forever, `mid` 90
 //! days, `short` 14 days, `session` until its session ends), duplicate
 //! detection on store, sessions divided daily or weekly at a local time,
-//! and hybrid recall: keyword ranking (SQLite FTS5 BM25, in the store) and
-//! semantic ranking (all-MiniLM-L6-v2 run in-process, [`Embedder`],
-//! against the in-memory [`VectorIndex`]), fused by reciprocal rank and
-//! weighted by recency and certainty ([`RecallConfig`]).
+//! and hybrid recall: keyword ranking (BM25 over stemmed words) and
+//! semantic ranking (all-MiniLM-L6-v2 run in-process, [`Embedder`]), both
+//! against the in-memory [`RecallIndex`], fused, and weighted by recency
+//! and certainty ([`RecallConfig`]).
 //!
 //! Modules: `memory` (the [`Memory`] service), `embed` (tokenizer and BERT
-//! forward pass), `index` (quantised vectors and filtered search),
-//! `text` (safe FTS5 queries), `session` (division times, the sentinel,
+//! forward pass), `index` (the recall index: postings, quantised vectors,
+//! filtered search), `text` (words, stems and stopwords), `session` (division times, the sentinel,
 //! [`Summarizer`]), `config` (the `memory` section of agent.json), `locomo`
 //! (the benchmark's conversation format and recall metric).
 //!
@@ -32,7 +32,7 @@ pub mod text;
 pub use config::{AutoDivide, Fusion, MemoryConfig, MemorySettings, RecallConfig};
 pub use embed::Embedder;
 pub use error::MemoryError;
-pub use index::{VectorFilter, VectorIndex};
+pub use index::{Bm25, Candidate, IndexFilter, KeywordScores, RecallIndex};
 pub use memory::{
     ListQuery, MAX_LIMIT, Maintenance, Memory, MemoryOptions, ModelSource, Recall, RecallQuery,
     Recalled, SessionChange, StoreRequest, Stored, spawn_maintenance, validate_category,

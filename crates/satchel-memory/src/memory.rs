@@ -2,10 +2,10 @@
 //! [`MemoryStore`], with lifetimes, duplicate detection, sessions and
 //! hybrid recall.
 //!
-//! Recall runs the keyword ranking (FTS5 BM25, in the store) and the
-//! semantic ranking (the query's embedding against the [`VectorIndex`])
-//! at the same time on blocking threads, fuses them by reciprocal rank,
-//! then applies the recency and certainty factors of [`RecallConfig`].
+//! Recall ranks by keywords (BM25) and by meaning (the query's embedding)
+//! against the in-memory [`RecallIndex`], the keyword ranking while the
+//! query is embedded, fuses the two rankings, then applies the recency and
+//! certainty factors of [`RecallConfig`].
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -20,11 +20,11 @@ use satchel_store::{
 use serde::Serialize;
 use tokio::task::JoinHandle;
 
+use crate::MemoryError;
 use crate::config::{AutoDivide, Fusion, MemoryConfig, RecallConfig};
 use crate::embed::Embedder;
-use crate::index::{VectorFilter, VectorIndex};
+use crate::index::{Candidate, IndexFilter, RecallIndex};
 use crate::session::{NEW_SESSION_SENTINEL, SYSTEM_CATEGORY, Summarizer, division_after};
-use crate::{MemoryError, text};
 
 /// Most results one recall or listing returns.
 pub const MAX_LIMIT: usize = 100;
@@ -214,7 +214,7 @@ pub struct Memory {
     model: ModelSource,
     summarizer: Option<Arc<dyn Summarizer>>,
     embedder: tokio::sync::OnceCell<Option<Arc<Embedder>>>,
-    index: Arc<RwLock<VectorIndex>>,
+    index: Arc<RwLock<RecallIndex>>,
     sync_lock: tokio::sync::Mutex<()>,
     fallback_said: AtomicBool,
 }
@@ -306,7 +306,7 @@ impl Memory {
             model: options.model,
             summarizer: options.summarizer,
             embedder: tokio::sync::OnceCell::new(),
-            index: Arc::new(RwLock::new(VectorIndex::new())),
+            index: Arc::new(RwLock::new(RecallIndex::new())),
             sync_lock: tokio::sync::Mutex::new(()),
             fallback_said: AtomicBool::new(false),
         }
@@ -388,12 +388,9 @@ impl Memory {
         Ok(Some(vectors))
     }
 
-    /// Brings the vector index up to the store's latest revision (changes
+    /// Brings the recall index up to the store's latest revision (changes
     /// by this process and others alike).
     pub async fn sync_index(&self) -> Result<(), MemoryError> {
-        if self.embedder().await.is_none() {
-            return Ok(());
-        }
         let _guard = self.sync_lock.lock().await;
         let have = self
             .index
@@ -558,7 +555,7 @@ impl Memory {
         let best = {
             let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
             index
-                .search(embedding, &vector_filter(filter), 1, usize::MAX)
+                .search_vectors(embedding, &index_filter(filter), 1, usize::MAX)
                 .into_iter()
                 .next()
         };
@@ -652,24 +649,39 @@ impl Memory {
         let recall = &self.config.recall;
         let candidates = recall.candidates.max(limit);
         let started = std::time::Instant::now();
-        let keyword = async {
-            let result = self.keyword_search(&text, &filter, candidates).await;
-            (result, started.elapsed())
-        };
-        let semantic = async {
-            let result = self.semantic_search(&text, &filter, candidates).await;
-            (result, started.elapsed())
-        };
-        let ((keyword, keyword_time), (semantic, semantic_time)) = tokio::join!(keyword, semantic);
-        tracing::debug!(?keyword_time, ?semantic_time, "memory recall rankings");
-        let keyword = keyword?;
-        let semantic = semantic?;
-        let notice = if semantic.is_none() {
+        self.sync_index().await?;
+        let synced = started.elapsed();
+        let embedder = self.embedder().await;
+        let semantic = embedder.is_some();
+        let index = Arc::clone(&self.index);
+        let index_filter = index_filter(&filter);
+        let (owned, exact_limit, bm25) = (text.clone(), recall.exact_scan_limit, recall.bm25);
+        let candidates = tokio::task::spawn_blocking(move || {
+            let index = index.read().unwrap_or_else(PoisonError::into_inner);
+            // Keywords are ranked on another thread while the query is embedded.
+            std::thread::scope(|scope| {
+                let keywords =
+                    scope.spawn(|| index.keyword_scores(&owned, &index_filter, candidates, bm25));
+                let vector = embedder.map(|e| e.embed_query(&owned)).transpose();
+                let keywords = keywords.join().unwrap_or_default();
+                Ok::<_, MemoryError>(index.candidates(
+                    &keywords,
+                    vector?.as_deref().map(Vec::as_slice),
+                    &index_filter,
+                    candidates,
+                    exact_limit,
+                ))
+            })
+        })
+        .await
+        .map_err(blocking_error)??;
+        tracing::debug!(?synced, took = ?started.elapsed(), "memory recall rankings");
+        let notice = if !semantic {
             self.fallback_notice()
         } else {
             None
         };
-        let fused = fuse(recall, semantic.as_deref().unwrap_or(&[]), &keyword);
+        let fused = fuse(recall, &candidates);
         let seqs: Vec<i64> = fused.iter().map(|f| f.seq).collect();
         let mut records: HashMap<i64, MemoryRecord> = self
             .store
@@ -700,82 +712,9 @@ impl Memory {
         memories.truncate(limit);
         Ok(Recall {
             memories,
-            semantic: semantic.is_some(),
+            semantic,
             notice,
         })
-    }
-
-    /// The best `candidates` by BM25. Terms found in `keywordTermMaxDocs`
-    /// memories or more are left out when rarer ones remain (their weight
-    /// in BM25 is small and scoring their long posting lists is what makes
-    /// FTS5 slow at scale); with the model, a query of only such terms is
-    /// left to semantic ranking.
-    async fn keyword_search(
-        &self,
-        text: &str,
-        filter: &MemoryFilter,
-        candidates: usize,
-    ) -> Result<Vec<satchel_store::KeywordHit>, MemoryError> {
-        let terms = text::query_terms(text);
-        if terms.is_empty() {
-            return Ok(Vec::new());
-        }
-        let cap = self.config.recall.keyword_term_max_docs;
-        let counts = self.store.term_document_counts(terms.clone(), cap).await?;
-        let rare: Vec<String> = terms
-            .iter()
-            .zip(&counts)
-            .filter(|(_, count)| **count < cap)
-            .map(|(term, _)| term.clone())
-            .collect();
-        let chosen = if !rare.is_empty() {
-            rare
-        } else if self.embedder().await.is_some() {
-            return Ok(Vec::new());
-        } else {
-            terms
-        };
-        let Some(fts) = text::fts_or(&chosen) else {
-            return Ok(Vec::new());
-        };
-        let started = std::time::Instant::now();
-        let hits = self
-            .store
-            .keyword_search(&fts, filter.clone(), candidates)
-            .await?;
-        tracing::debug!(?counts, %fts, took = ?started.elapsed(), hits = hits.len(), "keyword search");
-        Ok(hits)
-    }
-
-    /// The best `candidates` by cosine, or `None` without a model.
-    async fn semantic_search(
-        &self,
-        text: &str,
-        filter: &MemoryFilter,
-        candidates: usize,
-    ) -> Result<Option<Vec<(i64, f32)>>, MemoryError> {
-        let Some(embedder) = self.embedder().await else {
-            return Ok(None);
-        };
-        let owned = text.to_owned();
-        let embedding = tokio::task::spawn_blocking(move || embedder.embed_query(&owned));
-        let (embedding, synced) = tokio::join!(embedding, self.sync_index());
-        synced?;
-        let embedding = embedding.map_err(blocking_error)??;
-        let index = Arc::clone(&self.index);
-        let filter = vector_filter(filter);
-        let exact_limit = self.config.recall.exact_scan_limit;
-        let found = tokio::task::spawn_blocking(move || {
-            index.read().unwrap_or_else(PoisonError::into_inner).search(
-                &embedding,
-                &filter,
-                candidates,
-                exact_limit,
-            )
-        })
-        .await
-        .map_err(blocking_error)?;
-        Ok(Some(found))
     }
 
     /// Memories newest first.
@@ -1055,8 +994,8 @@ pub fn spawn_maintenance(memory: &Arc<Memory>) -> JoinHandle<()> {
     })
 }
 
-fn vector_filter(filter: &MemoryFilter) -> VectorFilter {
-    VectorFilter {
+fn index_filter(filter: &MemoryFilter) -> IndexFilter {
+    IndexFilter {
         namespace: filter.namespace.clone(),
         layers: filter.layers.clone(),
         category: filter.category.clone(),
@@ -1086,85 +1025,72 @@ fn unit_range(value: f64, min: f64, max: f64) -> f32 {
     }
 }
 
-/// Combines the two rankings into scores from 0 to 1, best first; see
-/// [`Fusion`].
-fn fuse(
-    config: &RecallConfig,
-    semantic: &[(i64, f32)],
-    keyword: &[satchel_store::KeywordHit],
-) -> Vec<Fused> {
-    let semantic_weight = if semantic.is_empty() {
-        0.0
-    } else {
-        config.semantic_weight
+/// Combines each candidate's two scores into one from 0 to 1, best
+/// first; see [`Fusion`]. A ranking that found nothing for this query
+/// (no model, or no query word in any memory) has no weight.
+fn fuse(config: &RecallConfig, candidates: &[Candidate]) -> Vec<Fused> {
+    let cosines: Vec<Option<f64>> = candidates.iter().map(|c| c.cosine.map(f64::from)).collect();
+    let bm25s: Vec<Option<f64>> = candidates
+        .iter()
+        .map(|c| (c.bm25 > 0.0).then_some(f64::from(c.bm25)))
+        .collect();
+    let weight = |scores: &[Option<f64>], weight: f32| {
+        if scores.iter().any(Option::is_some) {
+            weight
+        } else {
+            0.0
+        }
     };
-    let keyword_weight = if keyword.is_empty() {
-        0.0
-    } else {
-        config.keyword_weight
-    };
+    let semantic_weight = weight(&cosines, config.semantic_weight);
+    let keyword_weight = weight(&bm25s, config.keyword_weight);
     let total = semantic_weight + keyword_weight;
-    let mut by_seq: HashMap<i64, Fused> = HashMap::new();
-    let mut add = |seq: i64, score: f32, cosine: Option<f32>, bm25: Option<f64>| {
-        let entry = by_seq.entry(seq).or_insert(Fused {
-            seq,
-            score: 0.0,
-            semantic: None,
-            keyword: None,
-        });
-        entry.score += score;
-        entry.semantic = entry.semantic.or(cosine);
-        entry.keyword = entry.keyword.or(bm25);
+    let total = if total > 0.0 { total } else { 1.0 };
+    let normal = |scores: &[Option<f64>]| match config.fusion {
+        Fusion::Convex => min_max(scores),
+        Fusion::Rrf => reciprocal_ranks(scores, config.rrf_k),
     };
-    match config.fusion {
-        Fusion::Rrf => {
-            let k = config.rrf_k;
-            let best = if total > 0.0 { total / (k + 1.0) } else { 1.0 };
-            for (rank, (seq, cosine)) in semantic.iter().enumerate() {
-                add(
-                    *seq,
-                    semantic_weight / (k + rank as f32 + 1.0) / best,
-                    Some(*cosine),
-                    None,
-                );
-            }
-            for (rank, hit) in keyword.iter().enumerate() {
-                add(
-                    hit.seq,
-                    keyword_weight / (k + rank as f32 + 1.0) / best,
-                    None,
-                    Some(hit.score),
-                );
-            }
-        }
-        Fusion::Convex => {
-            let total = if total > 0.0 { total } else { 1.0 };
-            let (smin, smax) = semantic
-                .iter()
-                .fold((f64::MAX, f64::MIN), |(lo, hi), (_, c)| {
-                    (lo.min(f64::from(*c)), hi.max(f64::from(*c)))
-                });
-            for (seq, cosine) in semantic {
-                let normal = unit_range(f64::from(*cosine), smin, smax);
-                add(*seq, semantic_weight * normal / total, Some(*cosine), None);
-            }
-            let (kmin, kmax) = keyword.iter().fold((f64::MAX, f64::MIN), |(lo, hi), h| {
-                (lo.min(h.score), hi.max(h.score))
-            });
-            for hit in keyword {
-                let normal = unit_range(hit.score, kmin, kmax);
-                add(
-                    hit.seq,
-                    keyword_weight * normal / total,
-                    None,
-                    Some(hit.score),
-                );
-            }
-        }
-    }
-    let mut fused: Vec<Fused> = by_seq.into_values().collect();
+    let (semantic, keyword) = (normal(&cosines), normal(&bm25s));
+    let mut fused: Vec<Fused> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, candidate)| Fused {
+            seq: candidate.seq,
+            score: (semantic_weight * semantic[i] + keyword_weight * keyword[i]) / total,
+            semantic: candidate.cosine,
+            keyword: bm25s[i],
+        })
+        .collect();
     fused.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.seq.cmp(&b.seq)));
     fused
+}
+
+/// Scores mapped to 0..1 by their min and max (a missing score is 0; all
+/// equal is 1).
+fn min_max(scores: &[Option<f64>]) -> Vec<f32> {
+    let (min, max) = scores
+        .iter()
+        .flatten()
+        .fold((f64::MAX, f64::MIN), |(lo, hi), s| (lo.min(*s), hi.max(*s)));
+    scores
+        .iter()
+        .map(|score| score.map_or(0.0, |s| unit_range(s, min, max)))
+        .collect()
+}
+
+/// `(k + 1) / (k + rank)` by descending score, rank from 1 (a missing
+/// score is 0).
+fn reciprocal_ranks(scores: &[Option<f64>], k: f32) -> Vec<f32> {
+    let mut order: Vec<usize> = (0..scores.len()).filter(|i| scores[*i].is_some()).collect();
+    order.sort_by(|a, b| {
+        scores[*b]
+            .unwrap_or(0.0)
+            .total_cmp(&scores[*a].unwrap_or(0.0))
+    });
+    let mut ranks = vec![0.0; scores.len()];
+    for (rank, i) in order.into_iter().enumerate() {
+        ranks[i] = (k + 1.0) / (k + rank as f32 + 1.0);
+    }
+    ranks
 }
 
 /// The recency and certainty factors of a memory as of `now`.
@@ -1180,7 +1106,6 @@ fn factors(config: &RecallConfig, memory: &MemoryRecord, now: Timestamp) -> f32 
 #[cfg(test)]
 mod tests {
     use pretty_assertions::assert_eq;
-    use satchel_store::KeywordHit;
 
     use super::*;
 
@@ -1207,26 +1132,36 @@ mod tests {
         assert!(validate_category(MemoryLayer::Session, &"x".repeat(41)).is_err());
     }
 
+    fn candidate(seq: i64, cosine: Option<f32>, bm25: f32) -> Candidate {
+        Candidate { seq, bm25, cosine }
+    }
+
     #[test]
     fn fusion_rewards_agreement_and_is_normalised() {
-        let config = RecallConfig {
+        let candidates = [
+            candidate(1, Some(0.9), 0.0),
+            candidate(2, Some(0.8), 5.0),
+            candidate(3, Some(0.7), 0.0),
+            candidate(4, None, 3.0),
+        ];
+        let rrf = RecallConfig {
             fusion: Fusion::Rrf,
             ..RecallConfig::default()
         };
-        let semantic = [(1, 0.9), (2, 0.8), (3, 0.7)];
-        let keyword = [
-            KeywordHit { seq: 2, score: 5.0 },
-            KeywordHit { seq: 4, score: 3.0 },
-        ];
-        let fused = fuse(&config, &semantic, &keyword);
+        let fused = fuse(&rrf, &candidates);
         assert_eq!(
             fused.iter().map(|f| f.seq).collect::<Vec<_>>(),
             [2, 1, 4, 3]
         );
         assert!(fused[0].score <= 1.0 && fused[0].score > 0.9, "{fused:?}");
+        assert_eq!(fused[0].keyword, Some(5.0));
+        assert_eq!(fused[2].semantic, None);
         // One ranking alone: its best scores 1.
-        let alone = fuse(&config, &semantic, &[]);
-        assert_eq!(alone[0].score, 1.0);
+        let alone: Vec<Candidate> = candidates
+            .iter()
+            .map(|c| Candidate { bm25: 0.0, ..*c })
+            .collect();
+        assert_eq!(fuse(&rrf, &alone)[0].score, 1.0);
 
         let convex = RecallConfig {
             fusion: Fusion::Convex,
@@ -1234,16 +1169,16 @@ mod tests {
             keyword_weight: 1.0,
             ..RecallConfig::default()
         };
-        let fused = fuse(&convex, &semantic, &keyword);
-        // 2: semantic 0.5 (min-max of 0.7..0.9) + keyword 1 → 0.75;
-        // 1: semantic 1 → 0.5; 3: semantic 0 and 4: keyword 0 (min) → 0.
+        let fused = fuse(&convex, &candidates);
+        // 2: semantic 0.5 (min-max of 0.7..0.9) + keyword 1 (min-max of
+        // 3..5) → 0.75; 1: semantic 1 → 0.5; 3: semantic 0; 4: keyword 0.
         assert_eq!(
             fused.iter().map(|f| f.seq).collect::<Vec<_>>(),
             [2, 1, 3, 4]
         );
         assert!((fused[0].score - 0.75).abs() < 1e-6, "{fused:?}");
         assert!((fused[1].score - 0.5).abs() < 1e-6, "{fused:?}");
-        assert!((fused[1].score - 0.5).abs() < 1e-6, "{fused:?}");
+        assert_eq!(fused[3].score, 0.0);
     }
 
     #[test]

@@ -1,15 +1,21 @@
-//! Text handling for recall: turning free text into a safe FTS5 query,
-//! and the stopwords that carry no meaning for keyword ranking.
+//! Text handling for keyword recall: the terms a memory is indexed by and
+//! the terms a query ranks by.
 //!
-//! User text never reaches FTS5 as syntax: it is cut into words of
-//! letters and digits, each word is quoted, and the words are joined with
-//! `OR`, so `NEAR(`, `*`, `"`, `-` or `AND` in a query are only ever words.
+//! A term is a run of letters and digits, lowercased and reduced to its
+//! English stem (Snowball), so "hiking", "hikes" and "hiked" meet. Every
+//! word of a memory is indexed; a query leaves out stopwords unless they
+//! are all it has. User text is only ever words: there is no query syntax.
 
 use std::collections::HashSet;
+use std::sync::LazyLock;
 
-/// Most terms an FTS query gets (the rarest are not preferred: the first ones are kept).
+use rust_stemmers::{Algorithm, Stemmer};
+
+/// Most terms a query ranks by (the first ones are kept).
 const MAX_TERMS: usize = 32;
 
+/// Longest word indexed, in bytes: longer runs are not words.
+const MAX_WORD: usize = 64;
 /// English words too common to rank by.
 const STOPWORDS: &[&str] = &[
     "a",
@@ -153,10 +159,12 @@ const STOPWORDS: &[&str] = &[
     "doesn",
 ];
 
+static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
+
 /// The words of `text`: runs of letters and digits, lowercased.
 pub fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
-        .filter(|word| !word.is_empty())
+        .filter(|word| !word.is_empty() && word.len() <= MAX_WORD)
         .map(str::to_lowercase)
         .collect()
 }
@@ -166,45 +174,32 @@ pub fn is_stopword(word: &str) -> bool {
     STOPWORDS.contains(&word)
 }
 
-/// The terms a query ranks by: its distinct non-stopwords (every distinct
-/// word when nothing else is left), at most 32.
+/// A lowercased word's stem.
+pub fn stem(word: &str) -> String {
+    STEMMER.stem(word).into_owned()
+}
+
+/// The terms a memory is indexed by: the stem of every word, in order.
+pub fn terms(text: &str) -> Vec<String> {
+    words(text).iter().map(|word| stem(word)).collect()
+}
+
+/// The terms a query ranks by: the distinct stems of its non-stopwords
+/// (of every word when nothing else is left), at most 32.
 pub fn query_terms(text: &str) -> Vec<String> {
     let all = words(text);
-    let mut seen = HashSet::new();
-    let mut terms: Vec<String> = all
-        .iter()
-        .filter(|word| !is_stopword(word) && seen.insert(word.as_str()))
-        .cloned()
-        .collect();
-    if terms.is_empty() {
-        terms = all
-            .iter()
-            .filter(|word| seen.insert(word.as_str()))
-            .cloned()
-            .collect();
+    let mut kept: Vec<&String> = all.iter().filter(|word| !is_stopword(word)).collect();
+    if kept.is_empty() {
+        kept = all.iter().collect();
     }
+    let mut seen = HashSet::new();
+    let mut terms: Vec<String> = kept
+        .into_iter()
+        .map(|word| stem(word))
+        .filter(|term| seen.insert(term.clone()))
+        .collect();
     terms.truncate(MAX_TERMS);
     terms
-}
-
-/// The FTS5 query matching any of `terms`, each quoted.
-pub fn fts_or(terms: &[String]) -> Option<String> {
-    if terms.is_empty() {
-        return None;
-    }
-    Some(
-        terms
-            .iter()
-            .map(|term| format!("\"{}\"", term.replace('"', "\"\"")))
-            .collect::<Vec<_>>()
-            .join(" OR "),
-    )
-}
-
-/// An FTS5 query for free text: its [`query_terms`], quoted, joined with
-/// `OR`. `None` when the text has no words at all.
-pub fn fts_query(text: &str) -> Option<String> {
-    fts_or(&query_terms(text))
 }
 
 #[cfg(test)]
@@ -214,33 +209,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn builds_a_quoted_or_query_without_stopwords() {
+    fn queries_keep_stems_of_their_meaningful_words() {
         assert_eq!(
-            fts_query("When did Caroline go to the LGBTQ support group?").as_deref(),
-            Some("\"caroline\" OR \"go\" OR \"lgbtq\" OR \"support\" OR \"group\"")
+            query_terms("When did Caroline go to the LGBTQ support groups?"),
+            ["carolin", "go", "lgbtq", "support", "group"]
         );
+        assert_eq!(query_terms("hiking, hikes, hiked"), ["hike"]);
     }
 
     #[test]
-    fn fts_syntax_in_user_text_is_only_words() {
+    fn syntax_in_user_text_is_only_words() {
         assert_eq!(
-            fts_query("NEAR(a b) OR \"x* -y AND z:col^").as_deref(),
-            Some("\"near\" OR \"b\" OR \"x\" OR \"y\" OR \"z\" OR \"col\"")
+            query_terms("NEAR(a b) OR \"x* -y AND z:col^"),
+            ["near", "b", "x", "y", "z", "col"]
         );
-        assert_eq!(fts_query("?!* \"\" ()"), None);
-        assert_eq!(fts_query("").as_deref(), None);
+        assert!(query_terms("?!* \"\" ()").is_empty());
+        assert!(query_terms("").is_empty());
     }
 
     #[test]
     fn stopwords_only_queries_keep_their_words() {
-        assert_eq!(
-            fts_query("what is it").as_deref(),
-            Some("\"what\" OR \"is\" OR \"it\"")
-        );
+        assert_eq!(query_terms("what is it"), ["what", "is", "it"]);
     }
 
     #[test]
     fn words_are_unicode_aware() {
         assert_eq!(words("Crème brûlée, 2023!"), ["crème", "brûlée", "2023"]);
+        assert_eq!(terms("Running dogs ran"), ["run", "dog", "ran"]);
     }
 }

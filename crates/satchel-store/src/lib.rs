@@ -49,10 +49,10 @@ pub use code::{
 pub use error::StoreError;
 pub use records::{
     AuditQuery, AuditRecord, AuditSource, Conversation, ConversationDump, ConversationSearch,
-    ConversationSummary, ExportRecord, KeywordHit, LlmMessage, LogEntry, LogKind, MemoryChanges,
-    MemoryFilter, MemoryLayer, MemoryRecord, MemorySession, MemoryStats, MemoryUpdate,
-    MemoryVectorRow, NewAudit, NewConversation, NewLlmMessage, NewLogEntry, NewMemory,
-    NewMemorySession, NewStatement, NewToolCall, SearchHit, Statement, ToolCallRecord,
+    ConversationSummary, ExportRecord, LlmMessage, LogEntry, LogKind, MemoryChanges, MemoryFilter,
+    MemoryIndexRow, MemoryLayer, MemoryRecord, MemorySession, MemoryStats, MemoryUpdate, NewAudit,
+    NewConversation, NewLlmMessage, NewLogEntry, NewMemory, NewMemorySession, NewStatement,
+    NewToolCall, SearchHit, Statement, ToolCallRecord,
 };
 pub use redact::{RedactionConfig, Redactor};
 pub use sqlite::{APPLICATION_ID, Access, Durability, SCHEMA_VERSION, SqliteStore, StoreOptions};

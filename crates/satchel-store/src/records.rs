@@ -679,22 +679,14 @@ pub struct MemoryFilter {
     pub session_id: Option<String>,
 }
 
-/// One keyword match: the memory's integer key and its BM25 score (higher
-/// is better).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct KeywordHit {
-    /// The memory's `seq`.
-    pub seq: i64,
-    /// BM25 relevance, negated so that higher is better.
-    pub score: f64,
-}
-
-/// What a vector index keeps of one memory: its key, what filters look
-/// at, and its embedding.
+/// What a recall index keeps of one memory: its key, its text and
+/// embedding, and what filters look at.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MemoryVectorRow {
+pub struct MemoryIndexRow {
     /// The memory's `seq`.
     pub seq: i64,
+    /// Its text (what keyword ranking indexes).
+    pub content: String,
     /// Its namespace.
     pub namespace: String,
     /// Its layer.
@@ -722,7 +714,7 @@ pub struct MemoryChanges {
     /// The revision the changes bring the index to.
     pub rev: i64,
     /// Rows inserted or updated since (their latest state).
-    pub upserts: Vec<MemoryVectorRow>,
+    pub upserts: Vec<MemoryIndexRow>,
     /// Keys of rows deleted since.
     pub deleted: Vec<i64>,
 }

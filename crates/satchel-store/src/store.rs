@@ -13,10 +13,10 @@ use async_trait::async_trait;
 
 use crate::{
     AuditQuery, AuditRecord, Conversation, ConversationDump, ConversationSearch,
-    ConversationSummary, KeywordHit, LlmCallStore, LlmMessage, LogEntry, MemoryChanges,
-    MemoryFilter, MemoryRecord, MemorySession, MemoryStats, MemoryUpdate, NewAudit,
-    NewConversation, NewLlmMessage, NewLogEntry, NewMemory, NewMemorySession, NewStatement,
-    NewToolCall, SearchHit, Statement, StoreError, Timestamp, ToolCallRecord,
+    ConversationSummary, LlmCallStore, LlmMessage, LogEntry, MemoryChanges, MemoryFilter,
+    MemoryRecord, MemorySession, MemoryStats, MemoryUpdate, NewAudit, NewConversation,
+    NewLlmMessage, NewLogEntry, NewMemory, NewMemorySession, NewStatement, NewToolCall, SearchHit,
+    Statement, StoreError, Timestamp, ToolCallRecord,
 };
 
 /// Conversations: creation, lookup, listing, title and goal, export.
@@ -180,24 +180,6 @@ pub trait MemoryStore: Send + Sync {
         filter: MemoryFilter,
         content: &str,
     ) -> Result<Vec<MemoryRecord>, StoreError>;
-
-    /// Keyword search: `fts_query` in FTS5 syntax (built by the caller
-    /// from safe, quoted terms), best BM25 first, at most `limit`.
-    async fn keyword_search(
-        &self,
-        fts_query: &str,
-        filter: MemoryFilter,
-        limit: usize,
-    ) -> Result<Vec<KeywordHit>, StoreError>;
-
-    /// How many memories (of any namespace) contain each term, counting
-    /// no further than `cap`: enough to tell rare terms from common ones
-    /// without scanning long posting lists.
-    async fn term_document_counts(
-        &self,
-        terms: Vec<String>,
-        cap: usize,
-    ) -> Result<Vec<usize>, StoreError>;
 
     /// Changes since revision `since` (0: everything), for an index to
     /// catch up.

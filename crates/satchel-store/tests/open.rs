@@ -66,7 +66,8 @@ async fn migrates_from_empty_and_reopens_without_reapplying() {
                 (2, "code"),
                 (3, "llm_calls"),
                 (4, "memory"),
-                (5, "conversation_search")
+                (5, "conversation_search"),
+                (6, "memory_index")
             ]
         );
         let pragma = |name: &str| -> String {

@@ -289,7 +289,8 @@ async fn rows_written_before_the_index_existed_are_indexed_on_upgrade() {
         let a = write_conversation(&store, "delta").await;
         store.close().await.unwrap();
 
-        // Take the file back to schema version 4 (before the index), rows kept.
+        // Take the file back to schema version 4 (before the index, with the
+        // memories' FTS5 table that version 6 drops), rows kept.
         let raw = Connection::open(&db.path).unwrap();
         raw.execute_batch(
             "DROP TRIGGER search_log_insert;
@@ -300,6 +301,10 @@ async fn rows_written_before_the_index_existed_are_indexed_on_upgrade() {
              DROP VIEW search_tool_call_text;
              DROP TABLE search_text;
              DROP TABLE search_rows;
+             CREATE VIRTUAL TABLE memories_fts USING fts5 (content, content = 'memories', content_rowid = 'seq');
+             CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN SELECT 1; END;
+             CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN SELECT 1; END;
+             CREATE TRIGGER memories_fts_update AFTER UPDATE OF content ON memories BEGIN SELECT 1; END;
              DELETE FROM schema_version WHERE version > 4;
              PRAGMA user_version = 4;",
         )

@@ -13,12 +13,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use satchel_memory::locomo::{self, Sample};
 use satchel_memory::{
-    Embedder, Memory, MemoryOptions, ModelSource, RecallQuery, StoreRequest, VectorFilter,
-    VectorIndex,
+    Embedder, IndexFilter, Memory, MemoryOptions, ModelSource, RecallIndex, RecallQuery,
+    StoreRequest,
 };
 use satchel_store::{
-    Clock, ManualClock, MemoryFilter, MemoryLayer, MemoryStore, NewMemory, SqliteStore,
-    StoreOptions, Timestamp,
+    Clock, ManualClock, MemoryLayer, MemoryStore, NewMemory, SqliteStore, StoreOptions, Timestamp,
 };
 use serde_json::{Value, json};
 
@@ -528,17 +527,12 @@ async fn synthetic(
 
     // A second index for the bare-scan baselines.
     let changes = store.memory_changes(0).await?;
-    let mut index = VectorIndex::new();
+    let mut index = RecallIndex::new();
     index.apply(changes.rev, changes.upserts, &changes.deleted);
-    let vector_filter = VectorFilter {
+    let index_filter = IndexFilter {
         namespace: namespace.clone(),
         live_at: Some(now),
-        ..VectorFilter::default()
-    };
-    let store_filter = MemoryFilter {
-        namespace: namespace.clone(),
-        live_at: Some(now),
-        ..MemoryFilter::default()
+        ..IndexFilter::default()
     };
 
     let queries: Vec<String> = (0..args.queries.max(1) + 5)
@@ -555,16 +549,18 @@ async fn synthetic(
         let vector = embedder.embed(&[query.as_str()])?.pop().unwrap_or_default();
         let embed_time = started.elapsed();
         let started = Instant::now();
-        let fts = satchel_memory::text::fts_query(query).unwrap_or_default();
-        store
-            .keyword_search(&fts, store_filter.clone(), config.recall.candidates)
-            .await?;
+        index.search_keywords(
+            query,
+            &index_filter,
+            config.recall.candidates,
+            config.recall.bm25,
+        );
         let keyword_time = started.elapsed();
         let started = Instant::now();
-        let exact = index.search(&vector, &vector_filter, 10, usize::MAX);
+        let exact = index.search_vectors(&vector, &index_filter, 10, usize::MAX);
         let exact_time = started.elapsed();
         let started = Instant::now();
-        let approx = index.search(&vector, &vector_filter, 10, 0);
+        let approx = index.search_vectors(&vector, &index_filter, 10, 0);
         let approx_time = started.elapsed();
         let started = Instant::now();
         memory
@@ -598,7 +594,7 @@ async fn synthetic(
             samples: embed_only,
         },
         Timing {
-            label: "baseline: FTS5 BM25 query only".into(),
+            label: "baseline: BM25 ranking only".into(),
             samples: keyword_only,
         },
         Timing {

@@ -1,6 +1,6 @@
-//! [`MemoryStore`] on [`SqliteStore`]: memories, their FTS5 keyword index
-//! (kept by triggers), their embeddings as little-endian `f32` blobs,
-//! revisions for outside indexes, and memory sessions.
+//! [`MemoryStore`] on [`SqliteStore`]: memories, their embeddings as
+//! little-endian `f32` blobs, revisions for the recall index (which lives
+//! in memory, outside the file), and memory sessions.
 
 use async_trait::async_trait;
 use rusqlite::types::Value as SqlValue;
@@ -11,14 +11,14 @@ use crate::sqlite::failure::{Failure, column_error};
 use crate::sqlite::writer::WriteCtx;
 use crate::sqlite::{Redact, SqliteStore};
 use crate::{
-    KeywordHit, MemoryChanges, MemoryFilter, MemoryLayer, MemoryRecord, MemorySession, MemoryStats,
-    MemoryStore, MemoryUpdate, MemoryVectorRow, NewMemory, NewMemorySession, StoreError, Timestamp,
+    MemoryChanges, MemoryFilter, MemoryIndexRow, MemoryLayer, MemoryRecord, MemorySession,
+    MemoryStats, MemoryStore, MemoryUpdate, NewMemory, NewMemorySession, StoreError, Timestamp,
 };
 
 const MEMORY_COLUMNS: &str = "m.seq, m.id, m.namespace, m.layer, m.content, m.category, m.certainty, m.session_id, m.conversation_id, m.created_at, m.updated_at, m.expires_at, m.archived_at";
 const SESSION_COLUMNS: &str =
     "id, namespace, conversation_id, name, started_at, ended_at, end_reason, summary_memory_id";
-const VECTOR_COLUMNS: &str = "seq, namespace, layer, category, certainty, session_id, created_at, expires_at, archived_at IS NOT NULL, embedding";
+const INDEX_COLUMNS: &str = "seq, content, namespace, layer, category, certainty, session_id, created_at, expires_at, archived_at IS NOT NULL, embedding";
 
 /// A stored layer name this build does not know.
 #[derive(Debug, thiserror::Error)]
@@ -106,19 +106,20 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<MemorySession> {
     })
 }
 
-fn vector_row(row: &Row<'_>) -> rusqlite::Result<MemoryVectorRow> {
-    let blob: Option<Vec<u8>> = row.get(9)?;
-    Ok(MemoryVectorRow {
+fn index_row(row: &Row<'_>) -> rusqlite::Result<MemoryIndexRow> {
+    let blob: Option<Vec<u8>> = row.get(10)?;
+    Ok(MemoryIndexRow {
         seq: row.get(0)?,
-        namespace: row.get(1)?,
-        layer: layer(row, 2)?,
-        category: row.get(3)?,
-        certainty: row.get::<_, f64>(4)? as f32,
-        session_id: row.get(5)?,
-        created_at: Timestamp::from_millis(row.get(6)?),
-        expires_at: optional_time(row, 7)?,
-        archived: row.get(8)?,
-        embedding: blob.map(|bytes| decode_embedding(&bytes, 9)).transpose()?,
+        content: row.get(1)?,
+        namespace: row.get(2)?,
+        layer: layer(row, 3)?,
+        category: row.get(4)?,
+        certainty: row.get::<_, f64>(5)? as f32,
+        session_id: row.get(6)?,
+        created_at: Timestamp::from_millis(row.get(7)?),
+        expires_at: optional_time(row, 8)?,
+        archived: row.get(9)?,
+        embedding: blob.map(|bytes| decode_embedding(&bytes, 10)).transpose()?,
     })
 }
 
@@ -421,84 +422,6 @@ impl MemoryStore for SqliteStore {
         .await
     }
 
-    async fn keyword_search(
-        &self,
-        fts_query: &str,
-        filter: MemoryFilter,
-        limit: usize,
-    ) -> Result<Vec<KeywordHit>, StoreError> {
-        if fts_query.trim().is_empty() || limit == 0 {
-            return Ok(Vec::new());
-        }
-        let fts_query = fts_query.to_owned();
-        self.read(move |conn| {
-            let (condition, filter_values) = filter_sql(&filter);
-            // Rank inside FTS5 first (no row lookups), then filter the best
-            // few; when the filter leaves fewer than `limit`, look further.
-            let sql = format!(
-                "SELECT m.seq, r.score FROM (
-                    SELECT rowid, bm25(memories_fts) AS score FROM memories_fts
-                    WHERE memories_fts MATCH ? ORDER BY score LIMIT ?
-                 ) r JOIN memories m ON m.seq = r.rowid
-                 WHERE {condition} ORDER BY r.score LIMIT ?"
-            );
-            let mut statement = conn.prepare_cached(&sql)?;
-            let mut inner = limit.saturating_mul(4).saturating_add(50);
-            loop {
-                let mut values = vec![
-                    SqlValue::Text(fts_query.clone()),
-                    SqlValue::Integer(i64::try_from(inner).unwrap_or(i64::MAX)),
-                ];
-                values.extend(filter_values.iter().cloned());
-                values.push(SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
-                let rows = statement.query_map(params_from_iter(values), |row| {
-                    Ok(KeywordHit {
-                        seq: row.get(0)?,
-                        score: -row.get::<_, f64>(1)?,
-                    })
-                })?;
-                let hits: Vec<KeywordHit> = rows.collect::<Result<_, _>>()?;
-                if hits.len() >= limit || inner == usize::MAX {
-                    return Ok(hits);
-                }
-                let matched: usize = conn
-                    .prepare_cached(
-                        "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?1 LIMIT ?2)",
-                    )?
-                    .query_row(
-                        params![fts_query, i64::try_from(inner).unwrap_or(i64::MAX)],
-                        |row| row.get(0),
-                    )?;
-                if matched < inner {
-                    return Ok(hits);
-                }
-                inner = if inner > 1 << 20 { usize::MAX } else { inner * 8 };
-            }
-        })
-        .await
-    }
-
-    async fn term_document_counts(
-        &self,
-        terms: Vec<String>,
-        cap: usize,
-    ) -> Result<Vec<usize>, StoreError> {
-        self.read(move |conn| {
-            let mut statement = conn.prepare_cached(
-                "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?1 LIMIT ?2)",
-            )?;
-            let cap = i64::try_from(cap).unwrap_or(i64::MAX);
-            terms
-                .iter()
-                .map(|term| {
-                    let phrase = format!("\"{}\"", term.replace('"', "\"\""));
-                    Ok(statement.query_row(params![phrase, cap], |row| row.get::<_, usize>(0))?)
-                })
-                .collect()
-        })
-        .await
-    }
-
     async fn memory_changes(&self, since: i64) -> Result<MemoryChanges, StoreError> {
         self.read(move |conn| {
             // One snapshot: the revision and the rows agree.
@@ -506,10 +429,10 @@ impl MemoryStore for SqliteStore {
             let rev: i64 = tx
                 .prepare_cached("SELECT rev FROM memory_state WHERE id = 1")?
                 .query_row([], |row| row.get(0))?;
-            let sql = format!("SELECT {VECTOR_COLUMNS} FROM memories WHERE rev > ?1 ORDER BY seq");
+            let sql = format!("SELECT {INDEX_COLUMNS} FROM memories WHERE rev > ?1 ORDER BY seq");
             let upserts = tx
                 .prepare_cached(&sql)?
-                .query_map([since], vector_row)?
+                .query_map([since], index_row)?
                 .collect::<Result<Vec<_>, _>>()?;
             let deleted = if since == 0 {
                 Vec::new()

@@ -22,7 +22,7 @@ use crate::sqlite::{Access, StoreOptions};
 pub const APPLICATION_ID: i32 = 0x5341_4348;
 
 /// The schema version this build creates and reads.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// One embedded migration.
 pub(crate) struct Migration {
@@ -60,6 +60,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         version: 5,
         name: "conversation_search",
         sql: include_str!("../../migrations/0005_conversation_search.sql"),
+    },
+    Migration {
+        version: 6,
+        name: "memory_index",
+        sql: include_str!("../../migrations/0006_memory_index.sql"),
     },
 ];
 

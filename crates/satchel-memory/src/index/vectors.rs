@@ -1,0 +1,343 @@
+//! The semantic half of the recall index: every row's embedding, kept
+//! quantised, and the scans that rank them.
+//!
+//! Vectors are 8-bit codes with one scale per vector (cosine error about
+//! 1e-3) plus sign bits. With at most `exact_scan_limit` candidate rows a
+//! search scores every one of them by its codes (exact up to
+//! quantisation); above that it measures Hamming distance on the sign bits
+//! first, keeps the closest `max(50 × limit, 2000)` per thread (chosen by a
+//! histogram of distances, not a heap) and re-scores those by their codes.
+//! Scans over many rows are split over threads.
+
+use super::TopK;
+
+/// Rows per thread below which a scan stays on one thread.
+const ROWS_PER_THREAD: usize = 32_768;
+
+/// Quantised vectors by slot; a slot without a vector has scale 0.
+#[derive(Debug, Default)]
+pub(super) struct Vectors {
+    dim: usize,
+    words: usize,
+    codes: Vec<i8>,
+    scales: Vec<f32>,
+    signs: Vec<u64>,
+}
+
+/// A query in the index's terms.
+struct Query {
+    codes: Vec<i8>,
+    scale: f32,
+    signs: Vec<u64>,
+}
+
+/// 8-bit codes and the scale that maps them back.
+fn quantise(vector: &[f32], codes: &mut [i8]) -> f32 {
+    let max = vector.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    if max == 0.0 {
+        codes.iter_mut().for_each(|c| *c = 0);
+        return 0.0;
+    }
+    let scale = max / 127.0;
+    for (code, value) in codes.iter_mut().zip(vector) {
+        *code = (value / scale).round().clamp(-127.0, 127.0) as i8;
+    }
+    scale
+}
+
+fn sign_bits(vector: &[f32], bits: &mut [u64]) {
+    bits.iter_mut().for_each(|b| *b = 0);
+    for (i, value) in vector.iter().enumerate() {
+        if *value > 0.0 {
+            bits[i / 64] |= 1 << (i % 64);
+        }
+    }
+}
+
+fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    // Blocks of 32 let the compiler vectorise with 16-bit products.
+    let mut total = 0i32;
+    let mut chunks_a = a.chunks_exact(32);
+    let mut chunks_b = b.chunks_exact(32);
+    for (x, y) in chunks_a.by_ref().zip(chunks_b.by_ref()) {
+        let mut acc = 0i32;
+        for i in 0..32 {
+            acc += i32::from(x[i]) * i32::from(y[i]);
+        }
+        total += acc;
+    }
+    for (x, y) in chunks_a.remainder().iter().zip(chunks_b.remainder()) {
+        total += i32::from(*x) * i32::from(*y);
+    }
+    total
+}
+
+fn hamming(a: &[u64], b: &[u64]) -> u32 {
+    a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
+}
+
+impl Vectors {
+    /// Width of the vectors; 0 until the first one arrives.
+    pub(super) fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// True when `slot` holds a vector.
+    pub(super) fn has(&self, slot: usize) -> bool {
+        self.scales.get(slot).is_some_and(|scale| *scale != 0.0)
+    }
+
+    /// Adds the next slot. Returns false (and stores nothing) for a vector
+    /// of another width than the first one seen.
+    pub(super) fn push(&mut self, vector: Option<&[f32]>) -> bool {
+        let slot = self.scales.len();
+        let vector = vector.filter(|v| !v.is_empty());
+        if let Some(vector) = vector
+            && self.dim == 0
+        {
+            self.dim = vector.len();
+            self.words = vector.len().div_ceil(64);
+        }
+        let (dim, words) = (self.dim, self.words);
+        self.codes.resize((slot + 1) * dim, 0);
+        self.signs.resize((slot + 1) * words, 0);
+        match vector {
+            Some(vector) if vector.len() == dim => {
+                let scale = quantise(vector, &mut self.codes[slot * dim..]);
+                sign_bits(vector, &mut self.signs[slot * words..]);
+                self.scales.push(scale);
+                true
+            }
+            _ => {
+                self.scales.push(0.0);
+                false
+            }
+        }
+    }
+
+    /// Keeps the slots `remap` keeps, in order (see `Terms::compact`).
+    pub(super) fn compact(&mut self, remap: &[Option<u32>]) {
+        let (dim, words) = (self.dim, self.words);
+        let mut next = 0;
+        for (old, new) in remap.iter().enumerate() {
+            if new.is_none() {
+                continue;
+            }
+            if next != old {
+                self.scales[next] = self.scales[old];
+                self.codes
+                    .copy_within(old * dim..(old + 1) * dim, next * dim);
+                self.signs
+                    .copy_within(old * words..(old + 1) * words, next * words);
+            }
+            next += 1;
+        }
+        self.scales.truncate(next);
+        self.codes.truncate(next * dim);
+        self.signs.truncate(next * words);
+    }
+
+    /// Cosine of `vector` with each of `slots` (`None` for a slot without
+    /// a vector, or a query of another width).
+    pub(super) fn cosines(&self, vector: &[f32], slots: &[usize]) -> Vec<Option<f32>> {
+        if vector.len() != self.dim {
+            return vec![None; slots.len()];
+        }
+        let query = self.query(vector);
+        slots
+            .iter()
+            .map(|slot| self.has(*slot).then(|| self.score(&query, *slot)))
+            .collect()
+    }
+
+    fn query(&self, vector: &[f32]) -> Query {
+        let mut codes = vec![0i8; self.dim];
+        let scale = quantise(vector, &mut codes);
+        let mut signs = vec![0u64; self.words];
+        sign_bits(vector, &mut signs);
+        Query {
+            codes,
+            scale,
+            signs,
+        }
+    }
+
+    fn score(&self, query: &Query, slot: usize) -> f32 {
+        let codes = &self.codes[slot * self.dim..(slot + 1) * self.dim];
+        dot_i8(&query.codes, codes) as f32 * query.scale * self.scales[slot]
+    }
+
+    /// The `limit` slots most similar to `vector` (a unit vector) among
+    /// those `keep` accepts, best first, as `(cosine, slot)`. `candidates`
+    /// is how many slots may pass `keep`, an upper bound that decides
+    /// between the exact and the two-stage scan.
+    pub(super) fn search(
+        &self,
+        vector: &[f32],
+        keep: impl Fn(usize) -> bool + Sync,
+        limit: usize,
+        candidates: usize,
+        exact_scan_limit: usize,
+    ) -> Vec<(f32, usize)> {
+        let slots = self.scales.len();
+        if limit == 0 || slots == 0 || vector.len() != self.dim {
+            return Vec::new();
+        }
+        let query = self.query(vector);
+        let two_stage = candidates > exact_scan_limit;
+        let first_stage = limit.saturating_mul(50).max(2000);
+        let keep = |slot: usize| self.scales[slot] != 0.0 && keep(slot);
+        let scan = |start: usize, end: usize| -> Vec<(f32, usize)> {
+            if two_stage {
+                self.two_stage(&query, &keep, start, end, first_stage, limit)
+            } else {
+                let mut best = TopK::new(limit);
+                for slot in (start..end).filter(|s| keep(*s)) {
+                    best.push(self.score(&query, slot), slot);
+                }
+                best.into_sorted()
+            }
+        };
+        let threads = std::thread::available_parallelism()
+            .map(usize::from)
+            .unwrap_or(1)
+            .min(slots.div_ceil(ROWS_PER_THREAD))
+            .max(1);
+        let found: Vec<(f32, usize)> = if threads == 1 {
+            scan(0, slots)
+        } else {
+            let chunk = slots.div_ceil(threads);
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|t| {
+                        let (start, end) = (t * chunk, ((t + 1) * chunk).min(slots));
+                        let scan = &scan;
+                        scope.spawn(move || scan(start, end))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|handle| handle.join().unwrap_or_default())
+                    .collect()
+            })
+        };
+        let mut best = TopK::new(limit);
+        for (score, slot) in found {
+            best.push(score, slot);
+        }
+        best.into_sorted()
+    }
+
+    /// Sign-bit distances over `start..end`, then the codes of the
+    /// `first_stage` closest.
+    fn two_stage(
+        &self,
+        query: &Query,
+        keep: &impl Fn(usize) -> bool,
+        start: usize,
+        end: usize,
+        first_stage: usize,
+        limit: usize,
+    ) -> Vec<(f32, usize)> {
+        let words = self.words;
+        let mut histogram = vec![0usize; words * 64 + 1];
+        let mut distances = vec![u16::MAX; end - start];
+        for slot in start..end {
+            if keep(slot) {
+                let bits = &self.signs[slot * words..(slot + 1) * words];
+                let distance = hamming(&query.signs, bits) as usize;
+                histogram[distance] += 1;
+                distances[slot - start] = distance as u16;
+            }
+        }
+        // The smallest distance that admits `first_stage` rows.
+        let mut admitted = 0;
+        let mut threshold = histogram.len();
+        for (distance, count) in histogram.iter().enumerate() {
+            admitted += count;
+            if admitted >= first_stage {
+                threshold = distance;
+                break;
+            }
+        }
+        let mut best = TopK::new(limit);
+        let mut taken = 0;
+        for (offset, distance) in distances.iter().enumerate() {
+            if usize::from(*distance) <= threshold && *distance != u16::MAX {
+                best.push(self.score(query, start + offset), start + offset);
+                taken += 1;
+                if taken >= first_stage.saturating_mul(2) {
+                    break;
+                }
+            }
+        }
+        best.into_sorted()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(values: &[f32]) -> Vec<f32> {
+        let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
+        values.iter().map(|v| v / norm).collect()
+    }
+
+    #[test]
+    fn int8_dot_matches_float_dot() {
+        let a = unit(
+            &(0..384)
+                .map(|i| ((i * 37 % 101) as f32) - 50.0)
+                .collect::<Vec<_>>(),
+        );
+        let b = unit(
+            &(0..384)
+                .map(|i| ((i * 53 % 89) as f32) - 44.0)
+                .collect::<Vec<_>>(),
+        );
+        let exact: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+        let (mut ca, mut cb) = (vec![0i8; 384], vec![0i8; 384]);
+        let (sa, sb) = (quantise(&a, &mut ca), quantise(&b, &mut cb));
+        let approx = dot_i8(&ca, &cb) as f32 * sa * sb;
+        assert!((exact - approx).abs() < 0.01, "{exact} vs {approx}");
+    }
+
+    #[test]
+    fn two_stage_search_agrees_with_exact_search() {
+        // Pseudo-random 64-dimensional vectors from a fixed LCG.
+        let mut state = 7u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+        };
+        let mut vectors = Vectors::default();
+        for _ in 0..3000 {
+            let v: Vec<f32> = unit(&(0..64).map(|_| next()).collect::<Vec<_>>());
+            assert!(vectors.push(Some(&v)));
+        }
+        let query: Vec<f32> = unit(&(0..64).map(|_| next()).collect::<Vec<_>>());
+        let exact = vectors.search(&query, |_| true, 10, 3000, usize::MAX);
+        let approx = vectors.search(&query, |_| true, 10, 3000, 100);
+        let overlap = exact
+            .iter()
+            .filter(|e| approx.iter().any(|a| a.1 == e.1))
+            .count();
+        assert!(overlap >= 8, "{overlap} of 10");
+    }
+
+    #[test]
+    fn a_slot_without_a_vector_is_never_found() {
+        let mut vectors = Vectors::default();
+        assert!(!vectors.push(None));
+        assert!(vectors.push(Some(&unit(&[1.0, 0.0]))));
+        assert!(
+            !vectors.push(Some(&unit(&[1.0, 0.0, 0.0]))),
+            "another width"
+        );
+        let found = vectors.search(&unit(&[1.0, 0.1]), |_| true, 5, 3, 100);
+        assert_eq!(found.iter().map(|f| f.1).collect::<Vec<_>>(), [1]);
+    }
+}
