@@ -161,8 +161,8 @@ impl Default for RecallSettings {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fusion {
     /// Weighted sum of scores normalised per query: cosine and BM25 each
-    /// mapped to 0..1 by the min and max of their candidates (a memory
-    /// missing from a ranking gets 0 from it), weights divided by their sum.
+    /// divided by the best candidate's (negative cosines count as 0, a
+    /// memory without an embedding gets 0), weights divided by their sum.
     Convex,
     /// Reciprocal-rank fusion: `weight / (rrf_k + rank)` from each ranking,
     /// divided by the best possible sum.
@@ -214,7 +214,7 @@ impl Default for RecallConfig {
             recency_weight: 0.1,
             certainty_weight: 0.2,
             min_relevance: 0.0,
-            exact_scan_limit: 200_000,
+            exact_scan_limit: 20_000,
             bm25: Bm25::default(),
         }
     }

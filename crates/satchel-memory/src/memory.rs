@@ -681,7 +681,21 @@ impl Memory {
         } else {
             None
         };
-        let fused = fuse(recall, &candidates);
+        let mut fused: Vec<Fused> = fuse(recall, &candidates)
+            .into_iter()
+            .map(|f| Fused {
+                score: f.score * factors(recall, f.created_at, f.certainty, now),
+                ..f
+            })
+            .filter(|f| f.score >= recall.min_relevance)
+            .collect();
+        fused.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(b.created_at.cmp(&a.created_at))
+        });
+        fused.truncate(limit);
+        // Only what is returned is read from the store.
         let seqs: Vec<i64> = fused.iter().map(|f| f.seq).collect();
         let mut records: HashMap<i64, MemoryRecord> = self
             .store
@@ -690,26 +704,17 @@ impl Memory {
             .into_iter()
             .map(|m| (m.seq, m))
             .collect();
-        let mut memories: Vec<Recalled> = fused
+        let memories: Vec<Recalled> = fused
             .into_iter()
             .filter_map(|f| {
-                let memory = records.remove(&f.seq)?;
-                let relevance = f.score * factors(recall, &memory, now);
                 Some(Recalled {
-                    memory,
-                    relevance,
+                    memory: records.remove(&f.seq)?,
+                    relevance: f.score,
                     semantic: f.semantic,
                     keyword: f.keyword,
                 })
             })
-            .filter(|r| r.relevance >= recall.min_relevance)
             .collect();
-        memories.sort_by(|a, b| {
-            b.relevance
-                .total_cmp(&a.relevance)
-                .then(b.memory.created_at.cmp(&a.memory.created_at))
-        });
-        memories.truncate(limit);
         Ok(Recall {
             memories,
             semantic,
@@ -1011,18 +1016,11 @@ fn index_filter(filter: &MemoryFilter) -> IndexFilter {
 #[derive(Debug, Clone, PartialEq)]
 struct Fused {
     seq: i64,
+    created_at: Timestamp,
+    certainty: f32,
     score: f32,
     semantic: Option<f32>,
     keyword: Option<f64>,
-}
-
-/// Maps `value` from `[min, max]` to `[0, 1]` (1 when all are equal).
-fn unit_range(value: f64, min: f64, max: f64) -> f32 {
-    if max - min <= f64::EPSILON {
-        1.0
-    } else {
-        ((value - min) / (max - min)) as f32
-    }
 }
 
 /// Combines each candidate's two scores into one from 0 to 1, best
@@ -1046,7 +1044,7 @@ fn fuse(config: &RecallConfig, candidates: &[Candidate]) -> Vec<Fused> {
     let total = semantic_weight + keyword_weight;
     let total = if total > 0.0 { total } else { 1.0 };
     let normal = |scores: &[Option<f64>]| match config.fusion {
-        Fusion::Convex => min_max(scores),
+        Fusion::Convex => scaled_by_max(scores),
         Fusion::Rrf => reciprocal_ranks(scores, config.rrf_k),
     };
     let (semantic, keyword) = (normal(&cosines), normal(&bm25s));
@@ -1055,6 +1053,8 @@ fn fuse(config: &RecallConfig, candidates: &[Candidate]) -> Vec<Fused> {
         .enumerate()
         .map(|(i, candidate)| Fused {
             seq: candidate.seq,
+            created_at: candidate.created_at,
+            certainty: candidate.certainty,
             score: (semantic_weight * semantic[i] + keyword_weight * keyword[i]) / total,
             semantic: candidate.cosine,
             keyword: bm25s[i],
@@ -1064,16 +1064,20 @@ fn fuse(config: &RecallConfig, candidates: &[Candidate]) -> Vec<Fused> {
     fused
 }
 
-/// Scores mapped to 0..1 by their min and max (a missing score is 0; all
-/// equal is 1).
-fn min_max(scores: &[Option<f64>]) -> Vec<f32> {
-    let (min, max) = scores
-        .iter()
-        .flatten()
-        .fold((f64::MAX, f64::MIN), |(lo, hi), s| (lo.min(*s), hi.max(*s)));
+/// Scores mapped to 0..1 between 0, the least either ranking can give
+/// (BM25 of no match; cosine of unrelated texts, negatives clamped), and
+/// the best candidate's (a missing score is 0). The lower end is fixed
+/// rather than the worst candidate's: Bruch et al. ("An Analysis of Fusion
+/// Functions for Hybrid Retrieval", 2023) found this "theoretical min-max"
+/// more robust, and it measured better here too.
+fn scaled_by_max(scores: &[Option<f64>]) -> Vec<f32> {
+    let max = scores.iter().flatten().fold(0.0f64, |hi, s| hi.max(*s));
     scores
         .iter()
-        .map(|score| score.map_or(0.0, |s| unit_range(s, min, max)))
+        .map(|score| match score {
+            Some(s) if max > f64::EPSILON => (s.max(0.0) / max) as f32,
+            _ => 0.0,
+        })
         .collect()
 }
 
@@ -1094,12 +1098,12 @@ fn reciprocal_ranks(scores: &[Option<f64>], k: f32) -> Vec<f32> {
 }
 
 /// The recency and certainty factors of a memory as of `now`.
-fn factors(config: &RecallConfig, memory: &MemoryRecord, now: Timestamp) -> f32 {
-    let age_days = (now.as_millis() - memory.created_at.as_millis()).max(0) as f32 / 86_400_000.0;
+fn factors(config: &RecallConfig, created_at: Timestamp, certainty: f32, now: Timestamp) -> f32 {
+    let age_days = (now.as_millis() - created_at.as_millis()).max(0) as f32 / 86_400_000.0;
     let recency = 0.5f32.powf(age_days / config.recency_half_life_days);
     let recency_factor = 1.0 - config.recency_weight + config.recency_weight * recency;
     let certainty_factor =
-        1.0 - config.certainty_weight + config.certainty_weight * memory.certainty.clamp(0.0, 1.0);
+        1.0 - config.certainty_weight + config.certainty_weight * certainty.clamp(0.0, 1.0);
     recency_factor * certainty_factor
 }
 
@@ -1133,7 +1137,13 @@ mod tests {
     }
 
     fn candidate(seq: i64, cosine: Option<f32>, bm25: f32) -> Candidate {
-        Candidate { seq, bm25, cosine }
+        Candidate {
+            seq,
+            created_at: Timestamp::from_millis(0),
+            certainty: 1.0,
+            bm25,
+            cosine,
+        }
     }
 
     #[test]
@@ -1170,40 +1180,27 @@ mod tests {
             ..RecallConfig::default()
         };
         let fused = fuse(&convex, &candidates);
-        // 2: semantic 0.5 (min-max of 0.7..0.9) + keyword 1 (min-max of
-        // 3..5) → 0.75; 1: semantic 1 → 0.5; 3: semantic 0; 4: keyword 0.
+        // Each score over the best of its kind: 2: (0.8/0.9 + 5/5) / 2;
+        // 1: (1 + 0) / 2; 3: 0.7/0.9 / 2; 4: 3/5 / 2.
         assert_eq!(
             fused.iter().map(|f| f.seq).collect::<Vec<_>>(),
             [2, 1, 3, 4]
         );
-        assert!((fused[0].score - 0.75).abs() < 1e-6, "{fused:?}");
-        assert!((fused[1].score - 0.5).abs() < 1e-6, "{fused:?}");
-        assert_eq!(fused[3].score, 0.0);
+        let expected = [(0.8 / 0.9 + 1.0) / 2.0, 0.5, 0.7 / 0.9 / 2.0, 0.3];
+        for (f, e) in fused.iter().zip(expected) {
+            assert!((f.score - e).abs() < 1e-6, "{fused:?}");
+        }
     }
 
     #[test]
     fn recency_and_certainty_lower_scores_by_their_weights() {
         let config = RecallConfig::default();
         let now = Timestamp::from_millis(1_000 * 86_400_000);
-        let memory = |age_days: i64, certainty: f32| MemoryRecord {
-            id: "m".into(),
-            seq: 1,
-            namespace: "n".into(),
-            layer: MemoryLayer::Long,
-            content: "x".into(),
-            category: None,
-            certainty,
-            session_id: None,
-            conversation_id: None,
-            created_at: Timestamp::from_millis(now.as_millis() - age_days * 86_400_000),
-            updated_at: now,
-            expires_at: None,
-            archived_at: None,
-        };
-        assert_eq!(factors(&config, &memory(0, 1.0), now), 1.0);
-        let half = factors(&config, &memory(180, 1.0), now);
+        let ago = |days: i64| Timestamp::from_millis(now.as_millis() - days * 86_400_000);
+        assert_eq!(factors(&config, ago(0), 1.0, now), 1.0);
+        let half = factors(&config, ago(180), 1.0, now);
         assert!((half - 0.95).abs() < 1e-4, "{half}");
-        let unsure = factors(&config, &memory(0, 0.0), now);
+        let unsure = factors(&config, ago(0), 0.0, now);
         assert!((unsure - 0.8).abs() < 1e-6, "{unsure}");
     }
 }

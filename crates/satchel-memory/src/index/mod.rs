@@ -25,6 +25,10 @@ use vectors::Vectors;
 pub struct Candidate {
     /// The memory's `seq`.
     pub seq: i64,
+    /// Its date (for the recency factor).
+    pub created_at: Timestamp,
+    /// Its certainty (for the certainty factor).
+    pub certainty: f32,
     /// Its BM25 for the query (0 when no query term occurs in it).
     pub bm25: f32,
     /// Its cosine with the query, when both have an embedding.
@@ -85,6 +89,7 @@ struct Meta {
     created_at: i64,
     expires_at: i64,
     archived: bool,
+    certainty: f32,
 }
 
 /// Strings (namespaces, categories, sessions) as small integers.
@@ -275,6 +280,7 @@ impl RecallIndex {
             created_at: row.created_at.as_millis(),
             expires_at: row.expires_at.map_or(i64::MAX, Timestamp::as_millis),
             archived: row.archived,
+            certainty: row.certainty,
         });
         self.slot_of.insert(row.seq, slot);
         self.terms.push(&text::terms(&row.content));
@@ -459,6 +465,8 @@ impl RecallIndex {
             .filter(|slot| *slot < self.meta.len() && self.meta[*slot].alive)
             .map(|slot| Candidate {
                 seq: self.meta[slot].seq,
+                created_at: Timestamp::from_millis(self.meta[slot].created_at),
+                certainty: self.meta[slot].certainty,
                 bm25: if fresh { keywords.scores[slot] } else { 0.0 },
                 cosine: cosines.get(&slot).copied(),
             })

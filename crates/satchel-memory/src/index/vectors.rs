@@ -5,8 +5,9 @@
 //! 1e-3) plus sign bits. With at most `exact_scan_limit` candidate rows a
 //! search scores every one of them by its codes (exact up to
 //! quantisation); above that it measures Hamming distance on the sign bits
-//! first, keeps the closest `max(50 × limit, 2000)` per thread (chosen by a
-//! histogram of distances, not a heap) and re-scores those by their codes.
+//! first, keeps the closest `max(50 × limit, 2000)` per thread or more
+//! (chosen by a histogram of distances, not a heap) and re-scores those by
+//! their codes.
 //! Scans over many rows are split over threads.
 
 use super::TopK;
@@ -229,7 +230,13 @@ impl Vectors {
     }
 
     /// Sign-bit distances over `start..end`, then the codes of the
-    /// `first_stage` closest.
+    /// `first_stage` closest that `keep` accepts.
+    ///
+    /// The filter is checked only on the closest rows (twice as many as
+    /// needed): with the usual filters most rows pass, and reading every
+    /// row's filter fields costs more than its sign bits. When the filter
+    /// rejects too many of them, the closest are chosen again among the
+    /// rows it accepts, so a filter never costs results.
     fn two_stage(
         &self,
         query: &Query,
@@ -242,37 +249,58 @@ impl Vectors {
         let words = self.words;
         let mut histogram = vec![0usize; words * 64 + 1];
         let mut distances = vec![u16::MAX; end - start];
-        for slot in start..end {
-            if keep(slot) {
-                let bits = &self.signs[slot * words..(slot + 1) * words];
-                let distance = hamming(&query.signs, bits) as usize;
-                histogram[distance] += 1;
-                distances[slot - start] = distance as u16;
-            }
+        for slot in (start..end).filter(|slot| self.scales[*slot] != 0.0) {
+            let bits = &self.signs[slot * words..(slot + 1) * words];
+            let distance = hamming(&query.signs, bits) as usize;
+            histogram[distance] += 1;
+            distances[slot - start] = distance as u16;
         }
-        // The smallest distance that admits `first_stage` rows.
-        let mut admitted = 0;
-        let mut threshold = histogram.len();
-        for (distance, count) in histogram.iter().enumerate() {
-            admitted += count;
-            if admitted >= first_stage {
-                threshold = distance;
-                break;
-            }
-        }
+        let with_vectors: usize = histogram.iter().sum();
+        let threshold = admitting(&histogram, first_stage.saturating_mul(2));
         let mut best = TopK::new(limit);
-        let mut taken = 0;
+        let mut kept = 0;
         for (offset, distance) in distances.iter().enumerate() {
-            if usize::from(*distance) <= threshold && *distance != u16::MAX {
+            if usize::from(*distance) <= threshold && keep(start + offset) {
                 best.push(self.score(query, start + offset), start + offset);
-                taken += 1;
-                if taken >= first_stage.saturating_mul(2) {
-                    break;
-                }
+                kept += 1;
+            }
+        }
+        let looked_at: usize = histogram[..=threshold].iter().sum();
+        if kept >= first_stage || looked_at >= with_vectors {
+            return best.into_sorted();
+        }
+        // The filter rejected most of the closest rows: choose among the
+        // rows it accepts.
+        histogram.iter_mut().for_each(|count| *count = 0);
+        for (offset, distance) in distances.iter_mut().enumerate() {
+            if *distance != u16::MAX && keep(start + offset) {
+                histogram[usize::from(*distance)] += 1;
+            } else {
+                *distance = u16::MAX;
+            }
+        }
+        let threshold = admitting(&histogram, first_stage);
+        let mut best = TopK::new(limit);
+        for (offset, distance) in distances.iter().enumerate() {
+            if usize::from(*distance) <= threshold {
+                best.push(self.score(query, start + offset), start + offset);
             }
         }
         best.into_sorted()
     }
+}
+
+/// The smallest distance at or under which `wanted` rows lie (the largest
+/// distance when fewer rows are counted).
+fn admitting(histogram: &[usize], wanted: usize) -> usize {
+    let mut admitted = 0;
+    for (distance, count) in histogram.iter().enumerate() {
+        admitted += count;
+        if admitted >= wanted {
+            return distance;
+        }
+    }
+    histogram.len().saturating_sub(1)
 }
 
 #[cfg(test)]
