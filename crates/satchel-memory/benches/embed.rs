@@ -38,6 +38,13 @@ fn model_dir() -> PathBuf {
     data.join("satchel/models/all-MiniLM-L6-v2")
 }
 
+/// A second embedder limited to one thread.
+fn embedder_one_thread(dir: &std::path::Path) -> Embedder {
+    let mut embedder = Embedder::load(dir).unwrap();
+    embedder.set_threads(1);
+    embedder
+}
+
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -214,22 +221,30 @@ fn main() {
     }
 
     // Queries: the batch path with one text never touches the query cache.
-    // Embedding and bare gemm alternate so both see the same load.
+    // Embedding (default threads, then one) and bare gemm alternate so all
+    // see the same load.
+    let time_one = |embedder: &Embedder, query: &str| {
+        let start = Instant::now();
+        let vectors = embedder.embed(&[query]).unwrap();
+        assert_eq!(vectors[0].len(), HIDDEN);
+        start.elapsed()
+    };
+    let single = embedder_one_thread(&dir);
     let mut embed_times = Vec::new();
+    let mut single_times = Vec::new();
     let mut gemm_times = Vec::new();
     let mut tokenize_times = Vec::new();
     for _ in 0..rounds {
         for (query, &n) in queries.iter().zip(&query_tokens) {
-            let start = Instant::now();
-            let vectors = embedder.embed(&[query.as_str()]).unwrap();
-            embed_times.push(start.elapsed());
-            assert_eq!(vectors[0].len(), HIDDEN);
+            embed_times.push(time_one(&embedder, query));
+            single_times.push(time_one(&single, query));
             gemm_times.push(weights.time(n));
             let start = Instant::now();
             std::hint::black_box(tokenizer.encode(query.as_str(), true).unwrap());
             tokenize_times.push(start.elapsed());
         }
     }
+    drop(single);
 
     // Batch: the whole set at once, as ingest does; the baseline splits the
     // same tokens over the cores in 64-text chunks.
@@ -277,6 +292,12 @@ fn main() {
             format!("{:.2} ms", ms(q50)),
             format!("{:.2} ms", ms(percentile(&embed_times, 95))),
             format!("{:.2}× gemm", ms(q50) / ms(g50)),
+        ),
+        row(
+            "  the same on 1 thread",
+            format!("{:.2} ms", ms(percentile(&single_times, 50))),
+            format!("{:.2} ms", ms(percentile(&single_times, 95))),
+            format!("{:.2}× gemm", ms(percentile(&single_times, 50)) / ms(g50)),
         ),
         row(
             "  baseline: bare gemm, same shapes, 1 thread",

@@ -227,6 +227,10 @@ impl Tensors {
 /// memory once per pass, which is cheap against the products' work).
 const FEW_TOKENS: usize = 64;
 
+/// Scratch buffers kept between passes (about 10 MB each after a 512-token
+/// pass): enough for a batch on two threads plus a split query.
+const MAX_SPARE: usize = 4;
+
 /// Weights widened per panel: 384 KiB of `f32`, within a core's L2.
 const PANEL_FLOATS: usize = 96 * 1024;
 
@@ -448,9 +452,12 @@ impl Bert {
         spare.pop().unwrap_or_default()
     }
 
+    /// Keeps `scratch` for a later pass, unless `MAX_SPARE` are kept.
     fn give_back(&self, scratch: Scratch) {
         let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
-        spare.push(scratch);
+        if spare.len() < MAX_SPARE {
+            spare.push(scratch);
+        }
     }
 
     /// The whole encoder over `sequences`, concatenated.
