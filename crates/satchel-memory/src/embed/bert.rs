@@ -1,6 +1,13 @@
 //! A BERT encoder forward pass on the CPU, for sentence-embedding models
 //! such as all-MiniLM-L6-v2: weights from a safetensors file, matrix
-//! products through `gemm`, attention and normalisation written out here.
+//! products through `gemm`, attention and normalisation in `kernels`.
+//!
+//! The linear layers' weights are kept transposed (`Wᵀ`, `[in, out]`
+//! row-major) in half precision (see `half`) and widened to `f32` just
+//! before use: a whole matrix when many tokens share it, in panels that
+//! stay in the core's cache when few do (a single query, whose time is
+//! otherwise spent reading weights from memory). `Wᵀ` row-major is the
+//! layout `gemm` reads without repacking when there are few tokens.
 //!
 //! Sequences of a batch are concatenated token by token rather than
 //! padded: every layer but attention works on tokens independently, and
@@ -9,11 +16,17 @@
 //! states (mean pooling), L2-normalised.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::path::Path;
+use std::sync::{Mutex, PoisonError};
 
 use serde::Deserialize;
 
+use super::matmul::{View, product};
+use super::{half, kernels};
 use crate::MemoryError;
+
+mod split;
 
 /// The architecture numbers read from the model's `config.json`.
 #[derive(Debug, Clone, Deserialize)]
@@ -46,9 +59,13 @@ fn default_act() -> String {
     "gelu".into()
 }
 
-/// A linear layer: `y = x Wᵀ + b`, `W` stored `[out, in]` row-major.
+/// A linear layer: `y = x Wᵀ + b`. `Wᵀ` (`[in, out]`) is kept in half
+/// precision as two blocks of columns, `[in, split]` and `[in, out -
+/// split]`, each row-major: the halves the two threads of a split pass
+/// compute, each contiguous so each thread streams its own memory.
 struct Linear {
-    weight: Vec<f32>,
+    halves: [Vec<u16>; 2],
+    split: usize,
     bias: Vec<f32>,
     out_dim: usize,
     in_dim: usize,
@@ -60,7 +77,8 @@ struct LayerNorm {
 }
 
 struct Layer {
-    /// Query, key and value projections fused into one `[3h, h]` layer.
+    /// Query, key and value projections fused into one `[3h, h]` layer,
+    /// its outputs ordered by head group (see `GroupLayout`).
     qkv: Linear,
     attention_out: Linear,
     attention_norm: LayerNorm,
@@ -77,6 +95,25 @@ pub(crate) struct Bert {
     token_type: Vec<f32>,
     embedding_norm: LayerNorm,
     layers: Vec<Layer>,
+    /// Buffers of finished passes, reused so a pass allocates nothing.
+    spare: Mutex<Vec<Scratch>>,
+}
+
+/// The buffers of one forward pass, grown as needed and kept.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    /// Hidden states, `tokens × hidden`.
+    x: Vec<f32>,
+    /// Queries, keys and values, `tokens × 3·hidden`.
+    qkv: Vec<f32>,
+    /// Attention output, `tokens × hidden`.
+    context: Vec<f32>,
+    /// Feed-forward activations, `tokens × intermediate`.
+    inner: Vec<f32>,
+    /// Weights widened to `f32`.
+    wide: Vec<f32>,
+    /// One head's attention scores for one sequence, `len × len`.
+    scores: Vec<f32>,
 }
 
 /// The tensors of a safetensors file, as `f32`.
@@ -164,13 +201,17 @@ impl Tensors {
         Ok(values)
     }
 
-    fn linear(&mut self, name: &str, out_dim: usize, in_dim: usize) -> Result<Linear, String> {
-        Ok(Linear {
-            weight: self.take(&format!("{name}.weight"), &[out_dim, in_dim])?,
-            bias: self.take(&format!("{name}.bias"), &[out_dim])?,
-            out_dim,
-            in_dim,
-        })
+    /// A linear layer's weight (`[out, in]`, as stored) and bias.
+    fn linear(
+        &mut self,
+        name: &str,
+        out_dim: usize,
+        in_dim: usize,
+    ) -> Result<(Vec<f32>, Vec<f32>), String> {
+        Ok((
+            self.take(&format!("{name}.weight"), &[out_dim, in_dim])?,
+            self.take(&format!("{name}.bias"), &[out_dim])?,
+        ))
     }
 
     fn norm(&mut self, name: &str, dim: usize) -> Result<LayerNorm, String> {
@@ -181,6 +222,155 @@ impl Tensors {
     }
 }
 
+/// Tokens up to which a linear layer widens its weights panel by panel
+/// (kept in the core's cache) rather than whole (then read by `gemm` from
+/// memory once per pass, which is cheap against the products' work).
+const FEW_TOKENS: usize = 64;
+
+/// Scratch buffers kept between passes (about 10 MB each after a 512-token
+/// pass): enough for a batch on two threads plus a split query.
+const MAX_SPARE: usize = 4;
+
+/// Weights widened per panel: 384 KiB of `f32`, within a core's L2.
+const PANEL_FLOATS: usize = 96 * 1024;
+
+impl Linear {
+    /// From the stored `[out, in]` `f32` weight: transposed, narrowed and
+    /// cut into two blocks of columns at `split`.
+    fn new(weight: &[f32], bias: Vec<f32>, out_dim: usize, in_dim: usize, split: usize) -> Linear {
+        let widths = [split, out_dim - split];
+        let mut halves = widths.map(|width| vec![0u16; in_dim * width]);
+        for (o, row) in weight.chunks_exact(in_dim).enumerate() {
+            let (half, col) = if o < split { (0, o) } else { (1, o - split) };
+            for (i, &w) in row.iter().enumerate() {
+                halves[half][i * widths[half] + col] = half::from_f32(w);
+            }
+        }
+        Linear {
+            halves,
+            split,
+            bias,
+            out_dim,
+            in_dim,
+        }
+    }
+
+    /// The output columns of block `half` (0 or 1).
+    fn columns(&self, half: usize) -> Range<usize> {
+        if half == 0 {
+            0..self.split
+        } else {
+            self.split..self.out_dim
+        }
+    }
+
+    /// `out = input Wᵀ + b` for `rows` rows, or `out += …` when `residual`
+    /// (the residual connection, added in place).
+    fn apply(
+        &self,
+        input: &[f32],
+        rows: usize,
+        out: &mut [f32],
+        residual: bool,
+        wide: &mut Vec<f32>,
+    ) {
+        let n = self.out_dim;
+        for row in out[..rows * n].chunks_exact_mut(n) {
+            if residual {
+                kernels::add(row, &self.bias);
+            } else {
+                row.copy_from_slice(&self.bias);
+            }
+        }
+        for half in 0..2 {
+            let out = &mut out[self.columns(half).start..];
+            self.accumulate(&[(input, self.in_dim)], rows, half, (out, n), wide);
+        }
+    }
+
+    /// Block `half` of `input Wᵀ + b` into `out` (`rows × width`), the
+    /// input given as blocks of its columns, in order: `(values, width)`,
+    /// each row-major.
+    fn apply_half(
+        &self,
+        inputs: &[(&[f32], usize)],
+        rows: usize,
+        half: usize,
+        out: &mut [f32],
+        wide: &mut Vec<f32>,
+    ) {
+        let cols = self.columns(half);
+        let width = cols.len();
+        for row in out[..rows * width].chunks_exact_mut(width) {
+            row.copy_from_slice(&self.bias[cols.clone()]);
+        }
+        self.accumulate(inputs, rows, half, (out, width), wide);
+    }
+
+    /// `out += input · block half of Wᵀ`, `out` given with its row stride;
+    /// the weights are widened a panel at a time when few rows share them.
+    fn accumulate(
+        &self,
+        inputs: &[(&[f32], usize)],
+        rows: usize,
+        half: usize,
+        (out, out_stride): (&mut [f32], usize),
+        wide: &mut Vec<f32>,
+    ) {
+        let (weight, width) = (&self.halves[half], self.columns(half).len());
+        if width == 0 {
+            return;
+        }
+        let mut first = 0;
+        for &(input, in_width) in inputs {
+            let depth = if rows <= FEW_TOKENS {
+                (PANEL_FLOATS / width).max(8).min(in_width)
+            } else {
+                in_width
+            };
+            reserve(wide, depth * width);
+            for start in (0..in_width).step_by(depth.max(1)) {
+                let depth = depth.min(in_width - start);
+                let panel = &mut wide[..depth * width];
+                let rows_of_w = first + start..first + start + depth;
+                kernels::widen(
+                    &weight[rows_of_w.start * width..rows_of_w.end * width],
+                    panel,
+                );
+                let lhs = View::rows(&input[start..], rows, depth, in_width);
+                let rhs = View::rows(panel, depth, width, width);
+                product(lhs, rhs, out, out_stride, 1.0, true);
+            }
+            first += in_width;
+        }
+    }
+}
+
+/// Where a group of attention heads reads queries, keys and values (its
+/// heads' queries together, then their keys, then their values) and
+/// writes its context.
+#[derive(Debug, Clone, Copy)]
+struct GroupLayout {
+    heads: usize,
+    qkv_stride: usize,
+    qkv_base: usize,
+    context_stride: usize,
+    context_base: usize,
+}
+
+/// The two halves the heads are divided into: a split pass gives one to
+/// each thread, and the fused query-key-value weight is ordered by them.
+fn head_groups(config: &BertConfig) -> [Range<usize>; 2] {
+    let heads = config.num_attention_heads;
+    [0..heads / 2, heads / 2..heads]
+}
+
+/// Grows `buffer` to at least `len` values (never shrinks: it is reused).
+fn reserve(buffer: &mut Vec<f32>, len: usize) {
+    if buffer.len() < len {
+        buffer.resize(len, 0.0);
+    }
+}
 impl Bert {
     /// Loads the weights at `weights` for the architecture in `config`.
     pub(crate) fn load(weights: &Path, config: BertConfig) -> Result<Bert, MemoryError> {
@@ -222,28 +412,7 @@ impl Bert {
             let embedding_norm = tensors.norm("embeddings.LayerNorm", h)?;
             let mut layers = Vec::with_capacity(config.num_hidden_layers);
             for index in 0..config.num_hidden_layers {
-                let name = |part: &str| format!("encoder.layer.{index}.{part}");
-                let query = tensors.linear(&name("attention.self.query"), h, h)?;
-                let key = tensors.linear(&name("attention.self.key"), h, h)?;
-                let value = tensors.linear(&name("attention.self.value"), h, h)?;
-                let qkv = Linear {
-                    weight: [query.weight, key.weight, value.weight].concat(),
-                    bias: [query.bias, key.bias, value.bias].concat(),
-                    out_dim: 3 * h,
-                    in_dim: h,
-                };
-                layers.push(Layer {
-                    qkv,
-                    attention_out: tensors.linear(&name("attention.output.dense"), h, h)?,
-                    attention_norm: tensors.norm(&name("attention.output.LayerNorm"), h)?,
-                    intermediate: tensors.linear(
-                        &name("intermediate.dense"),
-                        config.intermediate_size,
-                        h,
-                    )?,
-                    output: tensors.linear(&name("output.dense"), h, config.intermediate_size)?,
-                    output_norm: tensors.norm(&name("output.LayerNorm"), h)?,
-                });
+                layers.push(Layer::load(tensors, index, &config)?);
             }
             Ok(Bert {
                 config: config.clone(),
@@ -252,6 +421,7 @@ impl Bert {
                 token_type,
                 embedding_norm,
                 layers,
+                spare: Mutex::default(),
             })
         };
         load(&mut tensors).map_err(bad)
@@ -269,199 +439,189 @@ impl Bert {
 
     /// Embeds sequences of token ids (each non-empty, at most `max_len`):
     /// mean-pooled, L2-normalised, one row of `dim()` per sequence.
-    pub(crate) fn embed(&self, sequences: &[Vec<u32>]) -> Vec<Vec<f32>> {
-        let h = self.config.hidden_size;
-        let lengths: Vec<usize> = sequences.iter().map(Vec::len).collect();
+    pub(crate) fn embed(&self, sequences: &[&[u32]]) -> Vec<Vec<f32>> {
+        let mut scratch = self.take_scratch();
+        let vectors = self.forward(sequences, &mut scratch);
+        self.give_back(scratch);
+        vectors
+    }
+
+    /// Buffers left by an earlier pass, or new ones.
+    fn take_scratch(&self) -> Scratch {
+        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        spare.pop().unwrap_or_default()
+    }
+
+    /// Keeps `scratch` for a later pass, unless `MAX_SPARE` are kept.
+    fn give_back(&self, scratch: Scratch) {
+        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        if spare.len() < MAX_SPARE {
+            spare.push(scratch);
+        }
+    }
+
+    /// The whole encoder over `sequences`, concatenated.
+    fn forward(&self, sequences: &[&[u32]], s: &mut Scratch) -> Vec<Vec<f32>> {
+        let (h, inter) = (self.config.hidden_size, self.config.intermediate_size);
+        let lengths: Vec<usize> = sequences.iter().map(|ids| ids.len()).collect();
         let tokens: usize = lengths.iter().sum();
         if tokens == 0 {
             return sequences.iter().map(|_| vec![0.0; h]).collect();
         }
-        let mut x = vec![0.0f32; tokens * h];
-        let mut row = 0;
+        let longest = lengths.iter().copied().max().unwrap_or(0);
+        reserve(&mut s.x, tokens * h);
+        reserve(&mut s.qkv, tokens * 3 * h);
+        reserve(&mut s.context, tokens * h);
+        reserve(&mut s.inner, tokens * inter);
+        reserve(&mut s.scores, longest * longest);
+        self.embed_tokens(sequences, &mut s.x[..tokens * h]);
+        for layer in &self.layers {
+            self.encode(layer, &lengths, s);
+        }
+        pool(&s.x[..tokens * h], &lengths, h)
+    }
+
+    /// Word, position and token-type embeddings, normalised.
+    fn embed_tokens(&self, sequences: &[&[u32]], x: &mut [f32]) {
+        let h = self.config.hidden_size;
+        let mut rows = x.chunks_exact_mut(h);
         for sequence in sequences {
-            for (position, &id) in sequence.iter().enumerate() {
+            for (position, (&id, out)) in sequence.iter().zip(&mut rows).enumerate() {
                 let id = (id as usize).min(self.config.vocab_size - 1);
                 let position = position.min(self.config.max_position_embeddings - 1);
-                let out = &mut x[row * h..(row + 1) * h];
-                let word = &self.word[id * h..(id + 1) * h];
-                let pos = &self.position[position * h..(position + 1) * h];
-                for i in 0..h {
-                    out[i] = word[i] + pos[i] + self.token_type[i];
-                }
-                row += 1;
+                out.copy_from_slice(&self.word[id * h..(id + 1) * h]);
+                kernels::add(out, &self.position[position * h..(position + 1) * h]);
+                kernels::add(out, &self.token_type);
             }
         }
-        layer_norm(&mut x, &self.embedding_norm, self.config.layer_norm_eps);
+        let norm = &self.embedding_norm;
+        kernels::layer_norm(x, &norm.gamma, &norm.beta, self.config.layer_norm_eps);
+    }
 
-        let mut qkv = vec![0.0f32; tokens * 3 * h];
-        let mut context = vec![0.0f32; tokens * h];
-        let mut projected = vec![0.0f32; tokens * h];
-        let mut inner = vec![0.0f32; tokens * self.config.intermediate_size];
-        let max_len = lengths.iter().copied().max().unwrap_or(0);
-        let mut scores = vec![0.0f32; max_len];
-        for layer in &self.layers {
-            linear(&x, tokens, &layer.qkv, &mut qkv);
-            self.attention(&qkv, &lengths, &mut context, &mut scores);
-            linear(&context, tokens, &layer.attention_out, &mut projected);
-            add_in_place(&mut x, &projected);
-            layer_norm(&mut x, &layer.attention_norm, self.config.layer_norm_eps);
-            linear(&x, tokens, &layer.intermediate, &mut inner);
-            inner.iter_mut().for_each(|v| *v = gelu(*v));
-            linear(&inner, tokens, &layer.output, &mut projected);
-            add_in_place(&mut x, &projected);
-            layer_norm(&mut x, &layer.output_norm, self.config.layer_norm_eps);
+    /// One encoder layer, in place on `s.x`.
+    fn encode(&self, layer: &Layer, lengths: &[usize], s: &mut Scratch) {
+        let (h, inter) = (self.config.hidden_size, self.config.intermediate_size);
+        let eps = self.config.layer_norm_eps;
+        let tokens: usize = lengths.iter().sum();
+        let x = &mut s.x[..tokens * h];
+        layer.qkv.apply(x, tokens, &mut s.qkv, false, &mut s.wide);
+        let d = h / self.config.num_attention_heads;
+        for heads in head_groups(&self.config) {
+            let group = GroupLayout {
+                heads: heads.len(),
+                qkv_stride: 3 * h,
+                qkv_base: 3 * heads.start * d,
+                context_stride: h,
+                context_base: heads.start * d,
+            };
+            self.attend(&s.qkv, lengths, group, &mut s.context, &mut s.scores);
         }
+        layer
+            .attention_out
+            .apply(&s.context, tokens, x, true, &mut s.wide);
+        let norm = &layer.attention_norm;
+        kernels::layer_norm(x, &norm.gamma, &norm.beta, eps);
+        let inner = &mut s.inner[..tokens * inter];
+        layer
+            .intermediate
+            .apply(x, tokens, inner, false, &mut s.wide);
+        kernels::gelu(inner);
+        layer.output.apply(inner, tokens, x, true, &mut s.wide);
+        let norm = &layer.output_norm;
+        kernels::layer_norm(x, &norm.gamma, &norm.beta, eps);
+    }
 
-        let mut out = Vec::with_capacity(sequences.len());
+    /// Scaled dot-product attention of a group of heads, each sequence on
+    /// its own: `scores = scale · Q Kᵀ`, softmax, `context = P V`.
+    fn attend(
+        &self,
+        qkv: &[f32],
+        lengths: &[usize],
+        group: GroupLayout,
+        context: &mut [f32],
+        scores: &mut [f32],
+    ) {
+        let d = self.config.hidden_size / self.config.num_attention_heads;
+        let width = group.heads * d;
+        let scale = 1.0 / (d as f32).sqrt();
         let mut start = 0;
-        for &len in &lengths {
+        for &len in lengths {
+            let rows = &qkv[start * group.qkv_stride..(start + len) * group.qkv_stride];
+            let out = &mut context[start * group.context_stride..];
+            let scores = &mut scores[..len * len];
+            for head in 0..group.heads {
+                let at = |part: usize| &rows[group.qkv_base + part * width + head * d..];
+                let queries = View::rows(at(0), len, d, group.qkv_stride);
+                let keys = View::transposed(at(1), d, len, group.qkv_stride);
+                product(queries, keys, scores, len, scale, false);
+                kernels::softmax_rows(scores, len);
+                let weights = View::rows(scores, len, len, len);
+                let values = View::rows(at(2), len, d, group.qkv_stride);
+                let out = &mut out[group.context_base + head * d..];
+                product(weights, values, out, group.context_stride, 1.0, false);
+            }
+            start += len;
+        }
+    }
+}
+
+impl Layer {
+    /// Layer `index`'s weights, the query, key and value projections fused.
+    fn load(tensors: &mut Tensors, index: usize, config: &BertConfig) -> Result<Layer, String> {
+        let (h, inter) = (config.hidden_size, config.intermediate_size);
+        let name = |part: &str| format!("encoder.layer.{index}.{part}");
+        // Every layer but the fused one is cut in the middle of its outputs.
+        let linear = |tensors: &mut Tensors, part: &str, out: usize, inp: usize| {
+            let (weight, bias) = tensors.linear(&name(part), out, inp)?;
+            Ok::<_, String>(Linear::new(&weight, bias, out, inp, out / 2))
+        };
+        let (query, query_bias) = tensors.linear(&name("attention.self.query"), h, h)?;
+        let (key, key_bias) = tensors.linear(&name("attention.self.key"), h, h)?;
+        let (value, value_bias) = tensors.linear(&name("attention.self.value"), h, h)?;
+        // Rows ordered by head group, then query, key, value (see GroupLayout).
+        let d = h / config.num_attention_heads;
+        let (mut weight, mut bias) = (Vec::with_capacity(3 * h * h), Vec::with_capacity(3 * h));
+        for heads in head_groups(config) {
+            let rows = heads.start * d..heads.end * d;
+            for (w, b) in [
+                (&query, &query_bias),
+                (&key, &key_bias),
+                (&value, &value_bias),
+            ] {
+                weight.extend_from_slice(&w[rows.start * h..rows.end * h]);
+                bias.extend_from_slice(&b[rows.clone()]);
+            }
+        }
+        let first_group = head_groups(config)[0].len() * d;
+        let qkv = Linear::new(&weight, bias, 3 * h, h, 3 * first_group);
+        Ok(Layer {
+            qkv,
+            attention_out: linear(tensors, "attention.output.dense", h, h)?,
+            attention_norm: tensors.norm(&name("attention.output.LayerNorm"), h)?,
+            intermediate: linear(tensors, "intermediate.dense", inter, h)?,
+            output: linear(tensors, "output.dense", h, inter)?,
+            output_norm: tensors.norm(&name("output.LayerNorm"), h)?,
+        })
+    }
+}
+
+/// Each sequence's mean hidden state, L2-normalised.
+fn pool(x: &[f32], lengths: &[usize], h: usize) -> Vec<Vec<f32>> {
+    let mut rows = x.chunks_exact(h);
+    lengths
+        .iter()
+        .map(|&len| {
             let mut pooled = vec![0.0f32; h];
-            for t in start..start + len {
-                for (acc, v) in pooled.iter_mut().zip(&x[t * h..(t + 1) * h]) {
-                    *acc += v;
-                }
+            for row in (&mut rows).take(len) {
+                kernels::add(&mut pooled, row);
             }
             let norm = pooled.iter().map(|v| v * v).sum::<f32>().sqrt();
             if norm > 0.0 {
                 pooled.iter_mut().for_each(|v| *v /= norm);
             }
-            out.push(pooled);
-            start += len;
-        }
-        out
-    }
-
-    /// Scaled dot-product attention of every head, each sequence on its own.
-    fn attention(&self, qkv: &[f32], lengths: &[usize], context: &mut [f32], scores: &mut [f32]) {
-        let h = self.config.hidden_size;
-        let heads = self.config.num_attention_heads;
-        let d = h / heads;
-        let scale = 1.0 / (d as f32).sqrt();
-        let stride = 3 * h;
-        let mut start = 0;
-        for &len in lengths {
-            for head in 0..heads {
-                let offset = head * d;
-                for i in 0..len {
-                    let q = &qkv[(start + i) * stride + offset..][..d];
-                    let mut max = f32::NEG_INFINITY;
-                    for j in 0..len {
-                        let k = &qkv[(start + j) * stride + h + offset..][..d];
-                        let s = dot(q, k) * scale;
-                        scores[j] = s;
-                        max = max.max(s);
-                    }
-                    let mut sum = 0.0;
-                    for s in &mut scores[..len] {
-                        *s = (*s - max).exp();
-                        sum += *s;
-                    }
-                    let out = &mut context[(start + i) * h + offset..][..d];
-                    out.iter_mut().for_each(|v| *v = 0.0);
-                    for j in 0..len {
-                        let weight = scores[j] / sum;
-                        let v = &qkv[(start + j) * stride + 2 * h + offset..][..d];
-                        for (o, value) in out.iter_mut().zip(v) {
-                            *o += weight * value;
-                        }
-                    }
-                }
-            }
-            start += len;
-        }
-    }
-}
-
-/// A dot product in eight lanes, so the compiler can vectorise it.
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0.0f32; 8];
-    let (chunks_a, chunks_b) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = chunks_a
-        .remainder()
-        .iter()
-        .zip(chunks_b.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in chunks_a.zip(chunks_b) {
-        for lane in 0..8 {
-            lanes[lane] += x[lane] * y[lane];
-        }
-    }
-    lanes.iter().sum::<f32>() + tail
-}
-
-fn add_in_place(x: &mut [f32], y: &[f32]) {
-    for (a, b) in x.iter_mut().zip(y) {
-        *a += b;
-    }
-}
-
-/// `out[rows, W.out] = x[rows, W.in] Wᵀ + b`.
-fn linear(x: &[f32], rows: usize, layer: &Linear, out: &mut [f32]) {
-    let (n, k) = (layer.out_dim, layer.in_dim);
-    if x.len() < rows * k || out.len() < rows * n || layer.weight.len() != n * k {
-        // Unreachable with buffers sized by `embed`; never read out of bounds.
-        return;
-    }
-    for r in 0..rows {
-        out[r * n..(r + 1) * n].copy_from_slice(&layer.bias);
-    }
-    // SAFETY: the three matrices lie within their slices, checked above:
-    // dst is rows×n row-major (row stride n, column stride 1), lhs rows×k
-    // row-major, and rhs = Wᵀ is k×n read from W (n×k row-major), so its
-    // element (i, j) is W[j*k + i]: row stride 1, column stride k. The
-    // slices do not overlap (out is borrowed mutably).
-    unsafe {
-        gemm::gemm(
-            rows,
-            n,
-            k,
-            out.as_mut_ptr(),
-            1,
-            n as isize,
-            true,
-            x.as_ptr(),
-            1,
-            k as isize,
-            layer.weight.as_ptr(),
-            k as isize,
-            1,
-            1.0f32,
-            1.0f32,
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        );
-    }
-}
-
-fn layer_norm(x: &mut [f32], norm: &LayerNorm, eps: f32) {
-    let h = norm.gamma.len();
-    for row in x.chunks_exact_mut(h) {
-        let mean = row.iter().sum::<f32>() / h as f32;
-        let variance = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / h as f32;
-        let inv = 1.0 / (variance + eps).sqrt();
-        for ((v, g), b) in row.iter_mut().zip(&norm.gamma).zip(&norm.beta) {
-            *v = (*v - mean) * inv * g + b;
-        }
-    }
-}
-
-/// The exact (erf) GELU that BERT uses.
-fn gelu(x: f32) -> f32 {
-    0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
-}
-
-/// The error function (Abramowitz and Stegun 7.1.26, |error| < 1.5e-7).
-fn erf(x: f32) -> f32 {
-    let sign = if x < 0.0 { -1.0 } else { 1.0 };
-    let x = x.abs();
-    let t = 1.0 / (1.0 + 0.327_591_1 * x);
-    let poly = t
-        * (0.254_829_6
-            + t * (-0.284_496_72 + t * (1.421_413_8 + t * (-1.453_152_1 + t * 1.061_405_4))));
-    sign * (1.0 - poly * (-x * x).exp())
+            pooled
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -469,50 +629,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn erf_matches_known_values() {
-        for (x, expected) in [
-            (0.0f32, 0.0f32),
-            (0.5, 0.520_499_9),
-            (1.0, 0.842_700_8),
-            (-1.0, -0.842_700_8),
-            (2.0, 0.995_322_3),
-        ] {
-            assert!((erf(x) - expected).abs() < 1e-6, "erf({x})");
-        }
-    }
-
-    #[test]
     fn linear_computes_x_times_w_transposed_plus_bias() {
-        let layer = Linear {
-            weight: vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], // 2 outputs × 3 inputs
-            bias: vec![0.5, -0.5],
-            out_dim: 2,
-            in_dim: 3,
-        };
+        // 2 outputs × 3 inputs, exact in half precision.
+        let layer = Linear::new(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], vec![0.5, -0.5], 2, 3, 1);
         let x = vec![1.0, 0.0, -1.0, 2.0, 1.0, 0.0]; // 2 rows × 3
+        let expected = vec![
+            1.0 - 3.0 + 0.5,
+            4.0 - 6.0 - 0.5,
+            2.0 + 2.0 + 0.5,
+            8.0 + 5.0 - 0.5,
+        ];
         let mut out = vec![0.0; 4];
-        linear(&x, 2, &layer, &mut out);
-        assert_eq!(
-            out,
-            vec![
-                1.0 - 3.0 + 0.5,
-                4.0 - 6.0 - 0.5,
-                2.0 + 2.0 + 0.5,
-                8.0 + 5.0 - 0.5
-            ]
-        );
-    }
-
-    #[test]
-    fn layer_norm_centres_and_scales() {
-        let norm = LayerNorm {
-            gamma: vec![1.0; 4],
-            beta: vec![0.0; 4],
-        };
-        let mut x = vec![1.0, 2.0, 3.0, 4.0];
-        layer_norm(&mut x, &norm, 1e-12);
-        let mean: f32 = x.iter().sum::<f32>() / 4.0;
-        let var: f32 = x.iter().map(|v| v * v).sum::<f32>() / 4.0;
-        assert!(mean.abs() < 1e-6 && (var - 1.0).abs() < 1e-4, "{x:?}");
+        layer.apply(&x, 2, &mut out, false, &mut Vec::new());
+        assert_eq!(out, expected);
+        let mut residual = vec![1.0; 4];
+        layer.apply(&x, 2, &mut residual, true, &mut Vec::new());
+        let plus_one: Vec<f32> = expected.iter().map(|v| v + 1.0).collect();
+        assert_eq!(residual, plus_one);
     }
 }

@@ -8,10 +8,17 @@
 //! where the model directory is (configuration does).
 
 mod bert;
+mod half;
+mod kernels;
+mod matmul;
+#[cfg(test)]
+mod reference;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use tokenizers::{Tokenizer, TruncationParams};
 
@@ -24,8 +31,15 @@ pub const MODEL_FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "conf
 /// Tokens an embedded text is cut to (the model was trained on 256).
 pub const MAX_TOKENS: usize = 256;
 
+/// Tokens embedded in one pass of a batch: enough rows for `gemm` to run
+/// at full speed, few enough that the activations stay in cache.
+const TOKENS_PER_PASS: usize = 512;
+
 /// Query embeddings kept for repeated queries.
 const QUERY_CACHE_ENTRIES: usize = 256;
+
+/// What one thread of a batch embedded: (index of the text, vector).
+type Share = Result<Vec<(usize, Vec<f32>)>, MemoryError>;
 
 /// A loaded sentence-embedding model; cheap to share between threads.
 pub struct Embedder {
@@ -33,6 +47,7 @@ pub struct Embedder {
     tokenizer: Tokenizer,
     bert: Bert,
     threads: usize,
+    chooser: Chooser,
     query_cache: Mutex<QueryCache>,
 }
 
@@ -43,6 +58,45 @@ impl std::fmt::Debug for Embedder {
             .field("dim", &self.bert.dim())
             .field("threads", &self.threads)
             .finish()
+    }
+}
+
+/// Chooses one or two threads for a single text from how fast each was
+/// lately (time per token, a moving average): two win when both cores are
+/// free, one when other work keeps the second core busy (the two threads
+/// then wait for each other). Every `EXPLORE`-th text tries the slower
+/// choice, so a change of load is noticed.
+#[derive(Debug, Default)]
+struct Chooser {
+    texts: AtomicU64,
+    /// Nanoseconds per token on one thread and on two; 0 until measured.
+    per_token: [AtomicU64; 2],
+}
+
+impl Chooser {
+    const EXPLORE: u64 = 16;
+
+    /// True to split the next text over two threads.
+    fn split(&self) -> bool {
+        let count = self.texts.fetch_add(1, Ordering::Relaxed);
+        let [one, two] = self.per_token.each_ref().map(|a| a.load(Ordering::Relaxed));
+        if one == 0 || two == 0 {
+            return one != 0; // measure each once
+        }
+        (two < one) != (count % Self::EXPLORE == Self::EXPLORE - 1)
+    }
+
+    /// Records how long a text of `tokens` tokens took.
+    fn record(&self, split: bool, elapsed: Duration, tokens: usize) {
+        let sample = u64::try_from(elapsed.as_nanos() / tokens.max(1) as u128).unwrap_or(u64::MAX);
+        let average = &self.per_token[usize::from(split)];
+        let old = average.load(Ordering::Relaxed);
+        let new = if old == 0 {
+            sample
+        } else {
+            old - old / 4 + sample / 4
+        };
+        average.store(new.max(1), Ordering::Relaxed);
     }
 }
 
@@ -109,6 +163,7 @@ impl Embedder {
             tokenizer,
             bert,
             threads,
+            chooser: Chooser::default(),
             query_cache: Mutex::new(QueryCache::default()),
         })
     }
@@ -159,65 +214,91 @@ impl Embedder {
     /// Embeds texts (unit vectors, one per text). Blocking and CPU-bound:
     /// call from a blocking thread. Long batches are split over threads.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, MemoryError> {
-        let mut sequences: Vec<(usize, Vec<u32>)> = texts
-            .iter()
-            .enumerate()
-            .map(|(index, text)| Ok((index, self.tokenize(text)?)))
-            .collect::<Result<_, MemoryError>>()?;
-        // Similar lengths together keep the attention loops short and the
-        // thread shares balanced.
-        sequences.sort_by_key(|(_, ids)| ids.len());
-        let total: usize = sequences.iter().map(|(_, ids)| ids.len()).sum();
-        let threads = self.threads.min(sequences.len()).max(1);
+        if let [text] = texts {
+            return Ok(vec![self.embed_one(text)?]);
+        }
+        let next = AtomicUsize::new(0);
+        let threads = self.threads.min(texts.len()).max(1);
+        let shares: Vec<Share> = if threads == 1 {
+            vec![self.embed_pulled(texts, &next)]
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|_| scope.spawn(|| self.embed_pulled(texts, &next)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|handle| handle.join().unwrap_or_else(|_| Err(self.failed())))
+                    .collect()
+            })
+        };
         let mut out = vec![Vec::new(); texts.len()];
-        if threads == 1 || total < 64 {
-            self.embed_chunk(&sequences, &mut out);
-            return Ok(out);
-        }
-        // Deal sequences round-robin so every thread gets a similar load.
-        let mut shares: Vec<Vec<(usize, Vec<u32>)>> = vec![Vec::new(); threads];
-        for (position, item) in sequences.into_iter().enumerate() {
-            shares[position % threads].push(item);
-        }
-        let results: Vec<Vec<(usize, Vec<f32>)>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = shares
-                .iter()
-                .map(|share| {
-                    scope.spawn(move || {
-                        let mut local = Vec::with_capacity(share.len());
-                        for chunk in share.chunks(64) {
-                            let ids: Vec<Vec<u32>> =
-                                chunk.iter().map(|(_, ids)| ids.clone()).collect();
-                            let vectors = self.bert.embed(&ids);
-                            local.extend(chunk.iter().map(|(index, _)| *index).zip(vectors));
-                        }
-                        local
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|handle| handle.join().unwrap_or_default())
-                .collect()
-        });
-        for (index, vector) in results.into_iter().flatten() {
-            out[index] = vector;
+        for share in shares {
+            for (index, vector) in share? {
+                out[index] = vector;
+            }
         }
         if out.iter().any(Vec::is_empty) {
-            return Err(MemoryError::Model {
-                path: self.dir.clone(),
-                reason: "an embedding thread failed".into(),
-            });
+            return Err(self.failed());
         }
         Ok(out)
     }
 
-    fn embed_chunk(&self, sequences: &[(usize, Vec<u32>)], out: &mut [Vec<f32>]) {
-        for chunk in sequences.chunks(64) {
-            let ids: Vec<Vec<u32>> = chunk.iter().map(|(_, ids)| ids.clone()).collect();
-            for ((index, _), vector) in chunk.iter().zip(self.bert.embed(&ids)) {
-                out[*index] = vector;
+    /// Embeds the texts whose indices this thread takes from `next`, one
+    /// at a time so threads that get less CPU time take fewer, in passes
+    /// of about `TOKENS_PER_PASS` tokens.
+    fn embed_pulled(&self, texts: &[&str], next: &AtomicUsize) -> Share {
+        let mut done = Vec::new();
+        let mut pending: Vec<(usize, Vec<u32>)> = Vec::new();
+        let mut tokens = 0;
+        loop {
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            let Some(text) = texts.get(index) else {
+                break;
+            };
+            let ids = self.tokenize(text)?;
+            tokens += ids.len();
+            pending.push((index, ids));
+            if tokens >= TOKENS_PER_PASS {
+                self.embed_pending(&mut pending, &mut done);
+                tokens = 0;
             }
+        }
+        self.embed_pending(&mut pending, &mut done);
+        Ok(done)
+    }
+
+    /// Embeds `pending` in one pass, moving the vectors to `done`.
+    fn embed_pending(
+        &self,
+        pending: &mut Vec<(usize, Vec<u32>)>,
+        done: &mut Vec<(usize, Vec<f32>)>,
+    ) {
+        let ids: Vec<&[u32]> = pending.iter().map(|(_, ids)| ids.as_slice()).collect();
+        let vectors = self.bert.embed(&ids);
+        done.extend(pending.drain(..).map(|(index, _)| index).zip(vectors));
+    }
+
+    /// One text, on one thread or two (see `bert::split` and `Chooser`).
+    fn embed_one(&self, text: &str) -> Result<Vec<f32>, MemoryError> {
+        let ids = self.tokenize(text)?;
+        let split = self.threads >= 2 && self.chooser.split();
+        let start = Instant::now();
+        let vector = if split {
+            self.bert.embed_split(&ids)
+        } else {
+            self.bert.embed(&[&ids]).pop().unwrap_or_default()
+        };
+        if self.threads >= 2 {
+            self.chooser.record(split, start.elapsed(), ids.len());
+        }
+        Ok(vector)
+    }
+
+    fn failed(&self) -> MemoryError {
+        MemoryError::Model {
+            path: self.dir.clone(),
+            reason: "an embedding thread failed".into(),
         }
     }
 
@@ -233,8 +314,7 @@ impl Embedder {
                 return Ok(Arc::clone(vector));
             }
         }
-        let ids = self.tokenize(&key)?;
-        let vector = Arc::new(self.bert.embed(&[ids]).pop().unwrap_or_default());
+        let vector = Arc::new(self.embed_one(&key)?);
         let mut cache = self
             .query_cache
             .lock()
@@ -258,4 +338,169 @@ impl Embedder {
 /// Cosine similarity of two unit vectors (their dot product).
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
+
+    use super::*;
+
+    /// Varied texts: short and long, questions, dialogue turns, numbers,
+    /// code, accents and emoji, an empty one, and (in `texts`) one past
+    /// `MAX_TOKENS`.
+    const TEXTS: [&str; 36] = [
+        "When did Caroline go to the LGBTQ support group?",
+        "What did Melanie paint recently?",
+        "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+        "Melanie: That's amazing! I finally finished the painting of the lake at sunrise.",
+        "A man is eating food.",
+        "A man is eating a piece of bread.",
+        "The stock market fell sharply today.",
+        "",
+        "ok",
+        "Hi!",
+        "fn main() { println!(\"hello, world\"); }",
+        "SELECT id, body FROM memories WHERE kind = 'fact' ORDER BY created_at DESC LIMIT 10;",
+        "The meeting is on 2023-05-08 at 13:56, room 4B, budget $12,500.",
+        "Café, naïve, façade, Zürich, São Paulo, Kraków.",
+        "I love this so much 😍🎉 can't wait for next week!!!",
+        "Der schnelle braune Fuchs springt über den faulen Hund.",
+        "日本語のテキストも埋め込めるはずです。",
+        "Remember that the user prefers dark mode and uses vim keybindings.",
+        "User asked how to configure the proxy; answered with the HTTPS_PROXY variable.",
+        "Gina: I lost my job as a store manager last month, so I'm starting my own clothing store.",
+        "Jon: Dancing has always been my passion; I'm opening a dance studio downtown.",
+        "What are Jon's plans for the summer?",
+        "Did John and Maria ever go hiking together, and if so where?",
+        "How many children does Audrey have?",
+        "Tim: Harry Potter is my favourite book series, I reread it every winter by the fire.",
+        "The mitochondria is the powerhouse of the cell.",
+        "Quantum entanglement does not allow faster-than-light communication.",
+        "Buy milk, eggs, flour; call the plumber; renew passport before June.",
+        "a a a a a a a a a a a a a a a a a a a a",
+        "ERROR: connection refused (os error 111) while connecting to 127.0.0.1:5432",
+        "She said: \"I'll be there at eight,\" but arrived at nine-thirty.",
+        "Photosynthesis converts light energy into chemical energy stored in glucose.",
+        "Nate: I won my first video game tournament last week! Got a trophy and some cash.",
+        "Joanna: I've been writing a screenplay about a woman who travels back in time.",
+        "What is the capital of Australia? Canberra, not Sydney.",
+        LONG,
+    ];
+
+    fn texts() -> Vec<String> {
+        let mut texts: Vec<String> = TEXTS.iter().map(|t| (*t).to_owned()).collect();
+        texts.push(format!("{LONG} {LONG}"));
+        texts
+    }
+
+    const LONG: &str = "Caroline: Last weekend I went hiking with my friends in the \
+        mountains north of the city. We started early, before sunrise, and climbed for \
+        about four hours until we reached the ridge, where the view over the valley was \
+        breathtaking. On the way down we stopped at a small lake and had lunch: \
+        sandwiches, apples, and a thermos of hot tea that my friend Melanie had brought. \
+        We talked about our plans for the summer, about the adoption agencies I have been \
+        researching, about her new painting class, and about how much our lives have \
+        changed in the last few years. It was one of those days that reminds you why \
+        friendship matters, and why you should spend more time outdoors, away from \
+        screens and emails and deadlines. When we got back to the car it was already \
+        dark, and we were exhausted but happy. I think we will go again next month, maybe \
+        to the waterfall trail that everyone keeps recommending, if the weather is good \
+        and if Melanie's kids can stay with their grandparents for the day. Later that \
+        evening I wrote about the trip in my journal, listing every bird we saw, every \
+        flower, every joke, because I never want to forget a single moment of it.";
+
+    fn model_dir() -> PathBuf {
+        if let Some(dir) = std::env::var_os("SATCHEL_TEST_MODEL_DIR") {
+            return PathBuf::from(dir);
+        }
+        let data = std::env::var_os("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .unwrap_or_else(|| {
+                PathBuf::from(std::env::var_os("HOME").unwrap()).join(".local/share")
+            });
+        data.join("satchel/models/all-MiniLM-L6-v2")
+    }
+
+    /// The embeddings of the original forward pass, batched as it was.
+    fn reference_vectors(embedder: &Embedder, dir: &Path) -> Vec<Vec<f32>> {
+        let config = std::fs::read_to_string(dir.join("config.json")).unwrap();
+        let config: reference::BertConfig = serde_json::from_str(&config).unwrap();
+        let old = reference::Bert::load(&dir.join("model.safetensors"), config).unwrap();
+        let ids: Vec<Vec<u32>> = texts()
+            .iter()
+            .map(|t| embedder.tokenize(t).unwrap())
+            .collect();
+        assert!(ids.iter().any(|ids| ids.len() == MAX_TOKENS));
+        old.embed(&ids)
+    }
+
+    fn assert_close(what: &str, new: &[Vec<f32>], old: &[Vec<f32>]) {
+        let mut worst = 1.0f32;
+        assert_eq!(new.len(), old.len());
+        for (text, (a, b)) in texts().iter().zip(new.iter().zip(old)) {
+            let similarity = cosine(a, b);
+            assert!(
+                similarity >= 0.9999,
+                "{what}: cosine {similarity} for {text:?}"
+            );
+            worst = worst.min(similarity);
+        }
+        eprintln!("{what}: lowest cosine to the original {worst}");
+    }
+
+    #[test]
+    fn the_chooser_tries_both_then_prefers_the_faster_and_explores() {
+        let chooser = Chooser::default();
+        assert!(!chooser.split());
+        chooser.record(false, Duration::from_millis(10), 10);
+        assert!(chooser.split());
+        chooser.record(true, Duration::from_millis(5), 10);
+        let picks: Vec<bool> = (0..32).map(|_| chooser.split()).collect();
+        assert_eq!(
+            picks.iter().filter(|split| !**split).count(),
+            2,
+            "{picks:?}"
+        );
+        // Two threads getting slow (a busy machine) turns the choice.
+        for _ in 0..8 {
+            chooser.record(true, Duration::from_millis(30), 10);
+        }
+        let picks: Vec<bool> = (0..32).map(|_| chooser.split()).collect();
+        assert_eq!(picks.iter().filter(|split| **split).count(), 2, "{picks:?}");
+    }
+
+    #[test]
+    fn embeddings_match_the_original_forward_pass() {
+        let dir = model_dir();
+        assert!(
+            Embedder::files_present(&dir),
+            "the embedding model is not in {}: run scripts/fetch-memory-model.sh",
+            dir.display()
+        );
+        let mut embedder = Embedder::load(&dir).unwrap();
+        let old = reference_vectors(&embedder, &dir);
+        let texts = texts();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        embedder.set_threads(2);
+        assert_close("batch, 2 threads", &embedder.embed(&refs).unwrap(), &old);
+        let split: Vec<Vec<f32>> = refs
+            .iter()
+            .map(|text| embedder.bert.embed_split(&embedder.tokenize(text).unwrap()))
+            .collect();
+        assert_close("one text on 2 threads", &split, &old);
+        embedder.set_threads(1);
+        assert_close("batch, 1 thread", &embedder.embed(&refs).unwrap(), &old);
+        let one_by_one: Vec<Vec<f32>> = refs
+            .iter()
+            .map(|text| embedder.embed(&[text]).unwrap().remove(0))
+            .collect();
+        assert_close("one text per call", &one_by_one, &old);
+        let queries: Vec<Vec<f32>> = refs
+            .iter()
+            .map(|text| embedder.embed_query(text).unwrap().to_vec())
+            .collect();
+        assert_close("embed_query", &queries, &old);
+    }
 }
