@@ -8,7 +8,6 @@
 //! where the model directory is (configuration does).
 
 mod bert;
-mod half;
 mod kernels;
 mod matmul;
 #[cfg(test)]
