@@ -3,10 +3,8 @@
 //! products through `gemm`, attention and normalisation in `kernels`.
 //!
 //! The linear layers' weights are kept transposed (`Wᵀ`, `[in, out]`
-//! row-major) in half precision (the `half` crate's `f16`: half the bytes
-//! of `f32`, so a single query, bound by reading weights, reads 21 MB
-//! instead of 42 MB; cosine within 1e-5 of full precision) and widened to
-//! `f32` just before use: a whole matrix when many tokens share it, in panels that
+//! row-major) in half precision (see `half`) and widened to `f32` just
+//! before use: a whole matrix when many tokens share it, in panels that
 //! stay in the core's cache when few do (a single query, whose time is
 //! otherwise spent reading weights from memory). `Wᵀ` row-major is the
 //! layout `gemm` reads without repacking when there are few tokens.
@@ -25,7 +23,7 @@ use std::sync::{Mutex, PoisonError};
 use serde::Deserialize;
 
 use super::matmul::{View, product};
-use super::kernels;
+use super::{half, kernels};
 use crate::MemoryError;
 
 mod split;
@@ -66,7 +64,7 @@ fn default_act() -> String {
 /// split]`, each row-major: the halves the two threads of a split pass
 /// compute, each contiguous so each thread streams its own memory.
 struct Linear {
-    halves: [Vec<half::f16>; 2],
+    halves: [Vec<u16>; 2],
     split: usize,
     bias: Vec<f32>,
     out_dim: usize,
@@ -241,11 +239,11 @@ impl Linear {
     /// cut into two blocks of columns at `split`.
     fn new(weight: &[f32], bias: Vec<f32>, out_dim: usize, in_dim: usize, split: usize) -> Linear {
         let widths = [split, out_dim - split];
-        let mut halves = widths.map(|width| vec![half::f16::ZERO; in_dim * width]);
+        let mut halves = widths.map(|width| vec![0u16; in_dim * width]);
         for (o, row) in weight.chunks_exact(in_dim).enumerate() {
             let (half, col) = if o < split { (0, o) } else { (1, o - split) };
             for (i, &w) in row.iter().enumerate() {
-                halves[half][i * widths[half] + col] = half::f16::from_f32(w);
+                halves[half][i * widths[half] + col] = half::from_f32(w);
             }
         }
         Linear {

@@ -29,12 +29,13 @@ macro_rules! dispatch {
     };
 }
 
-/// `dst[i] = src[i]`, half-precision weights widened to `f32` (with the
-/// CPU's F16C instructions when it has them).
-pub(crate) fn widen(src: &[half::f16], dst: &mut [f32]) {
-    use half::slice::HalfFloatSliceExt;
-    let n = src.len().min(dst.len());
-    src[..n].convert_to_f32_slice(&mut dst[..n]);
+dispatch! {
+    /// `dst[i] = src[i]`, half-precision weights widened to `f32`.
+    fn widen(src: &[u16], dst: &mut [f32]) {
+        for (d, &s) in dst.iter_mut().zip(src) {
+            *d = super::half::to_f32(s);
+        }
+    }
 }
 
 dispatch! {

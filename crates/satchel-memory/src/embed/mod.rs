@@ -8,6 +8,7 @@
 //! where the model directory is (configuration does).
 
 mod bert;
+mod half;
 mod kernels;
 mod matmul;
 #[cfg(test)]
