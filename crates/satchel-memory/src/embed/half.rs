@@ -6,6 +6,11 @@
 //!
 //! Only normal numbers are kept: magnitudes below 2^-14 (6.1e-5) become
 //! zero, which avoids slow subnormal arithmetic and changes no output.
+//!
+//! Why not the `half` crate (already in the tree through `gemm`): its
+//! slice conversion handles every f16 and measured slower on the query
+//! path here (embedding p50 9.4 to 14.0 ms against 8.3 to 8.5 ms for this
+//! branch-free widening, which the AVX2 kernel vectorises eight at a time).
 
 /// `value` rounded to the nearest f16 (ties to even), flushed to zero
 /// below the normal range and clamped to the largest finite f16.
