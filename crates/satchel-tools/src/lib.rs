@@ -65,11 +65,14 @@ pub struct BuiltinDeps {
 pub fn builtin_tools(deps: &BuiltinDeps) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(bash::BashTool::new()),
-        Arc::new(code::CodeTool::with_jobs(
-            deps.code_store.clone(),
-            deps.model_generator.clone(),
-            deps.code_jobs.clone(),
-        )),
+        Arc::new(
+            code::CodeTool::with_jobs(
+                deps.code_store.clone(),
+                deps.model_generator.clone(),
+                deps.code_jobs.clone(),
+            )
+            .with_memory(deps.memory.clone()),
+        ),
         Arc::new(conversation::ConversationTool::new(deps.records.clone())),
         Arc::new(memory::MemoryTool::new(deps.memory.clone())),
         Arc::new(search::SearchTool::new(Arc::new(

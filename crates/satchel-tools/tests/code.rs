@@ -11,10 +11,12 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use satchel_core::{ErrorCode, ToolCall, ToolOutput};
-use satchel_store::{CodeQuery, CodeStore, SqliteStore, StoreOptions};
+use satchel_memory::{Memory, MemoryConfig, MemoryOptions, ModelSource};
+use satchel_store::{CodeQuery, CodeStore, SqliteStore, StoreOptions, SystemClock};
 use satchel_tools::code::{
     CodeConfig, CodeTool, GeneratorConfig, OpenCodeStore, RuntimeKind, code_stats,
 };
+use satchel_tools::memory::{MemoryHandle, OpenMemory};
 use satchel_tools::{Registry, Settings, ToolContext, ToolsConfig};
 use serde_json::{Value, json};
 
@@ -35,6 +37,7 @@ fn bun() -> PathBuf {
 struct Harness {
     _dir: tempfile::TempDir,
     store: SqliteStore,
+    memory: Arc<Memory>,
     registry: Registry,
 }
 
@@ -46,13 +49,24 @@ impl Harness {
             .unwrap();
         let handle: Arc<dyn satchel_tools::code::CodeStoreHandle> =
             Arc::new(OpenCodeStore(Arc::new(store.clone())));
+        let memory = Arc::new(Memory::new(
+            Arc::new(store.clone()),
+            MemoryConfig::default(),
+            MemoryOptions {
+                clock: Arc::new(SystemClock),
+                model: ModelSource::None,
+                summarizer: None,
+            },
+        ));
+        let memory_handle: Arc<dyn MemoryHandle> = Arc::new(OpenMemory(memory.clone()));
         let mut registry = Registry::new();
         registry
-            .register(CodeTool::new(Some(handle), None))
+            .register(CodeTool::new(Some(handle), None).with_memory(Some(memory_handle)))
             .unwrap();
         Harness {
             _dir: dir,
             store,
+            memory,
             registry,
         }
     }
@@ -399,6 +413,14 @@ async fn traces_feed_stats_and_failures() {
     );
     assert_eq!(trace.tool_call_id.as_deref(), Some("code-1"));
     assert!(trace.stderr.contains("ModuleNotFoundError"));
+    // Every run is traced under the memory session open at the time.
+    let session = harness.memory.current_session(None).await.unwrap();
+    assert!(
+        rows.iter()
+            .all(|row| row.session_id.as_deref() == Some(session.id.as_str())),
+        "{:?}",
+        rows.iter().map(|r| &r.session_id).collect::<Vec<_>>()
+    );
 }
 
 #[tokio::test]

@@ -357,6 +357,31 @@ mod tests {
     }
 
     #[test]
+    fn a_narrow_filter_costs_the_two_stage_search_no_results() {
+        let mut state = 11u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+        };
+        let mut vectors = Vectors::default();
+        for _ in 0..20_000 {
+            let v: Vec<f32> = unit(&(0..64).map(|_| next()).collect::<Vec<_>>());
+            assert!(vectors.push(Some(&v)));
+        }
+        let query: Vec<f32> = unit(&(0..64).map(|_| next()).collect::<Vec<_>>());
+        // One slot in 400 passes (50): the 4,000 closest by sign bits hold
+        // about 10 of them, fewer than the first stage wants, so the
+        // search chooses again among the 50 and scores them all.
+        let keep = |slot: usize| slot % 400 == 7;
+        let exact = vectors.search(&query, keep, 10, 20_000, usize::MAX);
+        let approx = vectors.search(&query, keep, 10, 20_000, 100);
+        assert_eq!(approx, exact);
+        assert!(approx.iter().all(|(_, slot)| keep(*slot)));
+    }
+
+    #[test]
     fn a_slot_without_a_vector_is_never_found() {
         let mut vectors = Vectors::default();
         assert!(!vectors.push(None));

@@ -35,6 +35,7 @@ pub use self::jobs::{CodeGenerator, CommandGenerator, GenerateRequest, runner_al
 pub use self::runtime::{Language, Runtime, RuntimeKind, resolve};
 pub use self::stats::{CodeStats, FailureSummary, code_stats};
 use crate::format::{Style, markdown_fence, paint, truncate_chars};
+use crate::memory::MemoryHandle;
 use crate::{Tool, ToolContext, ToolError};
 
 /// Time limit of a run when the call gives none.
@@ -104,6 +105,7 @@ pub struct CodeTool {
     store: Option<Arc<dyn CodeStoreHandle>>,
     model_generator: Option<Arc<dyn CodeGenerator>>,
     jobs: JobTracker,
+    memory: Option<Arc<dyn MemoryHandle>>,
 }
 
 impl CodeTool {
@@ -127,6 +129,33 @@ impl CodeTool {
             store,
             model_generator,
             jobs,
+            memory: None,
+        }
+    }
+
+    /// Traces runs under the caller's memory session, as `memory` knows
+    /// it, when the caller does not say which (see [`CallTrace`]).
+    ///
+    /// [`CallTrace`]: crate::CallTrace
+    pub fn with_memory(mut self, memory: Option<Arc<dyn MemoryHandle>>) -> CodeTool {
+        self.memory = memory;
+        self
+    }
+
+    /// The memory session a run belongs to: the caller's, else the open
+    /// one of its conversation (started if none is). `None` without a
+    /// memory, or when it cannot say; the run is traced either way.
+    async fn session_id(&self, ctx: &ToolContext) -> Option<String> {
+        if let Some(id) = &ctx.trace.session_id {
+            return Some(id.clone());
+        }
+        let memory = self.memory.as_ref()?.memory().await.ok()?;
+        match memory.current_session(ctx.conversation_id.as_deref()).await {
+            Ok(session) => Some(session.id),
+            Err(error) => {
+                tracing::debug!(%error, "no memory session for the code trace");
+                None
+            }
         }
     }
 
@@ -241,7 +270,7 @@ impl CodeTool {
             error_message: message.clone(),
             sandbox: sandbox.clone(),
             conversation_id: ctx.conversation_id.clone(),
-            session_id: ctx.trace.session_id.clone(),
+            session_id: self.session_id(ctx).await,
             tool_call_id: Some(ctx.call_id.clone()),
             trigger_message: ctx.trace.trigger_message.clone(),
             reasoning: ctx.trace.reasoning.clone(),
