@@ -686,6 +686,13 @@ fn memory_commands_store_recall_list_and_forget() {
     let output = sandbox.run(&["memory", "recall", "green tea"]);
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(text.starts_with("ID"), "{text}");
+    // Said once, not once by the memory and again by the command.
+    assert_eq!(
+        stderr(&output).matches("keywords only").count(),
+        1,
+        "{}",
+        stderr(&output)
+    );
     assert!(text.contains("prefers green tea"), "{text}");
 
     let output = sandbox.run(&["memory", "store", "long", "Ship it", "--category", "goal"]);

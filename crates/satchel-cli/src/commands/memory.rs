@@ -228,9 +228,7 @@ fn print_output(output: &ToolOutput, as_json: bool) -> anyhow::Result<()> {
         eprintln!("error: {reason}");
         return Ok(());
     }
-    if let Some(notice) = value.get("notice").and_then(Value::as_str) {
-        tracing::warn!("{notice}");
-    }
+    // A notice (keywords only) was already logged by the memory itself.
     let memories = value
         .get("memories")
         .and_then(Value::as_array)
