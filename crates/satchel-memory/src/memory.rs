@@ -23,7 +23,7 @@ use tokio::task::JoinHandle;
 use crate::MemoryError;
 use crate::config::{AutoDivide, Fusion, MemoryConfig, RecallConfig};
 use crate::embed::Embedder;
-use crate::index::{Candidate, IndexFilter, RecallIndex};
+use crate::index::{Candidate, RecallIndex};
 use crate::session::{NEW_SESSION_SENTINEL, SYSTEM_CATEGORY, Summarizer, division_after};
 
 /// Most results one recall or listing returns.
@@ -555,7 +555,7 @@ impl Memory {
         let best = {
             let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
             index
-                .search_vectors(embedding, &index_filter(filter), 1, usize::MAX)
+                .search_vectors(embedding, filter, 1, usize::MAX)
                 .into_iter()
                 .next()
         };
@@ -654,7 +654,7 @@ impl Memory {
         let embedder = self.embedder().await;
         let semantic = embedder.is_some();
         let index = Arc::clone(&self.index);
-        let index_filter = index_filter(&filter);
+        let index_filter = filter.clone();
         let (owned, exact_limit, bm25) = (text.clone(), recall.exact_scan_limit, recall.bm25);
         let candidates = tokio::task::spawn_blocking(move || {
             let index = index.read().unwrap_or_else(PoisonError::into_inner);
@@ -997,19 +997,6 @@ pub fn spawn_maintenance(memory: &Arc<Memory>) -> JoinHandle<()> {
             }
         }
     })
-}
-
-fn index_filter(filter: &MemoryFilter) -> IndexFilter {
-    IndexFilter {
-        namespace: filter.namespace.clone(),
-        layers: filter.layers.clone(),
-        category: filter.category.clone(),
-        since: filter.since,
-        until: filter.until,
-        live_at: filter.live_at,
-        include_archived: filter.include_archived,
-        session_id: filter.session_id.clone(),
-    }
 }
 
 /// One candidate after fusion.

@@ -658,7 +658,8 @@ pub struct MemoryUpdate {
     pub embedding: Option<Vec<f32>>,
 }
 
-/// Which memories a listing or a keyword search considers.
+/// Which memories a listing or a recall considers (the store and the
+/// recall index apply the same conditions).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MemoryFilter {
     /// Only this namespace.

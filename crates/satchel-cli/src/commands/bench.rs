@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use satchel_memory::locomo::{self, Sample};
 use satchel_memory::{
-    Embedder, IndexFilter, Memory, MemoryOptions, ModelSource, RecallIndex, RecallQuery,
-    StoreRequest,
+    Embedder, Memory, MemoryOptions, ModelSource, RecallIndex, RecallQuery, StoreRequest,
 };
 use satchel_store::{
-    Clock, ManualClock, MemoryLayer, MemoryStore, NewMemory, SqliteStore, StoreOptions, Timestamp,
+    Clock, ManualClock, MemoryFilter, MemoryLayer, MemoryStore, NewMemory, SqliteStore,
+    StoreOptions, Timestamp,
 };
 use serde_json::{Value, json};
 
@@ -529,10 +529,10 @@ async fn synthetic(
     let changes = store.memory_changes(0).await?;
     let mut index = RecallIndex::new();
     index.apply(changes.rev, changes.upserts, &changes.deleted);
-    let index_filter = IndexFilter {
+    let index_filter = MemoryFilter {
         namespace: namespace.clone(),
         live_at: Some(now),
-        ..IndexFilter::default()
+        ..MemoryFilter::default()
     };
 
     let queries: Vec<String> = (0..args.queries.max(1) + 5)

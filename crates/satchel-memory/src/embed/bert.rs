@@ -15,7 +15,6 @@
 //! is needed. The output is the mean of each sequence's last hidden
 //! states (mean pooling), L2-normalised.
 
-use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
@@ -23,6 +22,7 @@ use std::sync::{Mutex, PoisonError};
 use serde::Deserialize;
 
 use super::matmul::{View, product};
+use super::tensors::{LayerNorm, Tensors};
 use super::{half, kernels};
 use crate::MemoryError;
 
@@ -71,11 +71,6 @@ struct Linear {
     in_dim: usize,
 }
 
-struct LayerNorm {
-    gamma: Vec<f32>,
-    beta: Vec<f32>,
-}
-
 struct Layer {
     /// Query, key and value projections fused into one `[3h, h]` layer,
     /// its outputs ordered by head group (see `GroupLayout`).
@@ -114,112 +109,6 @@ pub(crate) struct Scratch {
     wide: Vec<f32>,
     /// One head's attention scores for one sequence, `len × len`.
     scores: Vec<f32>,
-}
-
-/// The tensors of a safetensors file, as `f32`.
-struct Tensors {
-    by_name: HashMap<String, (Vec<usize>, Vec<f32>)>,
-    prefix: &'static str,
-}
-
-#[derive(Deserialize)]
-struct TensorInfo {
-    dtype: String,
-    shape: Vec<usize>,
-    data_offsets: [usize; 2],
-}
-
-impl Tensors {
-    /// Parses a safetensors file: an 8-byte little-endian header length,
-    /// a JSON header, then the raw data. Only `F32` tensors are kept.
-    fn read(path: &Path) -> Result<Tensors, MemoryError> {
-        let bad = |reason: String| MemoryError::Model {
-            path: path.to_path_buf(),
-            reason,
-        };
-        let bytes = std::fs::read(path).map_err(|error| bad(error.to_string()))?;
-        let header_len = bytes
-            .get(..8)
-            .and_then(|b| <[u8; 8]>::try_from(b).ok())
-            .map(u64::from_le_bytes)
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| bad("too short to be a safetensors file".into()))?;
-        let header = bytes
-            .get(8..8usize.saturating_add(header_len))
-            .ok_or_else(|| bad("the safetensors header runs past the end".into()))?;
-        let infos: HashMap<String, serde_json::Value> = serde_json::from_slice(header)
-            .map_err(|error| bad(format!("unreadable safetensors header: {error}")))?;
-        let data = &bytes[8 + header_len..];
-        let mut by_name = HashMap::new();
-        for (name, value) in infos {
-            if name == "__metadata__" {
-                continue;
-            }
-            let info: TensorInfo = serde_json::from_value(value)
-                .map_err(|error| bad(format!("tensor `{name}`: {error}")))?;
-            if info.dtype != "F32" {
-                continue;
-            }
-            let [start, end] = info.data_offsets;
-            let raw = data
-                .get(start..end)
-                .ok_or_else(|| bad(format!("tensor `{name}` runs past the end of the file")))?;
-            let count: usize = info.shape.iter().product();
-            if raw.len() != count * 4 {
-                return Err(bad(format!(
-                    "tensor `{name}` has {} bytes for shape {:?}",
-                    raw.len(),
-                    info.shape
-                )));
-            }
-            let values = raw
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect();
-            by_name.insert(name, (info.shape, values));
-        }
-        // Exported with or without the `bert.` prefix.
-        let prefix = if by_name.contains_key("bert.embeddings.word_embeddings.weight") {
-            "bert."
-        } else {
-            ""
-        };
-        Ok(Tensors { by_name, prefix })
-    }
-
-    fn take(&mut self, name: &str, shape: &[usize]) -> Result<Vec<f32>, String> {
-        let full = format!("{}{name}", self.prefix);
-        let (found, values) = self
-            .by_name
-            .remove(&full)
-            .ok_or_else(|| format!("tensor `{full}` is missing"))?;
-        if found != shape {
-            return Err(format!(
-                "tensor `{full}` has shape {found:?}, expected {shape:?}"
-            ));
-        }
-        Ok(values)
-    }
-
-    /// A linear layer's weight (`[out, in]`, as stored) and bias.
-    fn linear(
-        &mut self,
-        name: &str,
-        out_dim: usize,
-        in_dim: usize,
-    ) -> Result<(Vec<f32>, Vec<f32>), String> {
-        Ok((
-            self.take(&format!("{name}.weight"), &[out_dim, in_dim])?,
-            self.take(&format!("{name}.bias"), &[out_dim])?,
-        ))
-    }
-
-    fn norm(&mut self, name: &str, dim: usize) -> Result<LayerNorm, String> {
-        Ok(LayerNorm {
-            gamma: self.take(&format!("{name}.weight"), &[dim])?,
-            beta: self.take(&format!("{name}.bias"), &[dim])?,
-        })
-    }
 }
 
 /// Tokens up to which a linear layer widens its weights panel by panel
@@ -400,15 +289,7 @@ impl Bert {
                 "embeddings.position_embeddings.weight",
                 &[config.max_position_embeddings, h],
             )?;
-            let token_type = tensors
-                .by_name
-                .get(&format!(
-                    "{}embeddings.token_type_embeddings.weight",
-                    tensors.prefix
-                ))
-                .map(|(_, values)| values.get(..h).map(<[f32]>::to_vec))
-                .unwrap_or(None)
-                .ok_or("tensor `embeddings.token_type_embeddings.weight` is missing")?;
+            let token_type = tensors.first_row("embeddings.token_type_embeddings.weight", h)?;
             let embedding_norm = tensors.norm("embeddings.LayerNorm", h)?;
             let mut layers = Vec::with_capacity(config.num_hidden_layers);
             for index in 0..config.num_hidden_layers {

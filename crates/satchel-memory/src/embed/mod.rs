@@ -13,6 +13,7 @@ mod kernels;
 mod matmul;
 #[cfg(test)]
 mod reference;
+mod tensors;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -426,7 +427,7 @@ mod tests {
     /// The embeddings of the original forward pass, batched as it was.
     fn reference_vectors(embedder: &Embedder, dir: &Path) -> Vec<Vec<f32>> {
         let config = std::fs::read_to_string(dir.join("config.json")).unwrap();
-        let config: reference::BertConfig = serde_json::from_str(&config).unwrap();
+        let config: bert::BertConfig = serde_json::from_str(&config).unwrap();
         let old = reference::Bert::load(&dir.join("model.safetensors"), config).unwrap();
         let ids: Vec<Vec<u32>> = texts()
             .iter()

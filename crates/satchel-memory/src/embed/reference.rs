@@ -13,43 +13,11 @@
 //! is needed. The output is the mean of each sequence's last hidden
 //! states (mean pooling), L2-normalised.
 
-use std::collections::HashMap;
 use std::path::Path;
 
-use serde::Deserialize;
-
+use super::bert::BertConfig;
+use super::tensors::{LayerNorm, Tensors};
 use crate::MemoryError;
-
-/// The architecture numbers read from the model's `config.json`.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct BertConfig {
-    /// Width of hidden states (384 for MiniLM-L6).
-    pub(crate) hidden_size: usize,
-    /// Encoder layers.
-    pub(crate) num_hidden_layers: usize,
-    /// Attention heads per layer.
-    pub(crate) num_attention_heads: usize,
-    /// Width of the feed-forward layer.
-    pub(crate) intermediate_size: usize,
-    /// Longest sequence the position embeddings cover.
-    pub(crate) max_position_embeddings: usize,
-    /// Tokens in the vocabulary.
-    pub(crate) vocab_size: usize,
-    /// Layer-norm epsilon.
-    #[serde(default = "default_eps")]
-    pub(crate) layer_norm_eps: f32,
-    /// `gelu` is the only activation supported.
-    #[serde(default = "default_act")]
-    pub(crate) hidden_act: String,
-}
-
-fn default_eps() -> f32 {
-    1e-12
-}
-
-fn default_act() -> String {
-    "gelu".into()
-}
 
 /// A linear layer: `y = x Wᵀ + b`, `W` stored `[out, in]` row-major.
 struct Linear {
@@ -57,11 +25,6 @@ struct Linear {
     bias: Vec<f32>,
     out_dim: usize,
     in_dim: usize,
-}
-
-struct LayerNorm {
-    gamma: Vec<f32>,
-    beta: Vec<f32>,
 }
 
 struct Layer {
@@ -84,106 +47,20 @@ pub(crate) struct Bert {
     layers: Vec<Layer>,
 }
 
-/// The tensors of a safetensors file, as `f32`.
-struct Tensors {
-    by_name: HashMap<String, (Vec<usize>, Vec<f32>)>,
-    prefix: &'static str,
-}
-
-#[derive(Deserialize)]
-struct TensorInfo {
-    dtype: String,
-    shape: Vec<usize>,
-    data_offsets: [usize; 2],
-}
-
-impl Tensors {
-    /// Parses a safetensors file: an 8-byte little-endian header length,
-    /// a JSON header, then the raw data. Only `F32` tensors are kept.
-    fn read(path: &Path) -> Result<Tensors, MemoryError> {
-        let bad = |reason: String| MemoryError::Model {
-            path: path.to_path_buf(),
-            reason,
-        };
-        let bytes = std::fs::read(path).map_err(|error| bad(error.to_string()))?;
-        let header_len = bytes
-            .get(..8)
-            .and_then(|b| <[u8; 8]>::try_from(b).ok())
-            .map(u64::from_le_bytes)
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| bad("too short to be a safetensors file".into()))?;
-        let header = bytes
-            .get(8..8usize.saturating_add(header_len))
-            .ok_or_else(|| bad("the safetensors header runs past the end".into()))?;
-        let infos: HashMap<String, serde_json::Value> = serde_json::from_slice(header)
-            .map_err(|error| bad(format!("unreadable safetensors header: {error}")))?;
-        let data = &bytes[8 + header_len..];
-        let mut by_name = HashMap::new();
-        for (name, value) in infos {
-            if name == "__metadata__" {
-                continue;
-            }
-            let info: TensorInfo = serde_json::from_value(value)
-                .map_err(|error| bad(format!("tensor `{name}`: {error}")))?;
-            if info.dtype != "F32" {
-                continue;
-            }
-            let [start, end] = info.data_offsets;
-            let raw = data
-                .get(start..end)
-                .ok_or_else(|| bad(format!("tensor `{name}` runs past the end of the file")))?;
-            let count: usize = info.shape.iter().product();
-            if raw.len() != count * 4 {
-                return Err(bad(format!(
-                    "tensor `{name}` has {} bytes for shape {:?}",
-                    raw.len(),
-                    info.shape
-                )));
-            }
-            let values = raw
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect();
-            by_name.insert(name, (info.shape, values));
-        }
-        // Exported with or without the `bert.` prefix.
-        let prefix = if by_name.contains_key("bert.embeddings.word_embeddings.weight") {
-            "bert."
-        } else {
-            ""
-        };
-        Ok(Tensors { by_name, prefix })
-    }
-
-    fn take(&mut self, name: &str, shape: &[usize]) -> Result<Vec<f32>, String> {
-        let full = format!("{}{name}", self.prefix);
-        let (found, values) = self
-            .by_name
-            .remove(&full)
-            .ok_or_else(|| format!("tensor `{full}` is missing"))?;
-        if found != shape {
-            return Err(format!(
-                "tensor `{full}` has shape {found:?}, expected {shape:?}"
-            ));
-        }
-        Ok(values)
-    }
-
-    fn linear(&mut self, name: &str, out_dim: usize, in_dim: usize) -> Result<Linear, String> {
-        Ok(Linear {
-            weight: self.take(&format!("{name}.weight"), &[out_dim, in_dim])?,
-            bias: self.take(&format!("{name}.bias"), &[out_dim])?,
-            out_dim,
-            in_dim,
-        })
-    }
-
-    fn norm(&mut self, name: &str, dim: usize) -> Result<LayerNorm, String> {
-        Ok(LayerNorm {
-            gamma: self.take(&format!("{name}.weight"), &[dim])?,
-            beta: self.take(&format!("{name}.bias"), &[dim])?,
-        })
-    }
+/// A linear layer from its stored weight and bias.
+fn linear_layer(
+    tensors: &mut Tensors,
+    name: &str,
+    out_dim: usize,
+    in_dim: usize,
+) -> Result<Linear, String> {
+    let (weight, bias) = tensors.linear(name, out_dim, in_dim)?;
+    Ok(Linear {
+        weight,
+        bias,
+        out_dim,
+        in_dim,
+    })
 }
 
 impl Bert {
@@ -215,22 +92,14 @@ impl Bert {
                 "embeddings.position_embeddings.weight",
                 &[config.max_position_embeddings, h],
             )?;
-            let token_type = tensors
-                .by_name
-                .get(&format!(
-                    "{}embeddings.token_type_embeddings.weight",
-                    tensors.prefix
-                ))
-                .map(|(_, values)| values.get(..h).map(<[f32]>::to_vec))
-                .unwrap_or(None)
-                .ok_or("tensor `embeddings.token_type_embeddings.weight` is missing")?;
+            let token_type = tensors.first_row("embeddings.token_type_embeddings.weight", h)?;
             let embedding_norm = tensors.norm("embeddings.LayerNorm", h)?;
             let mut layers = Vec::with_capacity(config.num_hidden_layers);
             for index in 0..config.num_hidden_layers {
                 let name = |part: &str| format!("encoder.layer.{index}.{part}");
-                let query = tensors.linear(&name("attention.self.query"), h, h)?;
-                let key = tensors.linear(&name("attention.self.key"), h, h)?;
-                let value = tensors.linear(&name("attention.self.value"), h, h)?;
+                let query = linear_layer(tensors, &name("attention.self.query"), h, h)?;
+                let key = linear_layer(tensors, &name("attention.self.key"), h, h)?;
+                let value = linear_layer(tensors, &name("attention.self.value"), h, h)?;
                 let qkv = Linear {
                     weight: [query.weight, key.weight, value.weight].concat(),
                     bias: [query.bias, key.bias, value.bias].concat(),
@@ -239,14 +108,20 @@ impl Bert {
                 };
                 layers.push(Layer {
                     qkv,
-                    attention_out: tensors.linear(&name("attention.output.dense"), h, h)?,
+                    attention_out: linear_layer(tensors, &name("attention.output.dense"), h, h)?,
                     attention_norm: tensors.norm(&name("attention.output.LayerNorm"), h)?,
-                    intermediate: tensors.linear(
+                    intermediate: linear_layer(
+                        tensors,
                         &name("intermediate.dense"),
                         config.intermediate_size,
                         h,
                     )?,
-                    output: tensors.linear(&name("output.dense"), h, config.intermediate_size)?,
+                    output: linear_layer(
+                        tensors,
+                        &name("output.dense"),
+                        h,
+                        config.intermediate_size,
+                    )?,
                     output_norm: tensors.norm(&name("output.LayerNorm"), h)?,
                 });
             }

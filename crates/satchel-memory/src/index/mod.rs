@@ -13,7 +13,7 @@ mod vectors;
 
 use std::collections::{BinaryHeap, HashMap};
 
-use satchel_store::{MemoryIndexRow, MemoryLayer, Timestamp};
+use satchel_store::{MemoryFilter, MemoryIndexRow, MemoryLayer, Timestamp};
 
 use crate::text;
 pub use terms::Bm25;
@@ -43,27 +43,6 @@ pub struct KeywordScores {
     scores: Vec<f32>,
     /// The best that pass the filter, best first.
     best: Vec<(f32, usize)>,
-}
-
-/// What a search may return: the same conditions as the store's filter.
-#[derive(Debug, Clone, Default)]
-pub struct IndexFilter {
-    /// Only this namespace.
-    pub namespace: String,
-    /// Only these layers; empty means all.
-    pub layers: Vec<MemoryLayer>,
-    /// Only this category (case-insensitive).
-    pub category: Option<String>,
-    /// Only memories dated at or after this time.
-    pub since: Option<Timestamp>,
-    /// Only memories dated before this time.
-    pub until: Option<Timestamp>,
-    /// Leave out memories expired at this time.
-    pub live_at: Option<Timestamp>,
-    /// Include archived memories.
-    pub include_archived: bool,
-    /// Session-layer memories only from this session.
-    pub session_id: Option<String>,
 }
 
 /// The filter in the index's own terms.
@@ -321,7 +300,7 @@ impl RecallIndex {
         self.retired = 0;
     }
 
-    fn compile(&self, filter: &IndexFilter) -> Option<Compiled> {
+    fn compile(&self, filter: &MemoryFilter) -> Option<Compiled> {
         let namespace = self.namespaces.get(&filter.namespace)?;
         let category = match &filter.category {
             Some(category) => Some(self.categories.get(&category.to_lowercase())?),
@@ -367,7 +346,7 @@ impl RecallIndex {
     pub fn search_vectors(
         &self,
         query: &[f32],
-        filter: &IndexFilter,
+        filter: &MemoryFilter,
         limit: usize,
         exact_scan_limit: usize,
     ) -> Vec<(i64, f32)> {
@@ -388,7 +367,7 @@ impl RecallIndex {
     pub fn search_keywords(
         &self,
         query: &str,
-        filter: &IndexFilter,
+        filter: &MemoryFilter,
         limit: usize,
         bm25: Bm25,
     ) -> Vec<(i64, f32)> {
@@ -405,7 +384,7 @@ impl RecallIndex {
     pub fn keyword_scores(
         &self,
         query: &str,
-        filter: &IndexFilter,
+        filter: &MemoryFilter,
         limit: usize,
         bm25: Bm25,
     ) -> KeywordScores {
@@ -427,7 +406,7 @@ impl RecallIndex {
         &self,
         keywords: &KeywordScores,
         vector: Option<&[f32]>,
-        filter: &IndexFilter,
+        filter: &MemoryFilter,
         limit: usize,
         exact_scan_limit: usize,
     ) -> Vec<Candidate> {
@@ -501,10 +480,10 @@ mod tests {
         }
     }
 
-    fn filter() -> IndexFilter {
-        IndexFilter {
+    fn filter() -> MemoryFilter {
+        MemoryFilter {
             namespace: "n".into(),
-            ..IndexFilter::default()
+            ..MemoryFilter::default()
         }
     }
 
@@ -529,22 +508,22 @@ mod tests {
         assert_eq!(seqs(&found), [1, 2]);
         assert!((found[0].1 - 0.9988).abs() < 0.01, "{found:?}");
         // Only long memories: the filter still yields `limit` results.
-        let long = IndexFilter {
+        let long = MemoryFilter {
             layers: vec![MemoryLayer::Long],
             ..filter()
         };
         assert_eq!(seqs(&index.search_vectors(&query, &long, 2, 1000)), [1, 3]);
-        let category = IndexFilter {
+        let category = MemoryFilter {
             category: Some("FACT".into()),
             ..filter()
         };
         assert_eq!(index.search_vectors(&query, &category, 5, 1000).len(), 3);
-        let other = IndexFilter {
+        let other = MemoryFilter {
             category: Some("goal".into()),
             ..filter()
         };
         assert!(index.search_vectors(&query, &other, 5, 1000).is_empty());
-        let time = IndexFilter {
+        let time = MemoryFilter {
             since: Some(Timestamp::from_millis(2000)),
             ..filter()
         };
@@ -588,7 +567,7 @@ mod tests {
             seqs(&index.search_keywords("painting", &filter(), 10, Bm25::default())),
             [2]
         );
-        let long = IndexFilter {
+        let long = MemoryFilter {
             layers: vec![MemoryLayer::Long],
             ..filter()
         };

@@ -331,10 +331,10 @@ mod tests {
         assert!((exact - approx).abs() < 0.01, "{exact} vs {approx}");
     }
 
-    #[test]
-    fn two_stage_search_agrees_with_exact_search() {
-        // Pseudo-random 64-dimensional vectors from a fixed LCG.
-        let mut state = 7u64;
+    /// `count` pseudo-random 64-dimensional unit vectors and a query, from
+    /// a fixed LCG.
+    fn random(seed: u64, count: usize) -> (Vectors, Vec<f32>) {
+        let mut state = seed;
         let mut next = || {
             state = state
                 .wrapping_mul(6_364_136_223_846_793_005)
@@ -342,11 +342,17 @@ mod tests {
             ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
         };
         let mut vectors = Vectors::default();
-        for _ in 0..3000 {
+        for _ in 0..count {
             let v: Vec<f32> = unit(&(0..64).map(|_| next()).collect::<Vec<_>>());
             assert!(vectors.push(Some(&v)));
         }
-        let query: Vec<f32> = unit(&(0..64).map(|_| next()).collect::<Vec<_>>());
+        let query = unit(&(0..64).map(|_| next()).collect::<Vec<_>>());
+        (vectors, query)
+    }
+
+    #[test]
+    fn two_stage_search_agrees_with_exact_search() {
+        let (vectors, query) = random(7, 3000);
         let exact = vectors.search(&query, |_| true, 10, 3000, usize::MAX);
         let approx = vectors.search(&query, |_| true, 10, 3000, 100);
         let overlap = exact
@@ -358,19 +364,7 @@ mod tests {
 
     #[test]
     fn a_narrow_filter_costs_the_two_stage_search_no_results() {
-        let mut state = 11u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1);
-            ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
-        };
-        let mut vectors = Vectors::default();
-        for _ in 0..20_000 {
-            let v: Vec<f32> = unit(&(0..64).map(|_| next()).collect::<Vec<_>>());
-            assert!(vectors.push(Some(&v)));
-        }
-        let query: Vec<f32> = unit(&(0..64).map(|_| next()).collect::<Vec<_>>());
+        let (vectors, query) = random(11, 20_000);
         // One slot in 400 passes (50): the 4,000 closest by sign bits hold
         // about 10 of them, fewer than the first stage wants, so the
         // search chooses again among the 50 and scores them all.
