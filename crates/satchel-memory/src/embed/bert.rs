@@ -1,13 +1,7 @@
 //! A BERT encoder forward pass on the CPU, for sentence-embedding models
-//! such as all-MiniLM-L6-v2: weights from a safetensors file, matrix
-//! products through `gemm`, attention and normalisation in `kernels`.
-//!
-//! The linear layers' weights are kept transposed (`Wᵀ`, `[in, out]`
-//! row-major) in half precision (see `half`) and widened to `f32` just
-//! before use: a whole matrix when many tokens share it, in panels that
-//! stay in the core's cache when few do (a single query, whose time is
-//! otherwise spent reading weights from memory). `Wᵀ` row-major is the
-//! layout `gemm` reads without repacking when there are few tokens.
+//! such as all-MiniLM-L6-v2: weights from a safetensors file, the linear
+//! layers in integer arithmetic (`quantized`), attention through `gemm`,
+//! normalisation and activations in `kernels`.
 //!
 //! Sequences of a batch are concatenated token by token rather than
 //! padded: every layer but attention works on tokens independently, and
@@ -21,9 +15,10 @@ use std::sync::{Mutex, PoisonError};
 
 use serde::Deserialize;
 
+use super::kernels;
 use super::matmul::{View, product};
+use super::quantized::{QuantizedRows, QuantizedWeights};
 use super::tensors::{LayerNorm, Tensors};
-use super::{half, kernels};
 use crate::MemoryError;
 
 mod split;
@@ -59,12 +54,12 @@ fn default_act() -> String {
     "gelu".into()
 }
 
-/// A linear layer: `y = x Wᵀ + b`. `Wᵀ` (`[in, out]`) is kept in half
-/// precision as two blocks of columns, `[in, split]` and `[in, out -
-/// split]`, each row-major: the halves the two threads of a split pass
-/// compute, each contiguous so each thread streams its own memory.
+/// A linear layer: `y = x Wᵀ + b`. `Wᵀ` (`[in, out]`) is kept quantised
+/// as two blocks of columns, `[in, split]` and `[in, out - split]`: the
+/// halves the two threads of a split pass compute, each contiguous so each
+/// thread streams its own memory.
 struct Linear {
-    halves: [Vec<u16>; 2],
+    halves: [QuantizedWeights; 2],
     split: usize,
     bias: Vec<f32>,
     out_dim: usize,
@@ -105,36 +100,25 @@ pub(crate) struct Scratch {
     context: Vec<f32>,
     /// Feed-forward activations, `tokens × intermediate`.
     inner: Vec<f32>,
-    /// Weights widened to `f32`.
-    wide: Vec<f32>,
+    /// A linear layer's input, quantised.
+    quantized: QuantizedRows,
     /// One head's attention scores for one sequence, `len × len`.
     scores: Vec<f32>,
 }
-
-/// Tokens up to which a linear layer widens its weights panel by panel
-/// (kept in the core's cache) rather than whole (then read by `gemm` from
-/// memory once per pass, which is cheap against the products' work).
-const FEW_TOKENS: usize = 64;
 
 /// Scratch buffers kept between passes (about 10 MB each after a 512-token
 /// pass): enough for a batch on two threads plus a split query.
 const MAX_SPARE: usize = 4;
 
-/// Weights widened per panel: 384 KiB of `f32`, within a core's L2.
-const PANEL_FLOATS: usize = 96 * 1024;
-
 impl Linear {
-    /// From the stored `[out, in]` `f32` weight: transposed, narrowed and
+    /// From the stored `[out, in]` `f32` weight: transposed, quantised and
     /// cut into two blocks of columns at `split`.
     fn new(weight: &[f32], bias: Vec<f32>, out_dim: usize, in_dim: usize, split: usize) -> Linear {
-        let widths = [split, out_dim - split];
-        let mut halves = widths.map(|width| vec![0u16; in_dim * width]);
-        for (o, row) in weight.chunks_exact(in_dim).enumerate() {
-            let (half, col) = if o < split { (0, o) } else { (1, o - split) };
-            for (i, &w) in row.iter().enumerate() {
-                halves[half][i * widths[half] + col] = half::from_f32(w);
-            }
-        }
+        let halves = [0..split, split..out_dim].map(|outputs| {
+            QuantizedWeights::new(in_dim, outputs.len(), |i, j| {
+                weight[(outputs.start + j) * in_dim + i]
+            })
+        });
         Linear {
             halves,
             split,
@@ -161,7 +145,7 @@ impl Linear {
         rows: usize,
         out: &mut [f32],
         residual: bool,
-        wide: &mut Vec<f32>,
+        quantized: &mut QuantizedRows,
     ) {
         let n = self.out_dim;
         for row in out[..rows * n].chunks_exact_mut(n) {
@@ -171,65 +155,33 @@ impl Linear {
                 row.copy_from_slice(&self.bias);
             }
         }
+        quantized.quantize(input, rows, self.in_dim, self.in_dim);
         for half in 0..2 {
             let out = &mut out[self.columns(half).start..];
-            self.accumulate(&[(input, self.in_dim)], rows, half, (out, n), wide);
+            self.halves[half].accumulate(quantized, 0, out, n);
         }
     }
 
     /// Block `half` of `input Wᵀ + b` into `out` (`rows × width`), the
     /// input given as blocks of its columns, in order: `(values, width)`,
-    /// each row-major.
+    /// each row-major (and each quantised on its own).
     fn apply_half(
         &self,
         inputs: &[(&[f32], usize)],
         rows: usize,
         half: usize,
         out: &mut [f32],
-        wide: &mut Vec<f32>,
+        quantized: &mut QuantizedRows,
     ) {
         let cols = self.columns(half);
         let width = cols.len();
         for row in out[..rows * width].chunks_exact_mut(width) {
             row.copy_from_slice(&self.bias[cols.clone()]);
         }
-        self.accumulate(inputs, rows, half, (out, width), wide);
-    }
-
-    /// `out += input · block half of Wᵀ`, `out` given with its row stride;
-    /// the weights are widened a panel at a time when few rows share them.
-    fn accumulate(
-        &self,
-        inputs: &[(&[f32], usize)],
-        rows: usize,
-        half: usize,
-        (out, out_stride): (&mut [f32], usize),
-        wide: &mut Vec<f32>,
-    ) {
-        let (weight, width) = (&self.halves[half], self.columns(half).len());
-        if width == 0 {
-            return;
-        }
         let mut first = 0;
         for &(input, in_width) in inputs {
-            let depth = if rows <= FEW_TOKENS {
-                (PANEL_FLOATS / width).max(8).min(in_width)
-            } else {
-                in_width
-            };
-            reserve(wide, depth * width);
-            for start in (0..in_width).step_by(depth.max(1)) {
-                let depth = depth.min(in_width - start);
-                let panel = &mut wide[..depth * width];
-                let rows_of_w = first + start..first + start + depth;
-                kernels::widen(
-                    &weight[rows_of_w.start * width..rows_of_w.end * width],
-                    panel,
-                );
-                let lhs = View::rows(&input[start..], rows, depth, in_width);
-                let rhs = View::rows(panel, depth, width, width);
-                product(lhs, rhs, out, out_stride, 1.0, true);
-            }
+            quantized.quantize(input, rows, in_width, in_width);
+            self.halves[half].accumulate(quantized, first, out, width);
             first += in_width;
         }
     }
@@ -279,6 +231,15 @@ impl Bert {
                 .is_multiple_of(config.num_attention_heads)
         {
             return Err(bad("hidden_size is not a multiple of the heads".into()));
+        }
+        // A split pass multiplies each half of a layer's input on its own,
+        // so each half must start on a pair of rows (see `quantized`).
+        let first_heads = head_groups(&config)[0].len();
+        let head_width = config.hidden_size / config.num_attention_heads;
+        if !(first_heads * head_width).is_multiple_of(2)
+            || !(config.intermediate_size / 2).is_multiple_of(2)
+        {
+            return Err(bad("layer widths must split into even halves".into()));
         }
         let mut tensors = Tensors::read(weights)?;
         let h = config.hidden_size;
@@ -385,7 +346,9 @@ impl Bert {
         let eps = self.config.layer_norm_eps;
         let tokens: usize = lengths.iter().sum();
         let x = &mut s.x[..tokens * h];
-        layer.qkv.apply(x, tokens, &mut s.qkv, false, &mut s.wide);
+        layer
+            .qkv
+            .apply(x, tokens, &mut s.qkv, false, &mut s.quantized);
         let d = h / self.config.num_attention_heads;
         for heads in head_groups(&self.config) {
             let group = GroupLayout {
@@ -399,15 +362,15 @@ impl Bert {
         }
         layer
             .attention_out
-            .apply(&s.context, tokens, x, true, &mut s.wide);
+            .apply(&s.context, tokens, x, true, &mut s.quantized);
         let norm = &layer.attention_norm;
         kernels::layer_norm(x, &norm.gamma, &norm.beta, eps);
         let inner = &mut s.inner[..tokens * inter];
         layer
             .intermediate
-            .apply(x, tokens, inner, false, &mut s.wide);
+            .apply(x, tokens, inner, false, &mut s.quantized);
         kernels::gelu(inner);
-        layer.output.apply(inner, tokens, x, true, &mut s.wide);
+        layer.output.apply(inner, tokens, x, true, &mut s.quantized);
         let norm = &layer.output_norm;
         kernels::layer_norm(x, &norm.gamma, &norm.beta, eps);
     }
@@ -511,7 +474,7 @@ mod tests {
 
     #[test]
     fn linear_computes_x_times_w_transposed_plus_bias() {
-        // 2 outputs × 3 inputs, exact in half precision.
+        // 2 outputs × 3 inputs, within the 8-bit weights' rounding.
         let layer = Linear::new(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], vec![0.5, -0.5], 2, 3, 1);
         let x = vec![1.0, 0.0, -1.0, 2.0, 1.0, 0.0]; // 2 rows × 3
         let expected = vec![
@@ -521,11 +484,15 @@ mod tests {
             8.0 + 5.0 - 0.5,
         ];
         let mut out = vec![0.0; 4];
-        layer.apply(&x, 2, &mut out, false, &mut Vec::new());
-        assert_eq!(out, expected);
+        let close = |got: &[f32], want: &[f32]| {
+            let off = got.iter().zip(want).map(|(g, w)| (g - w).abs());
+            assert!(off.fold(0.0, f32::max) < 0.05, "{got:?} vs {want:?}");
+        };
+        layer.apply(&x, 2, &mut out, false, &mut QuantizedRows::default());
+        close(&out, &expected);
         let mut residual = vec![1.0; 4];
-        layer.apply(&x, 2, &mut residual, true, &mut Vec::new());
+        layer.apply(&x, 2, &mut residual, true, &mut QuantizedRows::default());
         let plus_one: Vec<f32> = expected.iter().map(|v| v + 1.0).collect();
-        assert_eq!(residual, plus_one);
+        close(&residual, &plus_one);
     }
 }

@@ -30,15 +30,6 @@ macro_rules! dispatch {
 }
 
 dispatch! {
-    /// `dst[i] = src[i]`, half-precision weights widened to `f32`.
-    fn widen(src: &[u16], dst: &mut [f32]) {
-        for (d, &s) in dst.iter_mut().zip(src) {
-            *d = super::half::to_f32(s);
-        }
-    }
-}
-
-dispatch! {
     /// `x[i] = gelu(x[i])`, the exact (erf) GELU that BERT uses.
     fn gelu(x: &mut [f32]) {
         for v in x.iter_mut() {

@@ -8,9 +8,9 @@
 //! where the model directory is (configuration does).
 
 mod bert;
-mod half;
 mod kernels;
 mod matmul;
+mod quantized;
 #[cfg(test)]
 mod reference;
 mod tensors;

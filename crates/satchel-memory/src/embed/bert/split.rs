@@ -156,7 +156,7 @@ impl Worker<'_> {
         reserve(&mut s.qkv, len * block);
         let x = &s.x[..len * h];
         let qkv = &layer.qkv;
-        qkv.apply_half(&[(x, h)], len, me, &mut s.qkv, &mut s.wide);
+        qkv.apply_half(&[(x, h)], len, me, &mut s.qkv, &mut s.quantized);
         let group = GroupLayout {
             heads: groups[me].len(),
             qkv_stride: block,
@@ -176,7 +176,7 @@ impl Worker<'_> {
             (&inputs.1[..], context_widths[1]),
         ];
         let out = &layer.attention_out;
-        out.apply_half(&blocks, len, me, &mut projected, &mut s.wide);
+        out.apply_half(&blocks, len, me, &mut projected, &mut s.quantized);
         drop((inputs, projected));
         self.meet()?;
 
@@ -187,7 +187,7 @@ impl Worker<'_> {
         let width = inner[me].len();
         let mut activations = write(&mine.inner, len * width);
         let up = &layer.intermediate;
-        up.apply_half(&[(x, h)], len, me, &mut activations, &mut s.wide);
+        up.apply_half(&[(x, h)], len, me, &mut activations, &mut s.quantized);
         kernels::gelu(&mut activations[..len * width]);
         drop(activations);
         self.meet()?;
@@ -199,7 +199,7 @@ impl Worker<'_> {
             (&inputs.1[..], inner[1].len()),
         ];
         let down = &layer.output;
-        down.apply_half(&blocks, len, me, &mut output, &mut s.wide);
+        down.apply_half(&blocks, len, me, &mut output, &mut s.quantized);
         drop((inputs, output));
         self.meet()?;
 
