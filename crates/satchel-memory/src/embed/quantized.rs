@@ -260,7 +260,7 @@ fn quantize_row(row: &[f32], out: &mut [i16], limit: f32) -> f32 {
         }
         let inverse = limit / max;
         for (o, &v) in out.iter_mut().zip(row) {
-            *o = (v * inverse).round_ties_even() as i16;
+            *o = round_to_i16(v * inverse);
         }
         max / limit
     }
@@ -275,6 +275,16 @@ fn quantize_row(row: &[f32], out: &mut [i16], limit: f32) -> f32 {
         return unsafe { avx2(row, out, limit) };
     }
     generic(row, out, limit)
+}
+
+/// `value` (at most 32767 in magnitude) rounded to the nearest integer,
+/// ties to even. Adding 1.5 · 2²³ leaves the rounded integer in the low
+/// bits of the sum, which vectorises where a float-to-int `as` (which must
+/// saturate) does not.
+#[inline(always)]
+fn round_to_i16(value: f32) -> i16 {
+    const MAGIC: f32 = 12_582_912.0;
+    (value + MAGIC).to_bits().wrapping_sub(MAGIC.to_bits()) as i16
 }
 
 /// The plain-Rust kernel: the same sums, one multiply at a time.
@@ -511,6 +521,23 @@ mod tests {
         for (j, got) in out.iter().enumerate() {
             let want = weight(4, j) + weight(7, j);
             assert!((got - want).abs() < 0.01, "{got} vs {want}");
+        }
+    }
+
+    #[test]
+    fn rounds_to_nearest_ties_to_even() {
+        for (value, expected) in [
+            (0.0, 0),
+            (0.5, 0),
+            (1.5, 2),
+            (-0.5, 0),
+            (-1.5, -2),
+            (-2.6, -3),
+            (32767.0, 32767),
+            (-32767.0, -32767),
+            (1234.49, 1234),
+        ] {
+            assert_eq!(round_to_i16(value), expected, "{value}");
         }
     }
 

@@ -5,7 +5,9 @@
 //! the hidden states and applies the residual connections and layer norms
 //! itself, which costs less than another meeting.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
 
 use super::{Bert, GroupLayout, Scratch, head_groups, pool, reserve};
 use crate::embed::kernels;
@@ -25,39 +27,67 @@ struct Published {
 
 /// A barrier for two threads that a panicking thread breaks, so the other
 /// returns instead of waiting forever.
+///
+/// A thread that arrives first spins for up to `SPIN` before it sleeps:
+/// the two halves of a layer take about the same time, so the other
+/// usually arrives within microseconds, and sleeping and waking through
+/// the kernel costs tens of them (24 meetings a pass).
 #[derive(Default)]
 struct Meeting {
-    /// Threads waiting, meetings held, broken.
-    state: Mutex<(usize, u64, bool)>,
+    /// Threads at the current meeting (0 or 1 between meetings).
+    arrived: AtomicUsize,
+    /// Meetings held so far.
+    held: AtomicU64,
+    broken: AtomicBool,
+    /// For a thread that stops spinning and sleeps.
+    sleep: Mutex<()>,
     turn: Condvar,
 }
+
+/// How long a thread spins at a meeting before it sleeps.
+const SPIN: Duration = Duration::from_micros(200);
 
 impl Meeting {
     /// Waits for the other thread; false when the meeting is broken.
     fn wait(&self) -> bool {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.2 {
+        if self.broken.load(Ordering::Acquire) {
             return false;
         }
-        state.0 += 1;
-        if state.0 == 2 {
-            state.0 = 0;
-            state.1 += 1;
+        let held = self.held.load(Ordering::Acquire);
+        if self.arrived.fetch_add(1, Ordering::AcqRel) == 1 {
+            // Second to arrive: reset for the next meeting, then release
+            // the other (which may be asleep).
+            self.arrived.store(0, Ordering::Relaxed);
+            self.held.fetch_add(1, Ordering::Release);
+            drop(self.sleep.lock().unwrap_or_else(PoisonError::into_inner));
             self.turn.notify_all();
-            return true;
+            return !self.broken.load(Ordering::Acquire);
         }
-        let held = state.1;
-        while state.1 == held && !state.2 {
-            state = self
+        let over = |meeting: &Meeting| {
+            meeting.held.load(Ordering::Acquire) != held || meeting.broken.load(Ordering::Acquire)
+        };
+        let started = Instant::now();
+        while started.elapsed() < SPIN {
+            for _ in 0..64 {
+                if over(self) {
+                    return !self.broken.load(Ordering::Acquire);
+                }
+                std::hint::spin_loop();
+            }
+        }
+        let mut guard = self.sleep.lock().unwrap_or_else(PoisonError::into_inner);
+        while !over(self) {
+            guard = self
                 .turn
-                .wait(state)
+                .wait(guard)
                 .unwrap_or_else(PoisonError::into_inner);
         }
-        !state.2
+        !self.broken.load(Ordering::Acquire)
     }
 
     fn break_off(&self) {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner).2 = true;
+        self.broken.store(true, Ordering::Release);
+        drop(self.sleep.lock().unwrap_or_else(PoisonError::into_inner));
         self.turn.notify_all();
     }
 }
