@@ -10,7 +10,8 @@
 //!
 //! Modules: `memory` (the [`Memory`] service), `embed` (tokenizer and BERT
 //! forward pass), `index` (the recall index: postings, quantised vectors,
-//! filtered search), `text` (words, stems and stopwords), `session` (division times, the sentinel,
+//! filtered search), `text` (words, stems and stopwords), `simd` (loops
+//! compiled for AVX2 and picked at run time), `session` (division times, the sentinel,
 //! [`Summarizer`]), `config` (the `memory` section of agent.json), `locomo`
 //! (the benchmark's conversation format and recall metric).
 //!
@@ -27,6 +28,7 @@ pub mod index;
 pub mod locomo;
 mod memory;
 pub mod session;
+mod simd;
 pub mod text;
 
 pub use config::{AutoDivide, Fusion, MemoryConfig, MemorySettings, RecallConfig};

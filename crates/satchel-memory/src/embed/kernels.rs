@@ -1,33 +1,11 @@
 //! The element-wise and attention arithmetic of the encoder, written as
-//! plain loops the compiler vectorises, compiled twice: for the baseline
-//! x86-64 (SSE2) and, picked at run time, for AVX2 (eight lanes instead of
-//! four). No `-C target-cpu` is needed, so binaries run on any x86-64.
+//! plain loops the compiler vectorises, each compiled for the baseline
+//! x86-64 and for AVX2, picked at run time (see `simd`).
 //!
 //! `exp` and `erf` are polynomial approximations rather than `libm` calls
 //! because a call per element cannot be vectorised.
 
-/// Defines `$name`, which runs `$body` compiled with AVX2 when the CPU has
-/// it and for the baseline target otherwise.
-macro_rules! dispatch {
-    ($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? $body:block) => {
-        $(#[$doc])*
-        pub(crate) fn $name($($arg: $ty),*) $(-> $ret)? {
-            #[inline(always)]
-            fn generic($($arg: $ty),*) $(-> $ret)? $body
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2")]
-            fn avx2($($arg: $ty),*) $(-> $ret)? {
-                generic($($arg),*)
-            }
-            #[cfg(target_arch = "x86_64")]
-            if std::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU supports AVX2, checked just above.
-                return unsafe { avx2($($arg),*) };
-            }
-            generic($($arg),*)
-        }
-    };
-}
+use crate::simd::dispatch;
 
 dispatch! {
     /// `x[i] = gelu(x[i])`, the exact (erf) GELU that BERT uses.

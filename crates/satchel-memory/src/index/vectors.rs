@@ -11,6 +11,7 @@
 //! Scans over many rows are split over threads.
 
 use super::TopK;
+use crate::simd::dispatch;
 
 /// Rows per thread below which a scan stays on one thread.
 const ROWS_PER_THREAD: usize = 32_768;
@@ -55,26 +56,52 @@ fn sign_bits(vector: &[f32], bits: &mut [u64]) {
     }
 }
 
-fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    // Blocks of 32 let the compiler vectorise with 16-bit products.
-    let mut total = 0i32;
-    let mut chunks_a = a.chunks_exact(32);
-    let mut chunks_b = b.chunks_exact(32);
-    for (x, y) in chunks_a.by_ref().zip(chunks_b.by_ref()) {
-        let mut acc = 0i32;
-        for i in 0..32 {
-            acc += i32::from(x[i]) * i32::from(y[i]);
+dispatch! {
+    /// The dot product of two code vectors.
+    fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+        // Blocks of 32 let the compiler vectorise with 16-bit products.
+        let mut total = 0i32;
+        let mut chunks_a = a.chunks_exact(32);
+        let mut chunks_b = b.chunks_exact(32);
+        for (x, y) in chunks_a.by_ref().zip(chunks_b.by_ref()) {
+            let mut acc = 0i32;
+            for i in 0..32 {
+                acc += i32::from(x[i]) * i32::from(y[i]);
+            }
+            total += acc;
         }
-        total += acc;
+        for (x, y) in chunks_a.remainder().iter().zip(chunks_b.remainder()) {
+            total += i32::from(*x) * i32::from(*y);
+        }
+        total
     }
-    for (x, y) in chunks_a.remainder().iter().zip(chunks_b.remainder()) {
-        total += i32::from(*x) * i32::from(*y);
-    }
-    total
 }
 
-fn hamming(a: &[u64], b: &[u64]) -> u32 {
-    a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
+dispatch! {
+    /// The sign-bit (Hamming) distance of `query` to each vector of slots
+    /// `first..` in `signs` (`query.len()` words a slot) that has a vector
+    /// (`scales[slot] != 0`): written to `distances` (one per slot, left
+    /// alone for a slot without a vector) and counted in `histogram`.
+    fn sign_distances(
+        query: &[u64],
+        signs: &[u64],
+        scales: &[f32],
+        first: usize,
+        histogram: &mut [usize],
+        distances: &mut [u16]
+    ) {
+        let words = query.len();
+        for (offset, distance) in distances.iter_mut().enumerate() {
+            let slot = first + offset;
+            if scales[slot] == 0.0 {
+                continue;
+            }
+            let bits = &signs[slot * words..(slot + 1) * words];
+            let d: u32 = query.iter().zip(bits).map(|(x, y)| (x ^ y).count_ones()).sum();
+            histogram[d as usize] += 1;
+            *distance = d as u16;
+        }
+    }
 }
 
 impl Vectors {
@@ -249,12 +276,15 @@ impl Vectors {
         let words = self.words;
         let mut histogram = vec![0usize; words * 64 + 1];
         let mut distances = vec![u16::MAX; end - start];
-        for slot in (start..end).filter(|slot| self.scales[*slot] != 0.0) {
-            let bits = &self.signs[slot * words..(slot + 1) * words];
-            let distance = hamming(&query.signs, bits) as usize;
-            histogram[distance] += 1;
-            distances[slot - start] = distance as u16;
-        }
+        let (signs, scales) = (&self.signs, &self.scales);
+        sign_distances(
+            &query.signs,
+            signs,
+            scales,
+            start,
+            &mut histogram,
+            &mut distances,
+        );
         let with_vectors: usize = histogram.iter().sum();
         let threshold = admitting(&histogram, first_stage);
         let mut best = TopK::new(limit);
