@@ -56,25 +56,59 @@ fn sign_bits(vector: &[f32], bits: &mut [u64]) {
     }
 }
 
-dispatch! {
-    /// The dot product of two code vectors.
-    fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-        // Blocks of 32 let the compiler vectorise with 16-bit products.
-        let mut total = 0i32;
-        let mut chunks_a = a.chunks_exact(32);
-        let mut chunks_b = b.chunks_exact(32);
-        for (x, y) in chunks_a.by_ref().zip(chunks_b.by_ref()) {
-            let mut acc = 0i32;
-            for i in 0..32 {
-                acc += i32::from(x[i]) * i32::from(y[i]);
-            }
-            total += acc;
-        }
-        for (x, y) in chunks_a.remainder().iter().zip(chunks_b.remainder()) {
-            total += i32::from(*x) * i32::from(*y);
-        }
-        total
+/// The dot product of two code vectors.
+fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2, checked just above.
+        return unsafe { dot_i8_avx2(a, b) };
     }
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| i32::from(*x) * i32::from(*y))
+        .sum()
+}
+
+/// `dot_i8` sixteen codes at a time: widened to 16 bits, multiplied and
+/// added in pairs by `vpmaddwd`, summed across lanes once at the end
+/// (what the compiler made of the plain loop summed every 32 codes).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn dot_i8_avx2(a: &[i8], b: &[i8]) -> i32 {
+    use std::arch::x86_64::{
+        __m128i, __m256i, _mm_loadu_si128, _mm256_add_epi32, _mm256_cvtepi8_epi16,
+        _mm256_madd_epi16, _mm256_setzero_si256, _mm256_storeu_si256,
+    };
+    let n = a.len().min(b.len());
+    let mut acc = [_mm256_setzero_si256(); 2];
+    let mut i = 0;
+    while i + 16 <= n {
+        // SAFETY: `i + 16 <= n`, so sixteen codes lie within each slice.
+        let (x, y) = unsafe {
+            (
+                _mm_loadu_si128(a.as_ptr().add(i).cast::<__m128i>()),
+                _mm_loadu_si128(b.as_ptr().add(i).cast::<__m128i>()),
+            )
+        };
+        let product = _mm256_madd_epi16(_mm256_cvtepi8_epi16(x), _mm256_cvtepi8_epi16(y));
+        let lane = (i / 16) % 2;
+        acc[lane] = _mm256_add_epi32(acc[lane], product);
+        i += 16;
+    }
+    let mut lanes = [0i32; 8];
+    // SAFETY: `lanes` holds eight `i32`s, one register.
+    unsafe {
+        _mm256_storeu_si256(
+            lanes.as_mut_ptr().cast::<__m256i>(),
+            _mm256_add_epi32(acc[0], acc[1]),
+        );
+    }
+    let tail: i32 = a[i..n]
+        .iter()
+        .zip(&b[i..n])
+        .map(|(x, y)| i32::from(*x) * i32::from(*y))
+        .sum();
+    lanes.iter().sum::<i32>() + tail
 }
 
 dispatch! {
@@ -287,17 +321,12 @@ impl Vectors {
         );
         let with_vectors: usize = histogram.iter().sum();
         let threshold = admitting(&histogram, first_stage);
-        let mut best = TopK::new(limit);
-        let mut kept = 0;
-        for (offset, distance) in distances.iter().enumerate() {
-            if usize::from(*distance) <= threshold && keep(start + offset) {
-                best.push(self.score(query, start + offset), start + offset);
-                kept += 1;
-            }
-        }
+        let picked: Vec<usize> = (start..end)
+            .filter(|slot| usize::from(distances[slot - start]) <= threshold && keep(*slot))
+            .collect();
         let looked_at: usize = histogram[..=threshold].iter().sum();
-        if kept >= first_stage.div_ceil(2) || looked_at >= with_vectors {
-            return best.into_sorted();
+        if picked.len() >= first_stage.div_ceil(2) || looked_at >= with_vectors {
+            return self.rerank(query, &picked, limit);
         }
         // The filter rejected most of the closest rows: choose among the
         // rows it accepts.
@@ -310,14 +339,40 @@ impl Vectors {
             }
         }
         let threshold = admitting(&histogram, first_stage);
+        let picked: Vec<usize> = (start..end)
+            .filter(|slot| usize::from(distances[slot - start]) <= threshold)
+            .collect();
+        self.rerank(query, &picked, limit)
+    }
+
+    /// The `limit` best of `slots` by their codes. The slots are scattered
+    /// over codes too large for the cache, so each one's codes are
+    /// prefetched `AHEAD` slots before they are scored: the reads overlap
+    /// instead of waiting on memory one after another.
+    fn rerank(&self, query: &Query, slots: &[usize], limit: usize) -> Vec<(f32, usize)> {
+        const AHEAD: usize = 8;
         let mut best = TopK::new(limit);
-        for (offset, distance) in distances.iter().enumerate() {
-            if usize::from(*distance) <= threshold {
-                best.push(self.score(query, start + offset), start + offset);
+        for (i, &slot) in slots.iter().enumerate() {
+            if let Some(&ahead) = slots.get(i + AHEAD) {
+                prefetch(&self.codes[ahead * self.dim..(ahead + 1) * self.dim]);
             }
+            best.push(self.score(query, slot), slot);
         }
         best.into_sorted()
     }
+}
+
+/// Asks the CPU to start loading `bytes` into its cache.
+fn prefetch(bytes: &[i8]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in bytes.chunks(64) {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: a prefetch only hints the cache; it never faults, and
+        // the address lies within `bytes` anyway.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
 }
 
 /// The smallest distance at or under which `wanted` rows lie (the largest
@@ -340,6 +395,22 @@ mod tests {
     fn unit(values: &[f32]) -> Vec<f32> {
         let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
         values.iter().map(|v| v / norm).collect()
+    }
+
+    #[test]
+    fn the_int8_dot_product_is_exact_at_every_length() {
+        for len in [0, 5, 16, 37, 384, 385] {
+            let a: Vec<i8> = (0..len).map(|i| (i * 77 % 256) as u8 as i8).collect();
+            let b: Vec<i8> = (0..len).map(|i| (i * 31 % 256) as u8 as i8).collect();
+            let plain: i32 = a
+                .iter()
+                .zip(&b)
+                .map(|(x, y)| i32::from(*x) * i32::from(*y))
+                .sum();
+            assert_eq!(dot_i8(&a, &b), plain, "length {len}");
+        }
+        let extreme = vec![-128i8; 384];
+        assert_eq!(dot_i8(&extreme, &extreme), 384 * 128 * 128);
     }
 
     #[test]
