@@ -293,11 +293,11 @@ impl Vectors {
     /// Sign-bit distances over `start..end`, then the codes of the
     /// `first_stage` closest that `keep` accepts.
     ///
-    /// The filter is checked only on the closest `first_stage` rows: with
-    /// the usual filters most rows pass, and reading every row's filter
-    /// fields costs more than its sign bits. When the filter rejects more
-    /// than half of them, the closest are chosen again among the rows it
-    /// accepts, so a filter never costs results.
+    /// The filter is checked only on the closest rows (twice as many as
+    /// needed): with the usual filters most rows pass, and reading every
+    /// row's filter fields costs more than its sign bits. When the filter
+    /// rejects too many of them, the closest are chosen again among the
+    /// rows it accepts, so a filter never costs results.
     fn two_stage(
         &self,
         query: &Query,
@@ -320,12 +320,12 @@ impl Vectors {
             &mut distances,
         );
         let with_vectors: usize = histogram.iter().sum();
-        let threshold = admitting(&histogram, first_stage);
+        let threshold = admitting(&histogram, first_stage.saturating_mul(2));
         let picked: Vec<usize> = (start..end)
             .filter(|slot| usize::from(distances[slot - start]) <= threshold && keep(*slot))
             .collect();
         let looked_at: usize = histogram[..=threshold].iter().sum();
-        if picked.len() >= first_stage.div_ceil(2) || looked_at >= with_vectors {
+        if picked.len() >= first_stage || looked_at >= with_vectors {
             return self.rerank(query, &picked, limit);
         }
         // The filter rejected most of the closest rows: choose among the
