@@ -212,9 +212,9 @@ impl QuantizedRows {
         let pairs = width.div_ceil(2);
         self.rows = rows;
         self.pairs = pairs;
-        self.values.clear();
+        // Every value is written below (no clearing pass over the buffer),
+        // the padding of an odd width included.
         self.values.resize(rows * pairs * 2, 0);
-        self.scales.clear();
         self.scales.resize(rows, 0.0);
         let limit = activation_limit(pairs.min(DEPTH) * 2) as f32;
         for (r, (values, scale)) in self
@@ -224,7 +224,9 @@ impl QuantizedRows {
             .enumerate()
         {
             let row = &input[r * stride..r * stride + width];
-            *scale = quantize_row(row, &mut values[..width], limit);
+            let (values, padding) = values.split_at_mut(width);
+            *scale = quantize_row(row, values, limit);
+            padding.fill(0);
         }
     }
 }
@@ -522,6 +524,15 @@ mod tests {
             let want = weight(4, j) + weight(7, j);
             assert!((got - want).abs() < 0.01, "{got} vs {want}");
         }
+    }
+
+    #[test]
+    fn a_reused_buffer_pads_odd_rows_with_zeros() {
+        let mut activations = QuantizedRows::default();
+        activations.quantize(&[1.0; 8], 2, 4, 4);
+        activations.quantize(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 2, 3, 3);
+        assert_eq!(activations.values.len(), 8);
+        assert_eq!((activations.values[3], activations.values[7]), (0, 0));
     }
 
     #[test]
