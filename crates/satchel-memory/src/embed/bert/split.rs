@@ -255,3 +255,47 @@ fn add_halves(x: &mut [f32], h: usize, left: &[f32], right: &[f32]) {
         kernels::add(second, &right[r * (h - split)..(r + 1) * (h - split)]);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    #[test]
+    fn threads_leave_a_meeting_together_whether_they_spin_or_sleep() {
+        let meeting = Meeting::default();
+        let passed = [AtomicUsize::new(0), AtomicUsize::new(0)];
+        std::thread::scope(|scope| {
+            for me in 0..2 {
+                let (meeting, passed) = (&meeting, &passed);
+                scope.spawn(move || {
+                    for round in 0..200 {
+                        // Every tenth round one thread arrives late enough
+                        // that the other stops spinning and sleeps.
+                        if round % 10 == me * 5 {
+                            std::thread::sleep(SPIN * 3);
+                        }
+                        passed[me].store(round + 1, Ordering::SeqCst);
+                        assert!(meeting.wait());
+                        // Neither leaves before the other has arrived.
+                        assert!(passed[1 - me].load(Ordering::SeqCst) > round);
+                        assert!(meeting.wait());
+                    }
+                });
+            }
+        });
+    }
+
+    #[test]
+    fn breaking_a_meeting_releases_the_waiting_thread() {
+        let meeting = Meeting::default();
+        std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| meeting.wait());
+            std::thread::sleep(SPIN * 5);
+            meeting.break_off();
+            assert!(!waiter.join().unwrap());
+        });
+        assert!(!meeting.wait(), "a broken meeting stays broken");
+    }
+}
