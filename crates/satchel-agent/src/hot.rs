@@ -66,15 +66,30 @@ enum FileState {
     Read(String),
 }
 
+/// Told the new settings after a reload that changed something; returns
+/// warnings about them. For parts configured outside the snapshot (the
+/// `memory` section lives in a service the agent does not own).
+pub type ReloadListener = Box<dyn Fn(&Settings) -> Vec<String> + Send + Sync>;
+
 /// Configuration files watched by content: every [`HotConfig::refresh`]
 /// reads them (they are small) and rebuilds the snapshot when any changed.
-#[derive(Debug)]
 pub struct HotConfig {
     paths: Vec<PathBuf>,
     env: BTreeMap<String, String>,
     seen: Vec<Option<FileState>>,
     good: Vec<Option<Map<String, Value>>>,
     current: Arc<Snapshot>,
+    listeners: Vec<ReloadListener>,
+}
+
+impl std::fmt::Debug for HotConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HotConfig")
+            .field("paths", &self.paths)
+            .field("generation", &self.current.generation)
+            .field("listeners", &self.listeners.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl HotConfig {
@@ -88,9 +103,16 @@ impl HotConfig {
             seen: vec![None; count],
             good: vec![None; count],
             current: Arc::new(Snapshot::from_settings(Settings::default(), 0).0),
+            listeners: Vec::new(),
         };
         let warnings = hot.refresh().unwrap_or_default();
         (hot, warnings)
+    }
+
+    /// Calls `listener` with the settings after every reload that changes
+    /// them (not with the settings read so far).
+    pub fn on_reload(&mut self, listener: ReloadListener) {
+        self.listeners.push(listener);
     }
 
     /// The configuration in force.
@@ -158,6 +180,9 @@ impl HotConfig {
         let (snapshot, section_warnings) =
             Snapshot::from_settings(settings, self.current.generation + 1);
         warnings.extend(section_warnings);
+        for listener in &self.listeners {
+            warnings.extend(listener(&snapshot.settings));
+        }
         self.current = Arc::new(snapshot);
         Some(warnings)
     }
@@ -202,6 +227,29 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         assert_eq!(hot.refresh(), Some(vec![]));
         assert_eq!(hot.current().agent, AgentConfig::default());
+    }
+
+    #[test]
+    fn listeners_hear_each_changed_reading_and_add_their_warnings() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agent.json");
+        std::fs::write(&path, r#"{"memory": {"recall": {"bm25K1": 1.0}}}"#).unwrap();
+        let (mut hot, _) = HotConfig::load(vec![path.clone()], BTreeMap::new());
+        let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = Arc::clone(&heard);
+        hot.on_reload(Box::new(move |settings| {
+            let memory = settings.value.get("memory").cloned();
+            log.lock().unwrap().push(memory);
+            vec!["memory: noted".to_owned()]
+        }));
+        assert!(hot.refresh().is_none(), "nothing changed, nothing heard");
+        assert!(heard.lock().unwrap().is_empty());
+
+        std::fs::write(&path, r#"{"memory": {"recall": {"bm25K1": 1.5}}}"#).unwrap();
+        assert_eq!(hot.refresh(), Some(vec!["memory: noted".to_owned()]));
+        let heard = heard.lock().unwrap();
+        assert_eq!(heard.len(), 1);
+        assert_eq!(heard[0].as_ref().unwrap()["recall"]["bm25K1"], 1.5);
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub use config::{AgentConfig, DEFAULT_SYSTEM_PROMPT};
 pub use events::{AgentEvent, EventSink, Silent};
 pub use feedback::Feedback;
 pub use history::{Phase, Transcript};
-pub use hot::{HotConfig, Snapshot};
+pub use hot::{HotConfig, ReloadListener, Snapshot};
 pub use resume::{Loaded, load_transcript};
 pub use satchel_tools::usage::{Resources, ToolTally};
 pub use schedule::waves;

@@ -209,7 +209,9 @@ pub struct Maintenance {
 /// Layered memory over a store; share it in an `Arc`.
 pub struct Memory {
     store: Arc<dyn MemoryStore>,
-    config: MemoryConfig,
+    /// Replaced whole by `reconfigure`; each operation reads it once or a
+    /// few times, so it sees the old or the new settings.
+    config: RwLock<Arc<MemoryConfig>>,
     clock: Arc<dyn Clock>,
     model: ModelSource,
     summarizer: Option<Arc<dyn Summarizer>>,
@@ -222,7 +224,7 @@ pub struct Memory {
 impl std::fmt::Debug for Memory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Memory")
-            .field("namespace", &self.config.namespace)
+            .field("namespace", &self.config().namespace)
             .field("model", &self.model)
             .finish_non_exhaustive()
     }
@@ -301,7 +303,7 @@ impl Memory {
     ) -> Memory {
         Memory {
             store,
-            config,
+            config: RwLock::new(Arc::new(config)),
             clock: options.clock,
             model: options.model,
             summarizer: options.summarizer,
@@ -312,9 +314,16 @@ impl Memory {
         }
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &MemoryConfig {
-        &self.config
+    /// The configuration now.
+    pub fn config(&self) -> Arc<MemoryConfig> {
+        Arc::clone(&self.config.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Replaces the configuration (agent.json changed): the next operation
+    /// uses the new lifetimes, weights, limits and session times. The
+    /// model stays the one this memory was opened with.
+    pub fn reconfigure(&self, config: MemoryConfig) {
+        *self.config.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(config);
     }
 
     /// The store underneath.
@@ -416,9 +425,9 @@ impl Memory {
 
     fn expiry(&self, layer: MemoryLayer, created_at: Timestamp) -> Option<Timestamp> {
         match layer {
-            MemoryLayer::Long => after(created_at, self.config.long_ttl),
-            MemoryLayer::Mid => after(created_at, self.config.mid_ttl),
-            MemoryLayer::Short => after(created_at, self.config.short_ttl),
+            MemoryLayer::Long => after(created_at, self.config().long_ttl),
+            MemoryLayer::Mid => after(created_at, self.config().mid_ttl),
+            MemoryLayer::Short => after(created_at, self.config().short_ttl),
             MemoryLayer::Session => None,
         }
     }
@@ -429,10 +438,10 @@ impl Memory {
             return Err(MemoryError::Invalid("content must not be empty".into()));
         }
         let chars = content.chars().count();
-        if chars > self.config.max_content_chars {
+        if chars > self.config().max_content_chars {
             return Err(MemoryError::Invalid(format!(
                 "content is {chars} characters; at most {} are kept per memory: store the essentials, or split it",
-                self.config.max_content_chars
+                self.config().max_content_chars
             )));
         }
         let certainty = request.certainty.unwrap_or(1.0);
@@ -481,7 +490,7 @@ impl Memory {
             .await?
             .and_then(|mut v| v.pop());
         let filter = MemoryFilter {
-            namespace: self.config.namespace.clone(),
+            namespace: self.config().namespace.clone(),
             layers: vec![request.layer],
             live_at: Some(now),
             session_id: session_id.clone(),
@@ -513,7 +522,7 @@ impl Memory {
         let mut stored = self
             .store
             .insert_memories(vec![NewMemory {
-                namespace: self.config.namespace.clone(),
+                namespace: self.config().namespace.clone(),
                 layer: request.layer,
                 content,
                 category,
@@ -562,7 +571,7 @@ impl Memory {
         let Some((seq, similarity)) = best else {
             return Ok(None);
         };
-        if similarity < self.config.duplicate_similarity {
+        if similarity < self.config().duplicate_similarity {
             return Ok(None);
         }
         let found = self.store.memories_by_seq(vec![seq]).await?;
@@ -595,7 +604,7 @@ impl Memory {
             .map(|(request, (content, category, certainty))| {
                 let created_at = request.created_at.unwrap_or(now);
                 NewMemory {
-                    namespace: self.config.namespace.clone(),
+                    namespace: self.config().namespace.clone(),
                     layer: request.layer,
                     content,
                     category,
@@ -621,7 +630,7 @@ impl Memory {
     ) -> Result<MemoryFilter, MemoryError> {
         let session = self.due_session(conversation_id, now).await?;
         Ok(MemoryFilter {
-            namespace: self.config.namespace.clone(),
+            namespace: self.config().namespace.clone(),
             live_at: Some(now),
             // Session memories only from the conversation's open session.
             session_id: Some(session.map_or_else(|| "-".to_owned(), |s| s.id)),
@@ -646,7 +655,8 @@ impl Memory {
                 .recall_filter(query.conversation_id.as_deref(), now)
                 .await?
         };
-        let recall = &self.config.recall;
+        let config = self.config();
+        let recall = &config.recall;
         let candidates = recall.candidates.max(limit);
         let started = std::time::Instant::now();
         self.sync_index().await?;
@@ -731,7 +741,7 @@ impl Memory {
         let now = self.now();
         let base = if query.include_inactive {
             MemoryFilter {
-                namespace: self.config.namespace.clone(),
+                namespace: self.config().namespace.clone(),
                 include_archived: true,
                 ..MemoryFilter::default()
             }
@@ -756,7 +766,7 @@ impl Memory {
     pub async fn forget(&self, id: &str) -> Result<(), MemoryError> {
         let deleted = self
             .store
-            .delete_memories(&self.config.namespace, vec![id.to_owned()])
+            .delete_memories(&self.config().namespace, vec![id.to_owned()])
             .await?;
         if deleted.is_empty() {
             return Err(MemoryError::NotFound(id.to_owned()));
@@ -768,7 +778,7 @@ impl Memory {
     pub async fn stats(&self) -> Result<MemoryStats, MemoryError> {
         Ok(self
             .store
-            .memory_stats(&self.config.namespace, self.now())
+            .memory_stats(&self.config().namespace, self.now())
             .await?)
     }
 
@@ -789,7 +799,7 @@ impl Memory {
     ) -> Result<Option<MemorySession>, MemoryError> {
         let Some(open) = self
             .store
-            .open_session(&self.config.namespace, conversation_id)
+            .open_session(&self.config().namespace, conversation_id)
             .await?
         else {
             return Ok(None);
@@ -806,14 +816,14 @@ impl Memory {
     fn division(&self, session: &MemorySession) -> Option<Timestamp> {
         division_after(
             session.started_at,
-            self.config.auto_divide,
-            self.config.divide_at,
-            &self.config.time_zone,
+            self.config().auto_divide,
+            self.config().divide_at,
+            &self.config().time_zone,
         )
     }
 
     fn divide_reason(&self) -> &'static str {
-        match self.config.auto_divide {
+        match self.config().auto_divide {
             AutoDivide::Daily => "daily",
             AutoDivide::Weekly(_) => "weekly",
             AutoDivide::None => "none",
@@ -833,7 +843,7 @@ impl Memory {
         Ok(self
             .store
             .start_session(NewMemorySession {
-                namespace: self.config.namespace.clone(),
+                namespace: self.config().namespace.clone(),
                 conversation_id: conversation_id.map(str::to_owned),
                 name: None,
                 started_at: Some(now),
@@ -853,7 +863,7 @@ impl Memory {
         let now = self.now();
         let open = self
             .store
-            .open_session(&self.config.namespace, conversation_id)
+            .open_session(&self.config().namespace, conversation_id)
             .await?;
         let mut change = match open {
             Some(open) => self.end(open, now, reason).await?,
@@ -868,7 +878,7 @@ impl Memory {
         let started = self
             .store
             .start_session(NewMemorySession {
-                namespace: self.config.namespace.clone(),
+                namespace: self.config().namespace.clone(),
                 conversation_id: conversation_id.map(str::to_owned),
                 name,
                 started_at: Some(now),
@@ -886,7 +896,7 @@ impl Memory {
         at: Timestamp,
         reason: &str,
     ) -> Result<SessionChange, MemoryError> {
-        let keep = after(at, Some(self.config.archived_session_ttl));
+        let keep = after(at, Some(self.config().archived_session_ttl));
         let (ended, archived) = self
             .store
             .end_session(&session.id, at, reason, keep)
@@ -924,7 +934,7 @@ impl Memory {
         let text: String = text
             .trim()
             .chars()
-            .take(self.config.max_content_chars)
+            .take(self.config().max_content_chars)
             .collect();
         let embedding = self
             .embed(vec![text.clone()])
@@ -933,7 +943,7 @@ impl Memory {
         let summary = self
             .store
             .insert_memories(vec![NewMemory {
-                namespace: self.config.namespace.clone(),
+                namespace: self.config().namespace.clone(),
                 layer: MemoryLayer::Short,
                 content: text,
                 category: Some("summary".into()),
@@ -962,7 +972,7 @@ impl Memory {
     pub async fn maintain(&self) -> Result<Maintenance, MemoryError> {
         let now = self.now();
         let mut done = Maintenance::default();
-        let sessions = self.store.sessions(&self.config.namespace, 1000).await?;
+        let sessions = self.store.sessions(&self.config().namespace, 1000).await?;
         for session in sessions.into_iter().filter(|s| s.ended_at.is_none()) {
             if let Some(end) = self.division(&session)
                 && end <= now
@@ -979,15 +989,16 @@ impl Memory {
     }
 }
 
-/// Runs [`Memory::maintain`] every `config.purge_interval` until the last
-/// other `Arc` to the memory is dropped.
+/// Runs [`Memory::maintain`] every `config.purge_interval` (as configured
+/// after each run) until the last other `Arc` to the memory is dropped.
 pub fn spawn_maintenance(memory: &Arc<Memory>) -> JoinHandle<()> {
     let weak = Arc::downgrade(memory);
-    let interval = memory.config.purge_interval;
+    let mut interval = memory.config().purge_interval;
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(interval).await;
             let Some(memory) = weak.upgrade() else { return };
+            interval = memory.config().purge_interval;
             match memory.maintain().await {
                 Ok(done) if done.purged > 0 || done.sessions_ended > 0 => {
                     tracing::info!(?done, "memory maintenance")

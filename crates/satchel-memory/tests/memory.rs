@@ -673,3 +673,43 @@ async fn concurrent_stores_all_land_once() {
         found.memories[0]
     );
 }
+
+#[tokio::test]
+async fn a_new_configuration_applies_from_the_next_operation() {
+    let setup = setup().await;
+    let dir = tempfile::tempdir().unwrap();
+    let memory = setup.memory(without_model(&dir));
+    let long = "x".repeat(300);
+    created(memory.store(store(MemoryLayer::Long, &long)).await.unwrap());
+    let before = created(
+        memory
+            .store(store(MemoryLayer::Mid, "Ship v2"))
+            .await
+            .unwrap(),
+    );
+    let lifetime = |m: &MemoryRecord| m.expires_at.unwrap().as_millis() - m.created_at.as_millis();
+    assert_eq!(lifetime(&before), 90 * DAY.as_millis() as i64);
+
+    // agent.json now says: shorter memories, mid memories live 30 days.
+    let settings: satchel_memory::MemorySettings = serde_json::from_value(serde_json::json!({
+        "maxContentChars": 200,
+        "ttlDays": {"mid": 30}
+    }))
+    .unwrap();
+    let (changed, warnings) = MemoryConfig::from_settings(settings);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    memory.reconfigure(changed);
+
+    assert_eq!(memory.config().max_content_chars, 200);
+    match memory.store(store(MemoryLayer::Long, &long)).await {
+        Err(MemoryError::Invalid(message)) => assert!(message.contains("200"), "{message}"),
+        other => panic!("expected the new limit, got {other:?}"),
+    }
+    let after = created(
+        memory
+            .store(store(MemoryLayer::Mid, "Ship v3"))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(lifetime(&after), 30 * DAY.as_millis() as i64);
+}

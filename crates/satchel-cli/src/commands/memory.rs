@@ -32,7 +32,8 @@ const CONTENT_CHARS: usize = 80;
 /// never touches memory opens nothing.
 pub(crate) struct LazyMemory {
     store: Arc<LazyStore>,
-    config: MemoryConfig,
+    /// Replaced by `reconfigure` when agent.json changes.
+    config: std::sync::RwLock<MemoryConfig>,
     summarizer: Option<Arc<dyn Summarizer>>,
     cell: tokio::sync::OnceCell<Result<Arc<Memory>, String>>,
 }
@@ -46,15 +47,39 @@ impl LazyMemory {
     ) -> LazyMemory {
         LazyMemory {
             store,
-            config,
+            config: std::sync::RwLock::new(config),
             summarizer,
             cell: tokio::sync::OnceCell::new(),
         }
     }
 
     /// The `memory` section, with the model directory resolved.
-    pub(crate) fn config(&self) -> &MemoryConfig {
-        &self.config
+    pub(crate) fn config(&self) -> MemoryConfig {
+        self.config
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Takes a new `memory` section (agent.json changed): the open memory,
+    /// if any, uses it from its next operation. Returns what cannot change
+    /// without a restart: the model, loaded once per process.
+    pub(crate) fn reconfigure(&self, config: MemoryConfig) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if let Some(Ok(memory)) = self.cell.get() {
+            if config.model_dir != self.config().model_dir {
+                warnings.push(
+                    "memory.modelDir: the model is loaded once; the new directory is used when satchel restarts"
+                        .to_owned(),
+                );
+            }
+            memory.reconfigure(config.clone());
+        }
+        *self
+            .config
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = config;
+        warnings
     }
 
     /// The open memory, or why the database cannot be opened.
@@ -66,13 +91,14 @@ impl LazyMemory {
         self.cell
             .get_or_init(|| async {
                 let store = self.store.get().await?.clone();
-                let model = match &self.config.model_dir {
+                let config = self.config();
+                let model = match &config.model_dir {
                     Some(dir) => ModelSource::Dir(dir.clone()),
                     None => ModelSource::None,
                 };
                 let memory = Arc::new(Memory::new(
                     Arc::new(store),
-                    self.config.clone(),
+                    config,
                     MemoryOptions {
                         clock: Arc::new(SystemClock),
                         model,
@@ -364,4 +390,46 @@ async fn stats(project: &Project, memory: &Memory, as_json: bool) -> anyhow::Res
     };
     writeln!(stdout, "model            {model}")?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use satchel_tools::Settings;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_new_memory_section_reaches_the_open_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(LazyStore::new(
+            Some(dir.path().join("satchel.db")),
+            db::redactor(&Settings::default()),
+        ));
+        let config = MemoryConfig {
+            model_dir: Some(dir.path().join("no-model")),
+            ..MemoryConfig::default()
+        };
+        let lazy = LazyMemory::new(store, config.clone(), None);
+
+        // Before the memory is opened only the section is replaced.
+        let smaller = MemoryConfig {
+            max_content_chars: 300,
+            ..config.clone()
+        };
+        assert!(lazy.reconfigure(smaller).is_empty());
+        let memory = lazy.get().await.unwrap();
+        assert_eq!(memory.config().max_content_chars, 300);
+
+        let moved = MemoryConfig {
+            max_content_chars: 200,
+            model_dir: Some(dir.path().join("elsewhere")),
+            ..config
+        };
+        let warnings = lazy.reconfigure(moved);
+        assert_eq!(memory.config().max_content_chars, 200);
+        assert!(
+            warnings.len() == 1 && warnings[0].contains("when satchel restarts"),
+            "{warnings:?}"
+        );
+    }
 }

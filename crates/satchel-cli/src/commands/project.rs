@@ -50,20 +50,13 @@ impl Project {
         let settings = read_settings(root);
         let (tools_config, tools_warnings) = ToolsConfig::from_settings(&settings);
         let (policy, policy_warnings) = Policy::from_settings(&settings);
-        let (memory_settings, memory_warning) = settings.section::<MemorySettings>("memory");
-        let (mut memory, memory_warnings) = MemoryConfig::from_settings(memory_settings);
-        memory.model_dir = match memory.model_dir.take() {
-            // A relative model directory is relative to the project.
-            Some(dir) => Some(root.join(dir)),
-            None => paths::default_model_dir(),
-        };
+        let (memory, memory_warnings) = memory_config(root, &settings);
         let redactor = db::redactor(&settings);
         let warnings: Vec<String> = settings
             .warnings
             .iter()
             .chain(&tools_warnings)
             .chain(&policy_warnings)
-            .chain(memory_warning.iter())
             .chain(&memory_warnings)
             .cloned()
             .collect();
@@ -158,4 +151,17 @@ pub(crate) fn read_settings(root: &Path) -> Settings {
         std::env::vars_os()
             .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?))),
     )
+}
+
+/// The `memory` section of `settings`, with the model directory resolved
+/// (relative to the project `root`), and what was wrong with the section.
+pub(crate) fn memory_config(root: &Path, settings: &Settings) -> (MemoryConfig, Vec<String>) {
+    let (memory_settings, section_warning) = settings.section::<MemorySettings>("memory");
+    let (mut memory, mut warnings) = MemoryConfig::from_settings(memory_settings);
+    memory.model_dir = match memory.model_dir.take() {
+        Some(dir) => Some(root.join(dir)),
+        None => paths::default_model_dir(),
+    };
+    warnings.splice(0..0, section_warning);
+    (memory, warnings)
 }

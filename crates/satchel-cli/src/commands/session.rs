@@ -10,7 +10,7 @@ use satchel_mcp::client::McpManager;
 use satchel_store::{AuditSource, Store};
 use satchel_tools::{Consent, LiveRegistry, Settings, Style};
 
-use super::project::Project;
+use super::project::{Project, memory_config};
 use super::setup;
 use crate::paths;
 
@@ -42,10 +42,19 @@ pub(crate) async fn open(project: &Project, options: SessionOptions) -> anyhow::
     let live = Arc::new(project.tools(false).await?);
     live.spawn_watcher();
     let servers = setup::start_mcp_in_background(&live, &project.root);
+    let mut config = hot_config(project);
+    // The memory service is not part of the agent's snapshot: hand it
+    // each new `memory` section.
+    let (memory, root) = (project.memory.clone(), project.root.clone());
+    config.on_reload(Box::new(move |settings| {
+        let (section, mut warnings) = memory_config(&root, settings);
+        warnings.extend(memory.reconfigure(section));
+        warnings
+    }));
     let deps = AgentDeps {
         store,
         tools: live.clone(),
-        config: hot_config(project),
+        config,
         consent: options.consent,
         source: options.source,
         working_dir: project.root.clone(),
