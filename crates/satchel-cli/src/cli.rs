@@ -536,19 +536,9 @@ pub(crate) fn parse_since(text: &str) -> Result<Since, String> {
             "`{text}` is not an age like 30s, 15m, 2h, 1d, 1w or an RFC 3339 time like 2025-01-02T03:04:05Z"
         )
     };
-    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(error)?;
-    let (digits, unit) = text.split_at(split);
-    let count: u64 = digits.parse().map_err(|_| error())?;
-    let seconds = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        "w" => 7 * 86_400,
-        _ => return Err(error()),
-    };
-    let seconds = count.checked_mul(seconds).ok_or_else(error)?;
-    Ok(Since::Ago(std::time::Duration::from_secs(seconds)))
+    satchel_store::parse_age(text)
+        .map(Since::Ago)
+        .ok_or_else(error)
 }
 
 #[derive(Debug, Args)]

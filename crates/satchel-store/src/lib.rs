@@ -61,5 +61,5 @@ pub use store::{
     ToolCallStore,
 };
 
-pub use time::{Clock, ManualClock, SystemClock, Timestamp};
+pub use time::{Clock, ManualClock, SystemClock, Timestamp, parse_age};
 pub use usage::{LlmCallRecord, LlmCallStore, NewLlmCall};

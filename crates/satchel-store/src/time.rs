@@ -201,11 +201,39 @@ impl Clock for ManualClock {
     }
 }
 
+/// Parses an age: a whole number and a unit, `s`, `m`, `h`, `d` or `w`
+/// (`30s`, `15m`, `2h`, `7d`, `2w`), as `--since` options and the memory
+/// tool's time bounds take them. `None` for anything else or an overflow.
+pub fn parse_age(text: &str) -> Option<std::time::Duration> {
+    let split = text.find(|c: char| !c.is_ascii_digit())?;
+    let (digits, unit) = text.split_at(split);
+    let count: u64 = digits.parse().ok()?;
+    let seconds: u64 = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => return None,
+    };
+    Some(std::time::Duration::from_secs(count.checked_mul(seconds)?))
+}
+
 #[cfg(test)]
 mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
+
+    #[test]
+    fn ages_need_a_number_and_a_unit() {
+        use std::time::Duration;
+        assert_eq!(parse_age("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_age("2w"), Some(Duration::from_secs(14 * 86_400)));
+        for bad in ["", "7", "d", "7y", "-1d", "1.5h", "99999999999999999999d"] {
+            assert_eq!(parse_age(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn formats_known_instants() {

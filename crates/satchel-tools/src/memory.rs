@@ -189,7 +189,7 @@ pub fn memory_json(memory: &MemoryRecord, relevance: Option<f32>) -> Value {
 }
 
 /// Parses a time bound: RFC 3339, `YYYY-MM-DD` (UTC midnight), or an age
-/// back from `now` (`30m`, `12h`, `7d`, `2w`).
+/// back from `now` (`30m`, `12h`, `7d`, `2w`; see `parse_age`).
 pub fn parse_time_bound(text: &str, now: Timestamp) -> Option<Timestamp> {
     let text = text.trim();
     if let Some(time) = Timestamp::parse_rfc3339(text) {
@@ -198,19 +198,8 @@ pub fn parse_time_bound(text: &str, now: Timestamp) -> Option<Timestamp> {
     if let Some(time) = Timestamp::parse_rfc3339(&format!("{text}T00:00:00Z")) {
         return Some(time);
     }
-    let split = text.find(|c: char| !c.is_ascii_digit())?;
-    let (digits, unit) = text.split_at(split);
-    let count: i64 = digits.parse().ok()?;
-    let unit_ms: i64 = match unit {
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        "w" => 7 * 86_400_000,
-        _ => return None,
-    };
-    Some(Timestamp::from_millis(
-        now.as_millis().checked_sub(count.checked_mul(unit_ms)?)?,
-    ))
+    let age = i64::try_from(satchel_store::parse_age(text)?.as_millis()).ok()?;
+    Some(Timestamp::from_millis(now.as_millis().checked_sub(age)?))
 }
 
 fn tool_error(error: MemoryError) -> ToolError {
