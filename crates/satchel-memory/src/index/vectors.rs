@@ -33,25 +33,36 @@ struct Query {
     signs: Vec<u64>,
 }
 
-/// 8-bit codes and the scale that maps them back.
-fn quantise(vector: &[f32], codes: &mut [i8]) -> f32 {
-    let max = vector.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-    if max == 0.0 {
-        codes.iter_mut().for_each(|c| *c = 0);
-        return 0.0;
+dispatch! {
+    /// 8-bit codes and the scale that maps them back.
+    fn quantise(vector: &[f32], codes: &mut [i8]) -> f32 {
+        let max = vector.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        if max == 0.0 || !max.is_finite() {
+            codes.iter_mut().for_each(|c| *c = 0);
+            return 0.0;
+        }
+        let scale = max / 127.0;
+        let inverse = 127.0 / max;
+        // Adding 1.5 · 2²³ rounds to the nearest integer and leaves it in
+        // the low bits, which vectorises where `round` and a saturating
+        // `as` do not; the values lie within ±127.
+        const MAGIC: f32 = 12_582_912.0;
+        for (code, value) in codes.iter_mut().zip(vector) {
+            let rounded = (value * inverse).clamp(-127.0, 127.0) + MAGIC;
+            *code = rounded.to_bits().wrapping_sub(MAGIC.to_bits()) as i8;
+        }
+        scale
     }
-    let scale = max / 127.0;
-    for (code, value) in codes.iter_mut().zip(vector) {
-        *code = (value / scale).round().clamp(-127.0, 127.0) as i8;
-    }
-    scale
 }
 
-fn sign_bits(vector: &[f32], bits: &mut [u64]) {
-    bits.iter_mut().for_each(|b| *b = 0);
-    for (i, value) in vector.iter().enumerate() {
-        if *value > 0.0 {
-            bits[i / 64] |= 1 << (i % 64);
+dispatch! {
+    /// One bit per value, set where it is positive.
+    fn sign_bits(vector: &[f32], bits: &mut [u64]) {
+        for (word, values) in bits.iter_mut().zip(vector.chunks(64)) {
+            *word = values
+                .iter()
+                .enumerate()
+                .fold(0u64, |word, (i, v)| word | (u64::from(*v > 0.0) << i));
         }
     }
 }
