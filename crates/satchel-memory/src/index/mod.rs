@@ -137,6 +137,9 @@ impl Ord for Scored {
     }
 }
 
+/// Rows whose terms `apply` cuts at a time.
+const APPLY_BLOCK: usize = 16_384;
+
 /// Rows at and above which `terms_of` cuts terms on every core: loading a
 /// large store is mostly cutting and stemming words.
 const PARALLEL_ROWS: usize = 4096;
@@ -243,9 +246,17 @@ impl RecallIndex {
         for seq in deleted {
             self.retire(*seq);
         }
-        let terms = terms_of(&upserts);
-        for (row, terms) in upserts.into_iter().zip(terms) {
-            self.insert(row, &terms);
+        // In blocks, so the cut terms of a whole store are never all held.
+        let mut rows = upserts.into_iter();
+        loop {
+            let block: Vec<MemoryIndexRow> = rows.by_ref().take(APPLY_BLOCK).collect();
+            if block.is_empty() {
+                break;
+            }
+            let terms = terms_of(&block);
+            for (row, terms) in block.into_iter().zip(terms) {
+                self.insert(row, &terms);
+            }
         }
         self.rev = self.rev.max(rev);
         if self.retired >= COMPACT_AFTER && self.retired * 4 >= self.meta.len() {
