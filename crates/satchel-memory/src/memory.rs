@@ -209,8 +209,9 @@ pub struct Maintenance {
 /// Layered memory over a store; share it in an `Arc`.
 pub struct Memory {
     store: Arc<dyn MemoryStore>,
-    /// Replaced whole by `reconfigure`; each operation reads it once or a
-    /// few times, so it sees the old or the new settings.
+    /// Replaced whole by `reconfigure`. A step that reads several settings
+    /// that belong together (lifetimes, division times) reads them from
+    /// one snapshot.
     config: RwLock<Arc<MemoryConfig>>,
     clock: Arc<dyn Clock>,
     model: ModelSource,
@@ -424,10 +425,11 @@ impl Memory {
     }
 
     fn expiry(&self, layer: MemoryLayer, created_at: Timestamp) -> Option<Timestamp> {
+        let config = self.config();
         match layer {
-            MemoryLayer::Long => after(created_at, self.config().long_ttl),
-            MemoryLayer::Mid => after(created_at, self.config().mid_ttl),
-            MemoryLayer::Short => after(created_at, self.config().short_ttl),
+            MemoryLayer::Long => after(created_at, config.long_ttl),
+            MemoryLayer::Mid => after(created_at, config.mid_ttl),
+            MemoryLayer::Short => after(created_at, config.short_ttl),
             MemoryLayer::Session => None,
         }
     }
@@ -438,10 +440,10 @@ impl Memory {
             return Err(MemoryError::Invalid("content must not be empty".into()));
         }
         let chars = content.chars().count();
-        if chars > self.config().max_content_chars {
+        let most = self.config().max_content_chars;
+        if chars > most {
             return Err(MemoryError::Invalid(format!(
-                "content is {chars} characters; at most {} are kept per memory: store the essentials, or split it",
-                self.config().max_content_chars
+                "content is {chars} characters; at most {most} are kept per memory: store the essentials, or split it"
             )));
         }
         let certainty = request.certainty.unwrap_or(1.0);
@@ -664,8 +666,8 @@ impl Memory {
         let embedder = self.embedder().await;
         let semantic = embedder.is_some();
         let index = Arc::clone(&self.index);
-        let index_filter = filter.clone();
         let (owned, exact_limit, bm25) = (text.clone(), recall.exact_scan_limit, recall.bm25);
+        let index_filter = filter;
         let candidates = tokio::task::spawn_blocking(move || {
             let index = index.read().unwrap_or_else(PoisonError::into_inner);
             // Keywords are ranked on another thread while the query is embedded.
@@ -814,11 +816,12 @@ impl Memory {
     }
 
     fn division(&self, session: &MemorySession) -> Option<Timestamp> {
+        let config = self.config();
         division_after(
             session.started_at,
-            self.config().auto_divide,
-            self.config().divide_at,
-            &self.config().time_zone,
+            config.auto_divide,
+            config.divide_at,
+            &config.time_zone,
         )
     }
 

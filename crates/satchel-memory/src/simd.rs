@@ -30,3 +30,36 @@ macro_rules! dispatch {
 }
 
 pub(crate) use dispatch;
+
+/// `value` rounded to the nearest integer, ties to even, for magnitudes
+/// below 2²² (quantised codes and activations). Adding 1.5 · 2²³ leaves
+/// the rounded integer in the low bits of the sum, which vectorises where
+/// `round` (a libm call) and a float-to-int `as` (which must saturate) do
+/// not.
+#[inline(always)]
+pub(crate) fn round_small(value: f32) -> i32 {
+    const MAGIC: f32 = 12_582_912.0;
+    (value + MAGIC).to_bits().wrapping_sub(MAGIC.to_bits()) as i32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_to_nearest_ties_to_even() {
+        for (value, expected) in [
+            (0.0, 0),
+            (0.5, 0),
+            (1.5, 2),
+            (-0.5, 0),
+            (-1.5, -2),
+            (-2.6, -3),
+            (32767.0, 32767),
+            (-32767.0, -32767),
+            (1234.49, 1234),
+        ] {
+            assert_eq!(round_small(value), expected, "{value}");
+        }
+    }
+}

@@ -23,6 +23,8 @@ use std::arch::x86_64::{
     _mm256_setzero_si256, _mm256_storeu_ps,
 };
 
+use crate::simd::round_small;
+
 /// Largest weight magnitude after quantisation (11 bits, symmetric).
 const WEIGHT_MAX: i32 = 1023;
 /// Output columns per packed block: two AVX2 registers of eight sums.
@@ -262,7 +264,7 @@ fn quantize_row(row: &[f32], out: &mut [i16], limit: f32) -> f32 {
         }
         let inverse = limit / max;
         for (o, &v) in out.iter_mut().zip(row) {
-            *o = round_to_i16(v * inverse);
+            *o = round_small(v * inverse) as i16;
         }
         max / limit
     }
@@ -277,16 +279,6 @@ fn quantize_row(row: &[f32], out: &mut [i16], limit: f32) -> f32 {
         return unsafe { avx2(row, out, limit) };
     }
     generic(row, out, limit)
-}
-
-/// `value` (at most 32767 in magnitude) rounded to the nearest integer,
-/// ties to even. Adding 1.5 · 2²³ leaves the rounded integer in the low
-/// bits of the sum, which vectorises where a float-to-int `as` (which must
-/// saturate) does not.
-#[inline(always)]
-fn round_to_i16(value: f32) -> i16 {
-    const MAGIC: f32 = 12_582_912.0;
-    (value + MAGIC).to_bits().wrapping_sub(MAGIC.to_bits()) as i16
 }
 
 /// The plain-Rust kernel: the same sums, one multiply at a time.
@@ -533,23 +525,6 @@ mod tests {
         activations.quantize(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 2, 3, 3);
         assert_eq!(activations.values.len(), 8);
         assert_eq!((activations.values[3], activations.values[7]), (0, 0));
-    }
-
-    #[test]
-    fn rounds_to_nearest_ties_to_even() {
-        for (value, expected) in [
-            (0.0, 0),
-            (0.5, 0),
-            (1.5, 2),
-            (-0.5, 0),
-            (-1.5, -2),
-            (-2.6, -3),
-            (32767.0, 32767),
-            (-32767.0, -32767),
-            (1234.49, 1234),
-        ] {
-            assert_eq!(round_to_i16(value), expected, "{value}");
-        }
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! Scans over many rows are split over threads.
 
 use super::TopK;
-use crate::simd::dispatch;
+use crate::simd::{dispatch, round_small};
 
 /// Rows per thread below which a scan stays on one thread.
 const ROWS_PER_THREAD: usize = 32_768;
@@ -43,13 +43,8 @@ dispatch! {
         }
         let scale = max / 127.0;
         let inverse = 127.0 / max;
-        // Adding 1.5 · 2²³ rounds to the nearest integer and leaves it in
-        // the low bits, which vectorises where `round` and a saturating
-        // `as` do not; the values lie within ±127.
-        const MAGIC: f32 = 12_582_912.0;
         for (code, value) in codes.iter_mut().zip(vector) {
-            let rounded = (value * inverse).clamp(-127.0, 127.0) + MAGIC;
-            *code = rounded.to_bits().wrapping_sub(MAGIC.to_bits()) as i8;
+            *code = round_small((value * inverse).clamp(-127.0, 127.0)) as i8;
         }
         scale
     }
