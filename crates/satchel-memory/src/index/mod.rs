@@ -12,6 +12,7 @@ mod terms;
 mod vectors;
 
 use std::collections::{BinaryHeap, HashMap};
+use std::ops::Range;
 
 use satchel_store::{MemoryFilter, MemoryIndexRow, MemoryLayer, Timestamp};
 
@@ -140,29 +141,48 @@ impl Ord for Scored {
 /// Rows whose terms `apply` cuts at a time.
 const APPLY_BLOCK: usize = 16_384;
 
-/// Rows at and above which `terms_of` cuts terms on every core: loading a
+/// Rows per thread below which `terms_of` stays on one thread: loading a
 /// large store is mostly cutting and stemming words.
-const PARALLEL_ROWS: usize = 4096;
+const TERM_ROWS_PER_THREAD: usize = 4096;
 
 /// Each row's terms, in order; on every core for many rows.
 fn terms_of(rows: &[MemoryIndexRow]) -> Vec<Vec<String>> {
-    let cut = |rows: &[MemoryIndexRow]| -> Vec<Vec<String>> {
-        rows.iter().map(|row| text::terms(&row.content)).collect()
-    };
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    if rows.len() < PARALLEL_ROWS || threads < 2 {
-        return cut(rows);
+    on_every_core(rows.len(), TERM_ROWS_PER_THREAD, |range| {
+        rows[range]
+            .iter()
+            .map(|row| text::terms(&row.content))
+            .collect()
+    })
+}
+
+/// `work` over `0..len`, cut into one range per core (each at least
+/// `min_per_thread` long, so small jobs stay on this thread), the results
+/// concatenated in order. A panic in any range is raised here.
+fn on_every_core<T: Send>(
+    len: usize,
+    min_per_thread: usize,
+    work: impl Fn(Range<usize>) -> Vec<T> + Sync,
+) -> Vec<T> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(len.div_ceil(min_per_thread.max(1)))
+        .max(1);
+    if threads == 1 {
+        return work(0..len);
     }
-    let chunk = rows.len().div_ceil(threads);
+    let chunk = len.div_ceil(threads);
     std::thread::scope(|scope| {
-        let handles: Vec<_> = rows
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || cut(part)))
+        let handles: Vec<_> = (0..len)
+            .step_by(chunk)
+            .map(|start| {
+                let work = &work;
+                scope.spawn(move || work(start..len.min(start + chunk)))
+            })
             .collect();
         handles
             .into_iter()
             .flat_map(|handle| match handle.join() {
-                Ok(terms) => terms,
+                Ok(found) => found,
                 Err(panic) => std::panic::resume_unwind(panic),
             })
             .collect()

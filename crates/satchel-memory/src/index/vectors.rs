@@ -10,7 +10,7 @@
 //! their codes.
 //! Scans over many rows are split over threads.
 
-use super::TopK;
+use super::{TopK, on_every_core};
 use crate::simd::{dispatch, round_small};
 
 /// Rows per thread below which a scan stays on one thread.
@@ -266,29 +266,7 @@ impl Vectors {
                 best.into_sorted()
             }
         };
-        let threads = std::thread::available_parallelism()
-            .map(usize::from)
-            .unwrap_or(1)
-            .min(slots.div_ceil(ROWS_PER_THREAD))
-            .max(1);
-        let found: Vec<(f32, usize)> = if threads == 1 {
-            scan(0, slots)
-        } else {
-            let chunk = slots.div_ceil(threads);
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = (0..threads)
-                    .map(|t| {
-                        let (start, end) = (t * chunk, ((t + 1) * chunk).min(slots));
-                        let scan = &scan;
-                        scope.spawn(move || scan(start, end))
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .flat_map(|handle| handle.join().unwrap_or_default())
-                    .collect()
-            })
-        };
+        let found = on_every_core(slots, ROWS_PER_THREAD, |rows| scan(rows.start, rows.end));
         let mut best = TopK::new(limit);
         for (score, slot) in found {
             best.push(score, slot);
