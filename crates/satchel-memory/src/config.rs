@@ -132,6 +132,9 @@ pub struct RecallSettings {
     pub bm25_k1: f32,
     /// BM25's length normalisation `b`, 0 to 1.
     pub bm25_b: f32,
+    /// How much of the namespace's mean embedding cosine is measured
+    /// from, 0 to 1.
+    pub centring: f32,
 }
 
 impl Default for RecallSettings {
@@ -153,6 +156,7 @@ impl Default for RecallSettings {
             exact_scan_limit: config.exact_scan_limit,
             bm25_k1: config.bm25.k1,
             bm25_b: config.bm25.b,
+            centring: config.centring,
         }
     }
 }
@@ -200,6 +204,12 @@ pub struct RecallConfig {
     pub exact_scan_limit: usize,
     /// The keyword ranking's parameters.
     pub bm25: Bm25,
+    /// Share of the namespace's mean embedding taken off both vectors
+    /// before their cosine, 0 to 1. Sentence embeddings share a large
+    /// common direction (for a conversation: its speakers, its tone), which
+    /// makes every cosine high and squeezes what tells memories apart;
+    /// measuring from the mean spreads them (see `index::mean`).
+    pub centring: f32,
 }
 
 impl Default for RecallConfig {
@@ -216,6 +226,7 @@ impl Default for RecallConfig {
             min_relevance: 0.0,
             exact_scan_limit: 20_000,
             bm25: Bm25::default(),
+            centring: 1.0,
         }
     }
 }
@@ -423,6 +434,7 @@ impl MemoryConfig {
                 },
                 b: unit(r.bm25_b, "bm25B", defaults.bm25.b, &mut warnings),
             },
+            centring: unit(r.centring, "centring", defaults.centring, &mut warnings),
         };
         let namespace = if settings.namespace.trim().is_empty() {
             warnings.push("memory.namespace is empty; using `default`".into());
@@ -471,7 +483,7 @@ mod tests {
         let settings: MemorySettings = serde_json::from_value(serde_json::json!({
             "ttlDays": {"mid": -3},
             "sessions": {"autoDivide": "hourly", "divideAt": "25:00", "timeZone": "Mars/Olympus", "weekday": "someday"},
-            "recall": {"recencyWeight": 3}
+            "recall": {"recencyWeight": 3, "centring": -0.5}
         }))
         .unwrap();
         let (config, warnings) = MemoryConfig::from_settings(settings);
@@ -481,7 +493,8 @@ mod tests {
             config.recall.recency_weight,
             RecallConfig::default().recency_weight
         );
-        assert_eq!(warnings.len(), 6, "{warnings:#?}");
+        assert_eq!(config.recall.centring, 1.0);
+        assert_eq!(warnings.len(), 7, "{warnings:#?}");
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub mod text;
 pub use config::{AutoDivide, Fusion, MemoryConfig, MemorySettings, RecallConfig};
 pub use embed::Embedder;
 pub use error::MemoryError;
-pub use index::{Bm25, Candidate, KeywordScores, RecallIndex};
+pub use index::{Bm25, Candidate, KeywordScores, RecallIndex, SemanticSearch};
 pub use memory::{
     ListQuery, MAX_LIMIT, Maintenance, Memory, MemoryOptions, ModelSource, Recall, RecallQuery,
     Recalled, SessionChange, StoreRequest, Stored, spawn_maintenance, validate_category,

@@ -31,14 +31,17 @@ pub struct Turn {
 }
 
 impl Turn {
-    /// The turn as a memory: `Speaker: text [shared a photo: caption]`.
+    /// The turn as a memory, worded as the LoCoMo repository words a turn
+    /// for its retrievers (`task_eval/dpr_qa.py`, less the session date,
+    /// which is the memory's own date): `Speaker said, "text" [shares
+    /// caption]`.
     pub fn memory_text(&self) -> String {
         match &self.caption {
             Some(caption) => format!(
-                "{}: {} [shared a photo: {caption}]",
+                "{} said, \"{}\" [shares {caption}]",
                 self.speaker, self.text
             ),
-            None => format!("{}: {}", self.speaker, self.text),
+            None => format!("{} said, \"{}\"", self.speaker, self.text),
         }
     }
 }
@@ -311,7 +314,7 @@ mod tests {
         assert_eq!(samples[0].turns.len(), 2);
         assert_eq!(
             samples[0].turns[0].memory_text(),
-            "A: hi [shared a photo: a dog]"
+            "A said, \"hi\" [shares a dog]"
         );
         assert_eq!(samples[0].turns[1].dia_id, "D2:1");
         assert_eq!(samples[0].questions[0].evidence, ["D1:1"]);

@@ -23,7 +23,7 @@ use tokio::task::JoinHandle;
 use crate::MemoryError;
 use crate::config::{AutoDivide, Fusion, MemoryConfig, RecallConfig};
 use crate::embed::Embedder;
-use crate::index::{Candidate, RecallIndex};
+use crate::index::{Candidate, RecallIndex, SemanticSearch};
 use crate::session::{NEW_SESSION_SENTINEL, SYSTEM_CATEGORY, Summarizer, division_after};
 
 /// Most results one recall or listing returns.
@@ -666,7 +666,12 @@ impl Memory {
         let embedder = self.embedder().await;
         let semantic = embedder.is_some();
         let index = Arc::clone(&self.index);
-        let (owned, exact_limit, bm25) = (text.clone(), recall.exact_scan_limit, recall.bm25);
+        let (owned, bm25) = (text.clone(), recall.bm25);
+        let search = SemanticSearch {
+            limit: candidates,
+            exact_scan_limit: recall.exact_scan_limit,
+            centring: recall.centring,
+        };
         let index_filter = filter;
         let candidates = tokio::task::spawn_blocking(move || {
             let index = index.read().unwrap_or_else(PoisonError::into_inner);
@@ -680,8 +685,7 @@ impl Memory {
                     &keywords,
                     vector?.as_deref().map(Vec::as_slice),
                     &index_filter,
-                    candidates,
-                    exact_limit,
+                    search,
                 ))
             })
         })

@@ -8,6 +8,7 @@
 //! retires the old slot (an update appends a new one) and the index is
 //! compacted once a quarter of its slots are retired.
 
+mod mean;
 mod terms;
 mod vectors;
 
@@ -17,6 +18,7 @@ use std::ops::Range;
 use satchel_store::{MemoryFilter, MemoryIndexRow, MemoryLayer, Timestamp};
 
 use crate::text;
+use mean::{Means, centred_cosine};
 pub use terms::Bm25;
 use terms::Terms;
 use vectors::Vectors;
@@ -44,6 +46,18 @@ pub struct KeywordScores {
     scores: Vec<f32>,
     /// The best that pass the filter, best first.
     best: Vec<(f32, usize)>,
+}
+
+/// How [`RecallIndex::candidates`] searches by vector.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SemanticSearch {
+    /// Rows to take by cosine.
+    pub limit: usize,
+    /// Candidate rows above which the search is two-stage.
+    pub exact_scan_limit: usize,
+    /// Share of the namespace's mean taken off before the cosines handed
+    /// on, 0 to 1.
+    pub centring: f32,
 }
 
 /// The filter in the index's own terms.
@@ -108,6 +122,7 @@ pub struct RecallIndex {
     sessions: Interner,
     terms: Terms,
     vectors: Vectors,
+    means: Means,
 }
 
 fn layer_bit(layer: MemoryLayer) -> u8 {
@@ -294,6 +309,8 @@ impl RecallIndex {
         self.terms.remove(slot);
         if self.vectors.has(slot) {
             self.with_vector -= 1;
+            self.means
+                .remove(self.meta[slot].namespace, self.vectors.values(slot));
         }
     }
 
@@ -333,6 +350,8 @@ impl RecallIndex {
         let embedding = row.embedding.as_deref();
         if self.vectors.push(embedding) {
             self.with_vector += 1;
+            self.means
+                .add(self.meta[slot].namespace, self.vectors.values(slot));
         } else if let Some(vector) = embedding.filter(|v| !v.is_empty()) {
             tracing::warn!(
                 seq = row.seq,
@@ -465,18 +484,24 @@ impl RecallIndex {
         KeywordScores { scores, best }
     }
 
-    /// What hybrid recall fuses: the best `limit` rows by BM25 (from
-    /// `keywords`) and the best `limit` by cosine with `vector`, each
-    /// with both scores, so a row found by one ranking is still scored by
-    /// the other.
+    /// What hybrid recall fuses: the best `search.limit` rows by BM25
+    /// (from `keywords`) and the best by cosine with `vector`, each with
+    /// both scores, so a row found by one ranking is still scored by the
+    /// other. The vector search ranks by plain cosine; the cosines handed
+    /// on are measured from the namespace's mean (see [`mean`]) when
+    /// `search.centring` asks for it and the namespace has enough rows.
     pub fn candidates(
         &self,
         keywords: &KeywordScores,
         vector: Option<&[f32]>,
         filter: &MemoryFilter,
-        limit: usize,
-        exact_scan_limit: usize,
+        search: SemanticSearch,
     ) -> Vec<Candidate> {
+        let SemanticSearch {
+            limit,
+            exact_scan_limit,
+            centring,
+        } = search;
         let Some(compiled) = self.compile(filter) else {
             return Vec::new();
         };
@@ -493,14 +518,23 @@ impl RecallIndex {
                     slots.push(slot);
                 }
             }
-            let missing: Vec<usize> = slots
-                .iter()
-                .copied()
-                .filter(|slot| !cosines.contains_key(slot))
-                .collect();
-            for (slot, cosine) in missing.iter().zip(self.vectors.cosines(vector, &missing)) {
-                if let Some(cosine) = cosine {
-                    cosines.insert(*slot, cosine);
+            if let Some(mean) = self.means.mean(compiled.namespace, centring) {
+                for slot in &slots {
+                    if self.vectors.has(*slot) {
+                        let row: Vec<f32> = self.vectors.values(*slot).collect();
+                        cosines.insert(*slot, centred_cosine(vector, &row, &mean));
+                    }
+                }
+            } else {
+                let missing: Vec<usize> = slots
+                    .iter()
+                    .copied()
+                    .filter(|slot| !cosines.contains_key(slot))
+                    .collect();
+                for (slot, cosine) in missing.iter().zip(self.vectors.cosines(vector, &missing)) {
+                    if let Some(cosine) = cosine {
+                        cosines.insert(*slot, cosine);
+                    }
                 }
             }
         }
@@ -556,6 +590,56 @@ mod tests {
 
     fn seqs(found: &[(i64, f32)]) -> Vec<i64> {
         found.iter().map(|f| f.0).collect()
+    }
+
+    #[test]
+    fn candidates_carry_cosines_from_the_namespace_mean_once_it_has_enough_rows() {
+        // Every row points mostly along a shared axis (the third); what
+        // tells them apart is a small remainder.
+        let near = |seq: i64, x: f32, y: f32| row(seq, MemoryLayer::Long, "filler", &[x, y, 1.0]);
+        let mut index = RecallIndex::new();
+        let mut rows = vec![near(1, 0.3, 0.0), near(2, 0.0, 0.3)];
+        rows.extend((3..=mean::MIN_ROWS as i64 + 1).map(|seq| {
+            // The rest spread evenly around the axis, so the mean stays on it.
+            let angle = seq as f32;
+            near(seq, 0.3 * angle.cos(), 0.3 * angle.sin())
+        }));
+        let query = unit(&[0.3, 0.0, 1.0]);
+        let cosines = |index: &RecallIndex, centring: f32| -> HashMap<i64, f32> {
+            let search = SemanticSearch {
+                limit: 1000,
+                exact_scan_limit: usize::MAX,
+                centring,
+            };
+            let keywords = index.keyword_scores("nothing", &filter(), 2, Bm25::default());
+            index
+                .candidates(&keywords, Some(&query), &filter(), search)
+                .into_iter()
+                .map(|c| (c.seq, c.cosine.unwrap()))
+                .collect()
+        };
+
+        index.apply(2, rows[..2].to_vec(), &[]);
+        let few = cosines(&index, 1.0);
+        assert!(
+            few[&2] > 0.9,
+            "too few rows for a mean: plain cosine {few:?}"
+        );
+
+        index.apply(3, rows[2..].to_vec(), &[]);
+        let plain = cosines(&index, 0.0);
+        assert!(plain[&1] > 0.99 && plain[&2] > 0.9, "{plain:?}");
+        let centred = cosines(&index, 1.0);
+        assert!(centred[&1] > 0.95, "{centred:?}");
+        assert!(
+            centred[&2].abs() < 0.1,
+            "the unrelated row drops: {centred:?}"
+        );
+
+        // Removing every other row leaves too few for a mean again.
+        let gone: Vec<i64> = (3..=mean::MIN_ROWS as i64 + 1).collect();
+        index.apply(4, Vec::new(), &gone);
+        assert!(cosines(&index, 1.0)[&2] > 0.9);
     }
 
     #[test]

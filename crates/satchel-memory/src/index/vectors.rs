@@ -218,6 +218,18 @@ impl Vectors {
             .collect()
     }
 
+    /// The vector of `slot` as stored (dequantised); empty for a slot
+    /// without one.
+    pub(super) fn values(&self, slot: usize) -> impl Iterator<Item = f32> + '_ {
+        let scale = self.scales.get(slot).copied().unwrap_or(0.0);
+        let codes = if scale == 0.0 {
+            &[][..]
+        } else {
+            &self.codes[slot * self.dim..(slot + 1) * self.dim]
+        };
+        codes.iter().map(move |code| f32::from(*code) * scale)
+    }
+
     fn query(&self, vector: &[f32]) -> Query {
         let mut codes = vec![0i8; self.dim];
         let scale = quantise(vector, &mut codes);
