@@ -334,6 +334,10 @@ pub(crate) struct BenchMemoryArgs {
     /// Rank by keywords only (BM25), as a baseline.
     #[arg(long)]
     pub(crate) keywords_only: bool,
+    /// Write each question, its evidence and what recall returned (rank,
+    /// text and scores) to FILE as JSON lines, to study the misses.
+    #[arg(long, value_name = "FILE", conflicts_with = "synthetic")]
+    pub(crate) details: Option<PathBuf>,
     /// Keep the benchmark database here instead of a temporary file.
     #[arg(long, value_name = "PATH")]
     pub(crate) bench_db: Option<PathBuf>,

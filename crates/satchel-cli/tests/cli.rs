@@ -755,14 +755,36 @@ fn bench_memory_runs_on_a_small_locomo_file() {
                    {"question": "no evidence", "category": 5}]}]"#,
     )
     .unwrap();
+    let details = sandbox.dir.path().join("details.jsonl");
     let output = sandbox.run(&[
         "bench",
         "memory",
         "--dataset",
         dataset.to_str().unwrap(),
+        "--details",
+        details.to_str().unwrap(),
         "--json",
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
+    let lines: Vec<Value> = std::fs::read_to_string(&details)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "one line per question with evidence");
+    assert_eq!(lines[0]["question"], "What did Ann buy?");
+    let found: Vec<&Value> = lines[0]["recalled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["evidence"] == true)
+        .collect();
+    assert_eq!(found.len(), 1, "{lines:#?}");
+    assert_eq!(found[0]["dia_id"], "D1:1");
+    assert_eq!(
+        found[0]["content"],
+        r#"Ann said, "I bought a red bicycle yesterday.""#
+    );
     let figures = stdout_json(&output);
     assert_eq!(figures["memories"], 3);
     assert_eq!(figures["overall"]["questions"], 2);

@@ -161,7 +161,8 @@ pub struct Recalled {
     pub memory: MemoryRecord,
     /// 0 to 1: fused rank, times the recency and certainty factors.
     pub relevance: f32,
-    /// Cosine similarity to the query, when ranked semantically.
+    /// Cosine similarity to the query, when ranked semantically, measured
+    /// from the namespace's mean embedding when `recall.centring` is on.
     #[serde(skip)]
     pub semantic: Option<f32>,
     /// BM25 score, when matched by keywords.

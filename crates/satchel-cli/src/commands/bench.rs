@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use satchel_memory::locomo::{self, Sample};
 use satchel_memory::{
-    Embedder, Memory, MemoryOptions, ModelSource, RecallIndex, RecallQuery, StoreRequest,
+    Embedder, Memory, MemoryOptions, ModelSource, Recall, RecallIndex, RecallQuery, StoreRequest,
 };
 use satchel_store::{
     Clock, ManualClock, MemoryFilter, MemoryLayer, MemoryStore, NewMemory, SqliteStore,
@@ -162,6 +162,39 @@ impl Tally {
     }
 }
 
+/// One line of `--details`: the question, its evidence, and each recalled
+/// memory with the dialogue turn it is, its text and its scores.
+fn write_details(
+    out: &mut impl Write,
+    conversation: &str,
+    question: &locomo::Question,
+    recall: &Recall,
+    dia_of: &HashMap<String, String>,
+) -> anyhow::Result<()> {
+    let recalled: Vec<Value> = recall
+        .memories
+        .iter()
+        .map(|r| {
+            json!({
+                "dia_id": dia_of.get(&r.memory.id),
+                "evidence": dia_of.get(&r.memory.id).is_some_and(|d| question.evidence.contains(d)),
+                "relevance": r.relevance,
+                "cosine": r.semantic,
+                "bm25": r.keyword,
+                "content": r.memory.content,
+            })
+        })
+        .collect();
+    let line = json!({
+        "conversation": conversation,
+        "question": question.text,
+        "category": question.category,
+        "evidence": question.evidence,
+        "recalled": recalled,
+    });
+    writeln!(out, "{line}").context("writing --details")
+}
+
 async fn locomo_bench(
     args: &BenchMemoryArgs,
     project: &Project,
@@ -210,6 +243,12 @@ async fn locomo_bench(
     let mut latencies = Vec::new();
     let (mut turns, mut ingest) = (0usize, Duration::ZERO);
     let mut skipped_evidence = 0;
+    let mut details = match &args.details {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        )),
+        None => None,
+    };
     for sample in &samples {
         let last = sample
             .turns
@@ -278,6 +317,9 @@ async fn locomo_bench(
                 .iter()
                 .filter_map(|r| dia_of.get(&r.memory.id).cloned())
                 .collect();
+            if let Some(out) = details.as_mut() {
+                write_details(out, &sample.id, question, &recall, &dia_of)?;
+            }
             tally.add(&question.evidence, &retrieved);
             overall.add(&question.evidence, &retrieved);
             by_category
@@ -288,6 +330,9 @@ async fn locomo_bench(
         by_sample.push((sample.id.clone(), tally));
         drop(memory);
         sample_store.close().await?;
+    }
+    if let Some(mut out) = details {
+        out.flush().context("writing --details")?;
     }
     latencies.sort();
     let ingest_rate = turns as f64 / ingest.as_secs_f64().max(1e-9);

@@ -72,19 +72,6 @@ impl Means {
     }
 }
 
-/// Cosine of `query` and `row` both measured from `mean`.
-pub(super) fn centred_cosine(query: &[f32], row: &[f32], mean: &[f32]) -> f32 {
-    let (mut dot, mut query_norm, mut row_norm) = (0.0f32, 0.0f32, 0.0f32);
-    for ((q, r), m) in query.iter().zip(row).zip(mean) {
-        let (q, r) = (q - m, r - m);
-        dot += q * r;
-        query_norm += q * q;
-        row_norm += r * r;
-    }
-    let norms = (query_norm * row_norm).sqrt();
-    if norms > 0.0 { dot / norms } else { 0.0 }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,19 +94,5 @@ mod tests {
         assert_eq!(means.mean(7, 0.5).unwrap()[0], 0.5);
         assert_eq!(means.mean(7, 0.0), None);
         assert_eq!(means.mean(8, 1.0), None, "another namespace");
-    }
-
-    #[test]
-    fn centring_separates_rows_that_share_a_direction() {
-        // Two rows mostly along a shared axis, differing a little.
-        let shared = [0.0, 0.0, 1.0];
-        let (a, b) = ([0.2, 0.0, 0.98], [0.0, 0.2, 0.98]);
-        let query = [0.2, 0.0, 0.98];
-        let plain = centred_cosine(&query, &b, &[0.0; 3]);
-        assert!(plain > 0.9, "plain cosine of the unrelated row: {plain}");
-        let mean: Vec<f32> = shared.iter().map(|v| v * 0.98).collect();
-        assert!((centred_cosine(&query, &a, &mean) - 1.0).abs() < 1e-5);
-        assert!(centred_cosine(&query, &b, &mean).abs() < 1e-5);
-        assert_eq!(centred_cosine(&mean, &mean, &mean), 0.0, "no remainder");
     }
 }

@@ -18,7 +18,7 @@ use std::ops::Range;
 use satchel_store::{MemoryFilter, MemoryIndexRow, MemoryLayer, Timestamp};
 
 use crate::text;
-use mean::{Means, centred_cosine};
+use mean::Means;
 pub use terms::Bm25;
 use terms::Terms;
 use vectors::Vectors;
@@ -519,10 +519,10 @@ impl RecallIndex {
                 }
             }
             if let Some(mean) = self.means.mean(compiled.namespace, centring) {
-                for slot in &slots {
-                    if self.vectors.has(*slot) {
-                        let row: Vec<f32> = self.vectors.values(*slot).collect();
-                        cosines.insert(*slot, centred_cosine(vector, &row, &mean));
+                let centred = self.vectors.centred_cosines(vector, &mean, &slots);
+                for (slot, cosine) in slots.iter().zip(centred) {
+                    if let Some(cosine) = cosine {
+                        cosines.insert(*slot, cosine);
                     }
                 }
             } else {

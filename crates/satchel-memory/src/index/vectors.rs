@@ -218,6 +218,38 @@ impl Vectors {
             .collect()
     }
 
+    /// Cosines of `vector` with each of `slots`, both measured from `mean`
+    /// (see `index::mean`): `(q − m)·(d − m) / (|q − m| |d − m|)`. Two
+    /// int8 dot products per row, `(q − m)·d` and `m·d`, give it, as
+    /// stored vectors are unit vectors: `|d − m|² = 1 − 2 m·d + |m|²`.
+    pub(super) fn centred_cosines(
+        &self,
+        vector: &[f32],
+        mean: &[f32],
+        slots: &[usize],
+    ) -> Vec<Option<f32>> {
+        if vector.len() != self.dim || mean.len() != self.dim {
+            return vec![None; slots.len()];
+        }
+        let shifted: Vec<f32> = vector.iter().zip(mean).map(|(q, m)| q - m).collect();
+        let shifted_norm = shifted.iter().map(|v| v * v).sum::<f32>().sqrt();
+        let shifted_dot_mean: f32 = shifted.iter().zip(mean).map(|(s, m)| s * m).sum();
+        let mean_square: f32 = mean.iter().map(|m| m * m).sum();
+        let (shifted_query, mean_query) = (self.query(&shifted), self.query(mean));
+        slots
+            .iter()
+            .map(|slot| {
+                self.has(*slot).then(|| {
+                    let dot = self.score(&shifted_query, *slot) - shifted_dot_mean;
+                    let mean_dot_row = self.score(&mean_query, *slot);
+                    let row_square = (1.0 - 2.0 * mean_dot_row + mean_square).max(0.0);
+                    let norms = shifted_norm * row_square.sqrt();
+                    if norms > 0.0 { dot / norms } else { 0.0 }
+                })
+            })
+            .collect()
+    }
+
     /// The vector of `slot` as stored (dequantised); empty for a slot
     /// without one.
     pub(super) fn values(&self, slot: usize) -> impl Iterator<Item = f32> + '_ {
@@ -445,6 +477,63 @@ mod tests {
         }
         let query = unit(&(0..64).map(|_| next()).collect::<Vec<_>>());
         (vectors, query)
+    }
+
+    #[test]
+    fn centred_cosines_match_the_float_formula() {
+        let (isotropic, query) = random(5, 200);
+        // Give every vector a large shared direction, as sentence
+        // embeddings have.
+        let shared = |v: Vec<f32>| {
+            unit(
+                &v.iter()
+                    .enumerate()
+                    .map(|(i, x)| x + if i < 8 { 0.4 } else { 0.0 })
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let rows: Vec<Vec<f32>> = (0..200)
+            .map(|slot| shared(isotropic.values(slot).collect()))
+            .collect();
+        let query = shared(query);
+        let mut vectors = Vectors::default();
+        rows.iter().for_each(|row| assert!(vectors.push(Some(row))));
+        let mean: Vec<f32> = (0..64)
+            .map(|i| rows.iter().map(|r| r[i]).sum::<f32>() / 200.0)
+            .collect();
+        let centred = |row: &[f32]| {
+            let (q, r): (Vec<f32>, Vec<f32>) = query
+                .iter()
+                .zip(row)
+                .zip(&mean)
+                .map(|((q, r), m)| (q - m, r - m))
+                .unzip();
+            let dot: f32 = q.iter().zip(&r).map(|(a, b)| a * b).sum();
+            dot / (q.iter().map(|v| v * v).sum::<f32>() * r.iter().map(|v| v * v).sum::<f32>())
+                .sqrt()
+        };
+        let slots: Vec<usize> = (0..200).collect();
+        let found = vectors.centred_cosines(&query, &mean, &slots);
+        let mut spread = 0.0f32;
+        for (slot, cosine) in slots.iter().zip(found) {
+            let (exact, plain) = (
+                centred(&rows[*slot]),
+                vectors.cosines(&query, &[*slot])[0].unwrap(),
+            );
+            assert!(
+                (cosine.unwrap() - exact).abs() < 0.02,
+                "slot {slot}: {cosine:?} vs {exact}"
+            );
+            spread = spread.max((exact - plain).abs());
+        }
+        assert!(
+            spread > 0.2,
+            "centring should change cosines here: {spread}"
+        );
+        assert_eq!(
+            vectors.centred_cosines(&query[..10], &mean, &slots)[0],
+            None
+        );
     }
 
     #[test]
