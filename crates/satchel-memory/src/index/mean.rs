@@ -35,13 +35,13 @@ pub(super) struct Means {
 
 impl Means {
     /// Counts `vector` in `namespace`.
-    pub(super) fn add(&mut self, namespace: u32, vector: impl Iterator<Item = f32>) {
+    pub(super) fn add(&mut self, namespace: u32, vector: impl ExactSizeIterator<Item = f32>) {
         let sum = self.by_namespace.entry(namespace).or_default();
-        for (i, value) in vector.enumerate() {
-            if i == sum.total.len() {
-                sum.total.push(0.0);
-            }
-            sum.total[i] += f64::from(value);
+        if sum.total.len() < vector.len() {
+            sum.total.resize(vector.len(), 0.0);
+        }
+        for (total, value) in sum.total.iter_mut().zip(vector) {
+            *total += f64::from(value);
         }
         sum.count += 1;
     }

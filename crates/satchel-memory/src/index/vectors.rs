@@ -252,7 +252,7 @@ impl Vectors {
 
     /// The vector of `slot` as stored (dequantised); empty for a slot
     /// without one.
-    pub(super) fn values(&self, slot: usize) -> impl Iterator<Item = f32> + '_ {
+    pub(super) fn values(&self, slot: usize) -> impl ExactSizeIterator<Item = f32> + '_ {
         let scale = self.scales.get(slot).copied().unwrap_or(0.0);
         let codes = if scale == 0.0 {
             &[][..]
