@@ -243,12 +243,15 @@ async fn locomo_bench(
     let mut latencies = Vec::new();
     let (mut turns, mut ingest) = (0usize, Duration::ZERO);
     let mut skipped_evidence = 0;
-    let mut details = match &args.details {
-        Some(path) => Some(std::io::BufWriter::new(
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
-        )),
-        None => None,
-    };
+    let mut details = args
+        .details
+        .as_ref()
+        .map(|path| {
+            std::fs::File::create(path)
+                .map(std::io::BufWriter::new)
+                .with_context(|| format!("creating {}", path.display()))
+        })
+        .transpose()?;
     for sample in &samples {
         let last = sample
             .turns

@@ -506,49 +506,35 @@ impl RecallIndex {
             return Vec::new();
         };
         let mut slots: Vec<usize> = keywords.best.iter().map(|(_, slot)| *slot).collect();
-        let mut cosines: HashMap<usize, f32> = HashMap::new();
+        let mut cosines = vec![None; slots.len()];
         if let Some(vector) = vector {
             let keep = |slot: usize| Self::passes(&self.meta[slot], &compiled);
             let found =
                 self.vectors
                     .search(vector, keep, limit, self.with_vector, exact_scan_limit);
-            for (cosine, slot) in found {
-                cosines.insert(slot, cosine);
+            for (_, slot) in found {
                 if !slots.contains(&slot) {
                     slots.push(slot);
                 }
             }
-            if let Some(mean) = self.means.mean(compiled.namespace, centring) {
-                let centred = self.vectors.centred_cosines(vector, &mean, &slots);
-                for (slot, cosine) in slots.iter().zip(centred) {
-                    if let Some(cosine) = cosine {
-                        cosines.insert(*slot, cosine);
-                    }
-                }
-            } else {
-                let missing: Vec<usize> = slots
-                    .iter()
-                    .copied()
-                    .filter(|slot| !cosines.contains_key(slot))
-                    .collect();
-                for (slot, cosine) in missing.iter().zip(self.vectors.cosines(vector, &missing)) {
-                    if let Some(cosine) = cosine {
-                        cosines.insert(*slot, cosine);
-                    }
-                }
-            }
+            // Every candidate scored the same way, whichever ranking found it.
+            cosines = match self.means.mean(compiled.namespace, centring) {
+                Some(mean) => self.vectors.centred_cosines(vector, &mean, &slots),
+                None => self.vectors.cosines(vector, &slots),
+            };
         }
         // Scores from another state of the index would be misread.
         let fresh = keywords.scores.len() == self.meta.len();
         slots
             .into_iter()
-            .filter(|slot| *slot < self.meta.len() && self.meta[*slot].alive)
-            .map(|slot| Candidate {
+            .zip(cosines)
+            .filter(|(slot, _)| *slot < self.meta.len() && self.meta[*slot].alive)
+            .map(|(slot, cosine)| Candidate {
                 seq: self.meta[slot].seq,
                 created_at: Timestamp::from_millis(self.meta[slot].created_at),
                 certainty: self.meta[slot].certainty,
                 bm25: if fresh { keywords.scores[slot] } else { 0.0 },
-                cosine: cosines.get(&slot).copied(),
+                cosine,
             })
             .collect()
     }
@@ -636,7 +622,7 @@ mod tests {
             "the unrelated row drops: {centred:?}"
         );
 
-        // Removing every other row leaves too few for a mean again.
+        // Removing the rows around the axis leaves too few for a mean again.
         let gone: Vec<i64> = (3..=mean::MIN_ROWS as i64 + 1).collect();
         index.apply(4, Vec::new(), &gone);
         assert!(cosines(&index, 1.0)[&2] > 0.9);
