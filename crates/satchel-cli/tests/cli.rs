@@ -793,6 +793,75 @@ fn bench_memory_runs_on_a_small_locomo_file() {
     assert!(figures["recall_latency_ms"]["p50"].as_f64().unwrap() > 0.0);
 }
 
+/// The embedding model where `scripts/fetch-memory-model.sh` put it for
+/// this user (the sandbox's own data directory is empty).
+fn fetched_model_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("SATCHEL_TEST_MODEL_DIR") {
+        return PathBuf::from(dir);
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".local/share"));
+    data.join("satchel/models/all-MiniLM-L6-v2")
+}
+
+#[test]
+fn bench_memory_times_recall_over_a_synthetic_corpus() {
+    let sandbox = Sandbox::new();
+    // Few enough rows for an exact scan by default: ask for the two-stage
+    // search, so its agreement with the exact one is measured too.
+    let config = sandbox.dir.path().join("config/satchel");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("agent.json"),
+        r#"{"memory": {"recall": {"exactScanLimit": 100}}}"#,
+    )
+    .unwrap();
+    let model = fetched_model_dir();
+    let output = sandbox.run(&[
+        "bench",
+        "memory",
+        "--synthetic",
+        "500",
+        "--queries",
+        "5",
+        "--model-dir",
+        model.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let figures = stdout_json(&output);
+    assert_eq!(figures["memories"], 500);
+    assert_eq!(figures["queries"], 5);
+    // Six pseudo-words and a number, each several word pieces.
+    let tokens = figures["query_tokens_mean"].as_f64().unwrap();
+    assert!((10.0..40.0).contains(&tokens), "{tokens}");
+    let timings = figures["timings"].as_array().unwrap();
+    assert_eq!(timings[0]["what"], "recall (hybrid, as the tool runs it)");
+    for timing in timings {
+        assert!(timing["p50_ms"].as_f64().unwrap() > 0.0, "{timing}");
+    }
+    assert_eq!(figures["recall_uses_two_stage"], true);
+    let kept = figures["recall_top_10_vs_exact_search"].as_f64().unwrap();
+    assert!((0.5..=1.0).contains(&kept), "{kept}");
+
+    let output = sandbox.run(&[
+        "bench",
+        "memory",
+        "--synthetic",
+        "500",
+        "--model-dir",
+        sandbox.dir.path().join("nowhere").to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "a setup error");
+    assert!(
+        stderr(&output).contains("scripts/fetch-memory-model.sh"),
+        "{}",
+        stderr(&output)
+    );
+}
+
 #[test]
 fn code_runs_are_traced_and_summarised() {
     let sandbox = Sandbox::new();

@@ -503,7 +503,9 @@ async fn synthetic(
     let zipf = Zipf::new(50_000);
     // Real embeddings of a pool of texts; the corpus mixes them with
     // noise, so vectors cluster as real ones do.
-    let pool: Vec<String> = (0..1000).map(|_| zipf.text(&mut rng, 16)).collect();
+    let pool: Vec<String> = (0..count.min(1000))
+        .map(|_| zipf.text(&mut rng, 16))
+        .collect();
     let refs: Vec<&str> = pool.iter().map(String::as_str).collect();
     let pool_vectors = {
         let embedder = Arc::clone(&embedder);
@@ -586,6 +588,12 @@ async fn synthetic(
     let queries: Vec<String> = (0..args.queries.max(1) + 5)
         .map(|i| format!("{} {i}", zipf.text(&mut rng, 6)))
         .collect();
+    // The query embedding's time follows its length in tokens.
+    let query_tokens = queries
+        .iter()
+        .map(|query| embedder.token_count(query))
+        .sum::<Result<usize, _>>()? as f64
+        / queries.len() as f64;
     let (mut full, mut embed_only, mut keyword_only, mut scan_exact, mut scan_two_stage) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut scan_wide = Vec::new();
@@ -698,6 +706,7 @@ async fn synthetic(
         let value = json!({
             "memories": count,
             "queries": timed,
+            "query_tokens_mean": query_tokens,
             "insert_seconds": insert_time.as_secs_f64(),
             "index_load_seconds": load_time.as_secs_f64(),
             "recall_uses_two_stage": two_stage_used,
@@ -712,7 +721,7 @@ async fn synthetic(
     }
     writeln!(
         stdout,
-        "synthetic corpus: {count} memories (inserted in {:.1} s, index loaded in {:.2} s), {timed} distinct queries, limit 10",
+        "synthetic corpus: {count} memories (inserted in {:.1} s, index loaded in {:.2} s), {timed} distinct queries of {query_tokens:.1} tokens on average, limit 10",
         insert_time.as_secs_f64(),
         load_time.as_secs_f64()
     )?;

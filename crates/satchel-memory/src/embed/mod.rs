@@ -212,6 +212,13 @@ impl Embedder {
         Ok(ids)
     }
 
+    /// How many tokens the model reads for `text`: its word pieces and the
+    /// two markers, cut at the model's length. A query embedding's time
+    /// grows with it, so benchmarks report it beside their timings.
+    pub fn token_count(&self, text: &str) -> Result<usize, MemoryError> {
+        Ok(self.tokenize(text)?.len())
+    }
+
     /// Embeds texts (unit vectors, one per text). Blocking and CPU-bound:
     /// call from a blocking thread. Long batches are split over threads.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, MemoryError> {
