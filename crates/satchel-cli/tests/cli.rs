@@ -793,19 +793,6 @@ fn bench_memory_runs_on_a_small_locomo_file() {
     assert!(figures["recall_latency_ms"]["p50"].as_f64().unwrap() > 0.0);
 }
 
-/// The embedding model where `scripts/fetch-memory-model.sh` put it for
-/// this user (the sandbox's own data directory is empty).
-fn fetched_model_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("SATCHEL_TEST_MODEL_DIR") {
-        return PathBuf::from(dir);
-    }
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .filter(|dir| dir.is_absolute())
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".local/share"));
-    data.join("satchel/models/all-MiniLM-L6-v2")
-}
-
 #[test]
 fn bench_memory_times_recall_over_a_synthetic_corpus() {
     let sandbox = Sandbox::new();
@@ -818,7 +805,7 @@ fn bench_memory_times_recall_over_a_synthetic_corpus() {
         r#"{"memory": {"recall": {"exactScanLimit": 100}}}"#,
     )
     .unwrap();
-    let model = fetched_model_dir();
+    let model = satchel_memory::testing::model_dir();
     let output = sandbox.run(&[
         "bench",
         "memory",

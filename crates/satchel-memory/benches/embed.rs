@@ -12,10 +12,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // A bench fails loudly.
 #![allow(missing_docs)]
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use satchel_memory::Embedder;
+use satchel_memory::testing::model_dir;
 use tokenizers::Tokenizer;
 
 /// Distinct queries timed (LoCoMo questions).
@@ -26,17 +26,6 @@ const BATCH: usize = 500;
 const HIDDEN: usize = 384;
 const INTERMEDIATE: usize = 1536;
 const LAYERS: usize = 6;
-
-fn model_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("SATCHEL_TEST_MODEL_DIR") {
-        return PathBuf::from(dir);
-    }
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".local/share"));
-    data.join("satchel/models/all-MiniLM-L6-v2")
-}
 
 /// A second embedder limited to one thread.
 fn embedder_one_thread(dir: &std::path::Path) -> Embedder {

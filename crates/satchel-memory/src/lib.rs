@@ -29,6 +29,8 @@ pub mod locomo;
 mod memory;
 pub mod session;
 mod simd;
+#[doc(hidden)]
+pub mod testing;
 pub mod text;
 
 pub use config::{AutoDivide, Fusion, MemoryConfig, MemorySettings, RecallConfig};

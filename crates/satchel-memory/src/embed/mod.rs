@@ -418,19 +418,6 @@ mod tests {
         evening I wrote about the trip in my journal, listing every bird we saw, every \
         flower, every joke, because I never want to forget a single moment of it.";
 
-    fn model_dir() -> PathBuf {
-        if let Some(dir) = std::env::var_os("SATCHEL_TEST_MODEL_DIR") {
-            return PathBuf::from(dir);
-        }
-        let data = std::env::var_os("XDG_DATA_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var_os("HOME").unwrap()).join(".local/share")
-            });
-        data.join("satchel/models/all-MiniLM-L6-v2")
-    }
-
     /// The embeddings of the original forward pass, batched as it was.
     fn reference_vectors(embedder: &Embedder, dir: &Path) -> Vec<Vec<f32>> {
         let config = std::fs::read_to_string(dir.join("config.json")).unwrap();
@@ -481,7 +468,7 @@ mod tests {
 
     #[test]
     fn embeddings_match_the_original_forward_pass() {
-        let dir = model_dir();
+        let dir = crate::testing::model_dir();
         assert!(
             Embedder::files_present(&dir),
             "the embedding model is not in {}: run scripts/fetch-memory-model.sh",
