@@ -21,8 +21,9 @@ use satchel_core::{
 };
 use satchel_llm::prompted::{self, PromptedResult, ReplyOutcome, format_results, parse_reply};
 use satchel_llm::{
-    AssembledToolCall, ChatRequest, LlmError, Mode, PreparedRequest, Provider, Response,
-    StreamEvent, TokenEstimate, ToolChoice, ToolMode, Usage, collect, count_tokens,
+    AssembledToolCall, ChatRequest, LlmError, Mode, ModelConfig, PreparedRequest, Provider,
+    Response, StopReason, StreamEvent, TokenEstimate, ToolChoice, ToolMode, Usage, collect,
+    count_tokens,
 };
 use satchel_store::{
     AuditSource, LogKind, NewConversation, NewLlmCall, NewLlmMessage, NewLogEntry, NewStatement,
@@ -34,6 +35,7 @@ use satchel_tools::{CallTrace, Consent, LiveRegistry, Registry, Style, ToolConte
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::config::{AgentConfig, SideTiming};
 use crate::history::{
     CallRecord, Compaction, Phase, StatementRecord, Transcript, TurnRecord, text_of,
 };
@@ -389,10 +391,16 @@ impl Agent {
             });
             conversation.transcript.statements.len() == 1
         };
-        let mut side = snapshot
+        let mut side_plan = snapshot
             .agent
             .side_requests
-            .then(|| self.spawn_side_requests(provider.clone(), text, first, cancel));
+            .then(|| self.side_plan(text, first));
+        let mut side = None;
+        if side_in_parallel(&snapshot.agent, provider.config()) {
+            side = side_plan
+                .take()
+                .map(|plan| spawn_side_requests(plan, provider.clone(), cancel));
+        }
 
         let mut report = StatementReport {
             outcome: Outcome::Answered,
@@ -437,12 +445,26 @@ impl Agent {
             report.turns = turn;
             let started = Instant::now();
             let prompted = provider.config().tool_mode() == ToolMode::Prompted;
-            let result = stream_answer(provider.as_ref(), &prepared, !prompted, cancel, sink).await;
+            let mut retries = Vec::new();
+            let result = stream_answer(
+                provider.as_ref(),
+                &prepared,
+                !prompted,
+                cancel,
+                sink,
+                &mut retries,
+            )
+            .await;
             let mut call = llm_call_row(&provider, "turn", &estimate, started, &result);
             call.conversation_id = Some(conversation_id.clone());
             call.statement_id = Some(statement.id.clone());
             call.turn = Some(turn);
             self.store.record_llm_call(call).await?;
+            for retry in retries {
+                let mut entry = NewLogEntry::new(&conversation_id, LogKind::Auxiliary, retry);
+                entry.statement_id = Some(statement.id.clone());
+                self.store.append_log_entry(entry).await?;
+            }
             let response = match result {
                 Ok(response) => response,
                 Err(error) => {
@@ -459,7 +481,7 @@ impl Agent {
                             .cloned()
                             .collect();
                         parts.push(AssistantPart::Text {
-                            text: "\n[answer cut off: the connection to the model broke]".into(),
+                            text: CUT_OFF_MARK.into(),
                         });
                         report.answer = partial.text();
                         self.finish_turn(
@@ -484,6 +506,11 @@ impl Agent {
                     break;
                 }
             };
+            if let Some(plan) = side_plan.take() {
+                // The first answer is in: the server is free for them, and
+                // they run while its tools do (or after the final answer).
+                side = Some(spawn_side_requests(plan, provider.clone(), cancel));
+            }
             if let Some(usage) = response.usage {
                 add_usage(&mut report.usage, usage);
             }
@@ -503,7 +530,8 @@ impl Agent {
                 let calls = response.tool_calls.iter().map(Planned::native).collect();
                 (response.content.clone(), calls, None)
             };
-            if last && !calls.is_empty() {
+            let tools_refused = last && !calls.is_empty();
+            if tools_refused {
                 // Tools were disabled: calls asked anyway are not run, and
                 // are left out so no call goes without a result.
                 parts.retain(|p| !matches!(p, AssistantPart::ToolCall(_)));
@@ -516,6 +544,33 @@ impl Agent {
             let thinking = response.thinking();
             self.log_answer(&conversation_id, &statement.id, &text, &thinking)
                 .await?;
+            if calls.is_empty() && text.trim().is_empty() && !tools_refused {
+                // Never an empty success: the user is told, the model's
+                // next turn sees that nothing came.
+                let message = format!(
+                    "the model's answer was empty: no text and no tool call (stop reason: {})",
+                    stop_reason_name(&response.stop_reason)
+                );
+                parts.push(AssistantPart::Text {
+                    text: EMPTY_ANSWER_MARK.into(),
+                });
+                self.finish_turn(
+                    &conversation_id,
+                    &statement.id,
+                    turn,
+                    TurnRecord {
+                        assistant: parts,
+                        raw_reply,
+                        ..TurnRecord::default()
+                    },
+                )
+                .await?;
+                let mut entry = NewLogEntry::new(&conversation_id, LogKind::Error, message.clone());
+                entry.statement_id = Some(statement.id.clone());
+                self.store.append_log_entry(entry).await?;
+                report.outcome = Outcome::Failed(message);
+                break;
+            }
             if calls.is_empty() {
                 report.answer = text;
                 self.finish_turn(
@@ -767,13 +822,9 @@ impl Agent {
         Ok(true)
     }
 
-    fn spawn_side_requests(
-        &mut self,
-        provider: Arc<dyn Provider>,
-        text: &str,
-        first: bool,
-        cancel: &CancellationToken,
-    ) -> JoinHandle<Vec<SideResult>> {
+    /// The side requests a statement needs: always its objective; the goal
+    /// and title while the conversation has none.
+    fn side_plan(&mut self, text: &str, first: bool) -> Vec<(SideKind, String)> {
         let conversation = self.conversation_mut();
         let mut kinds = vec![SideKind::Objective];
         if conversation.goal.is_none() {
@@ -782,21 +833,18 @@ impl Agent {
         if conversation.title.is_none() {
             kinds.push(SideKind::Title);
         }
-        let goal = conversation.goal.clone();
-        let text = text.to_owned();
-        let cancel = cancel.child_token();
-        tokio::spawn(async move {
-            let requests = kinds.into_iter().map(|kind| {
-                let material = match (kind, &goal) {
+        kinds
+            .into_iter()
+            .map(|kind| {
+                let material = match (kind, &conversation.goal) {
                     (SideKind::Objective, Some(goal)) if !first => {
                         format!("Conversation goal: {goal}\n\nThe user's latest message:\n{text}")
                     }
-                    _ => text.clone(),
+                    _ => text.to_owned(),
                 };
-                side_request(provider.clone(), kind, material, cancel.clone())
-            });
-            join_all(requests).await
-        })
+                (kind, material)
+            })
+            .collect()
     }
 
     /// Waits for the side requests and records what they wrote.
@@ -1319,19 +1367,63 @@ impl Planned {
     }
 }
 
-/// Streams one answer, passing text and thinking to `sink`.
+/// Marks an answer that was cut off, where it stops in the history.
+const CUT_OFF_MARK: &str = "\n[answer cut off before the model finished]";
+
+/// Stands for an answer with neither text nor a tool call in the history.
+const EMPTY_ANSWER_MARK: &str = "[no answer: the model returned neither text nor a tool call]";
+
+/// Starts the side requests of `plan` on their own task, all at once.
+fn spawn_side_requests(
+    plan: Vec<(SideKind, String)>,
+    provider: Arc<dyn Provider>,
+    cancel: &CancellationToken,
+) -> JoinHandle<Vec<SideResult>> {
+    let cancel = cancel.child_token();
+    tokio::spawn(async move {
+        let requests = plan
+            .into_iter()
+            .map(|(kind, material)| side_request(provider.clone(), kind, material, cancel.clone()));
+        join_all(requests).await
+    })
+}
+
+/// Whether side requests go out beside the first turn (see [`SideTiming`]).
+fn side_in_parallel(config: &AgentConfig, model: &ModelConfig) -> bool {
+    match config.side_request_timing {
+        SideTiming::Parallel => true,
+        SideTiming::Sequential => false,
+        SideTiming::Auto => !model.is_private_endpoint(),
+    }
+}
+
+/// Streams one answer, passing text and thinking to `sink`; each retry of
+/// the request is told to `sink` and described in `retries`, for the log.
 async fn stream_answer(
     provider: &dyn Provider,
     prepared: &PreparedRequest,
     stream_text: bool,
     cancel: &CancellationToken,
     sink: &dyn EventSink,
+    retries: &mut Vec<String>,
 ) -> Result<Response, LlmError> {
     let mut events = provider.send(prepared, cancel.clone());
     while let Some(event) = events.next().await {
         match event? {
             StreamEvent::TextDelta(text) if stream_text => sink.emit(AgentEvent::TextDelta(text)),
             StreamEvent::ThinkingDelta(text) => sink.emit(AgentEvent::ThinkingDelta(text)),
+            StreamEvent::Retrying {
+                attempt,
+                delay,
+                reason,
+            } => {
+                let note = format!(
+                    "the model request is sent again (attempt {attempt}, after {:.1} s): {reason}",
+                    delay.as_secs_f64()
+                );
+                sink.emit(AgentEvent::Notice(note.clone()));
+                retries.push(note);
+            }
             StreamEvent::Done(response) => return Ok(*response),
             _ => {}
         }
@@ -1409,16 +1501,19 @@ fn llm_call_row(
         output_tokens: usage.map(|u| u.output_tokens),
         cache_read_tokens: usage.map(|u| u.cache_read_tokens),
         cache_write_tokens: usage.map(|u| u.cache_write_tokens),
-        stop_reason: answered.map(|r| {
-            serde_json::to_value(&r.stop_reason)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_else(|| format!("{:?}", r.stop_reason))
-        }),
+        stop_reason: answered.map(|r| stop_reason_name(&r.stop_reason)),
         error: result.as_ref().err().map(ToString::to_string),
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         ..NewLlmCall::default()
     }
+}
+
+/// A stop reason as stored and shown: its wire name (`end_turn`...).
+fn stop_reason_name(reason: &StopReason) -> String {
+    serde_json::to_value(reason)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("{reason:?}"))
 }
 
 fn add_usage(total: &mut Usage, usage: Usage) {

@@ -24,6 +24,27 @@ pub struct AgentConfig {
     pub system_prompt: Option<String>,
     /// Whether goal, objective and title are written by side requests.
     pub side_requests: bool,
+    /// When side requests are sent, relative to the main answer.
+    pub side_request_timing: SideTiming,
+}
+
+/// When side requests (goal, objective, title) are sent: `sideRequestTiming`
+/// in agent.json.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SideTiming {
+    /// `parallel` for hosted APIs, `sequential` for servers on this
+    /// machine or a private network (llama.cpp, Ollama), which often serve
+    /// one request at a time.
+    #[default]
+    Auto,
+    /// Beside the first turn: the soonest results, but a server with one
+    /// slot either queues the main answer behind them or cuts it off.
+    Parallel,
+    /// Never while a main request is in flight: after the first turn's
+    /// answer has arrived (while its tools run, or after the final answer),
+    /// so the main answer's first token never waits for them.
+    Sequential,
 }
 
 /// The built-in system prompt.
@@ -41,6 +62,7 @@ impl Default for AgentConfig {
             keep_recent_statements: 2,
             system_prompt: None,
             side_requests: true,
+            side_request_timing: SideTiming::Auto,
         }
     }
 }
@@ -54,6 +76,7 @@ struct AgentSettings {
     keep_recent_statements: Option<usize>,
     system_prompt: Option<String>,
     side_requests: Option<bool>,
+    side_request_timing: Option<SideTiming>,
 }
 
 impl AgentConfig {
@@ -78,6 +101,7 @@ impl AgentConfig {
             "keepRecentStatements",
             "systemPrompt",
             "sideRequests",
+            "sideRequestTiming",
         ] {
             let Some(value) = settings.value.get(key) else {
                 continue;
@@ -93,6 +117,8 @@ impl AgentConfig {
                         .or(single.keep_recent_statements);
                     parsed.system_prompt = parsed.system_prompt.or(single.system_prompt);
                     parsed.side_requests = parsed.side_requests.or(single.side_requests);
+                    parsed.side_request_timing =
+                        parsed.side_request_timing.or(single.side_request_timing);
                 }
                 Err(error) => warnings.push(format!(
                     "`{key}` in {}: {error}; using the default",
@@ -129,6 +155,9 @@ impl AgentConfig {
         config.system_prompt = parsed.system_prompt;
         if let Some(side) = parsed.side_requests {
             config.side_requests = side;
+        }
+        if let Some(timing) = parsed.side_request_timing {
+            config.side_request_timing = timing;
         }
         (config, warnings)
     }

@@ -28,7 +28,7 @@ pub use agent::{
     Agent, AgentDeps, AgentError, ContextReport, Outcome, PROMPTED_REPLY_KEY, SUMMARY_ROLE,
     StatementReport,
 };
-pub use config::{AgentConfig, DEFAULT_SYSTEM_PROMPT};
+pub use config::{AgentConfig, DEFAULT_SYSTEM_PROMPT, SideTiming};
 pub use events::{AgentEvent, EventSink, Silent};
 pub use feedback::Feedback;
 pub use history::{Phase, Transcript};

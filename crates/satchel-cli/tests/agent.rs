@@ -2,7 +2,9 @@
 //! model on 127.0.0.1 that speaks the OpenAI wire format; the assertions
 //! are on what the model received: feedback blocks, past-turn summaries
 //! cut at the configured length, no thinking in past turns, the turn
-//! limit, summaries past the threshold, tool errors the model can act on.
+//! limit, summaries past the threshold, tool errors the model can act on;
+//! and what the user sees, what is stored and the exit status when the
+//! model's answer goes wrong on the wire.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
@@ -11,8 +13,9 @@ mod fake_model;
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
-use fake_model::{FakeModel, Reply, system_text, tool_contents};
+use fake_model::{FakeModel, Fault, Reply, system_text, tool_contents};
 use serde_json::{Value, json};
 
 /// A project directory, a database and a config pointing at the fake model.
@@ -506,4 +509,209 @@ fn an_ended_memory_session_is_summarised_by_the_configured_model() {
     let asked = sandbox.model.side_requests();
     assert_eq!(asked.len(), 1);
     assert!(asked[0].to_string().contains("we chose the blue design"));
+}
+
+/// The log entries of a `run --json` transcript, as `(kind, text)`.
+fn log_entries(transcript: &Value) -> Vec<(String, String)> {
+    transcript["log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["kind"].as_str().unwrap_or_default().to_owned(),
+                e["text"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A statement whose answer goes wrong on the wire ends in a loud error:
+/// exit 1, the reason on stderr and in the log, never an empty success.
+/// Reproduces a report against llama.cpp's server: 5 of 5 `satchel run`
+/// statements printed nothing and exited 0 when its stream ended with
+/// `data: [DONE]` and no `finish_reason`.
+#[test]
+fn an_answer_that_goes_wrong_on_the_wire_is_a_loud_error() {
+    let cases = [
+        (
+            Fault::DoneWithoutFinish("The answer is".into()),
+            "without saying it was finished",
+        ),
+        (Fault::CutMidText("The answer".into()), "connection failed"),
+        (
+            Fault::CutBeforeFinish("The whole answer.".into()),
+            "connection failed",
+        ),
+        (
+            Fault::StallAfter("Thinking about".into(), Duration::from_secs(30)),
+            "sent nothing for 2 s",
+        ),
+        (
+            Fault::Status(
+                200,
+                vec![("Content-Type", "text/html".into())],
+                "<html><body>Bad gateway</body></html>".into(),
+            ),
+            "format Satchel does not understand",
+        ),
+        (
+            Fault::Status(200, Vec::new(), "data: not json at all".into()),
+            "format Satchel does not understand",
+        ),
+        (
+            Fault::Status(500, Vec::new(), r#"{"error": {"message": "boom"}}"#.into()),
+            "failed with 500",
+        ),
+    ];
+    for (fault, expected) in cases {
+        let sandbox = Sandbox::new(
+            vec![Reply::Fault(fault.clone())],
+            json!({"llm": {"requestTimeoutSecs": 2}}),
+        );
+        let (transcript, output) = sandbox.run("hello", None);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{fault:?}: {stderr}");
+        assert_eq!(transcript["outcome"]["status"], "failed", "{fault:?}");
+        let error = transcript["outcome"]["error"].as_str().unwrap();
+        assert!(error.contains(expected), "{fault:?}: {error}");
+        assert!(stderr.contains(expected), "{fault:?}: {stderr}");
+        let log = log_entries(&transcript);
+        assert!(
+            log.iter()
+                .any(|(kind, text)| kind == "error" && text.contains(expected)),
+            "{fault:?}: {log:?}"
+        );
+        assert!(
+            !log.iter().any(|(kind, _)| kind == "assistant"),
+            "an incomplete answer is never logged as an answer: {log:?}"
+        );
+        // The turn's usage row keeps the estimate and the error.
+        let usage = transcript["usage"].as_array().unwrap();
+        let turn = usage.iter().find(|u| u["purpose"] == "turn").unwrap();
+        assert!(turn["estimate_tokens"].as_u64().unwrap() > 0);
+        assert!(turn["error"].as_str().unwrap().contains(expected), "{turn}");
+    }
+}
+
+/// A tool ran in the first turn; the second turn's request fails before
+/// any content and is retried. The tool runs once, the log says a retry
+/// happened and why, and the statement ends in the retried answer.
+#[test]
+fn a_retried_turn_runs_no_tool_twice_and_the_log_says_why() {
+    for fault in [
+        Fault::Status(503, Vec::new(), r#"{"error": {"message": "busy"}}"#.into()),
+        Fault::Status(
+            429,
+            vec![("Retry-After", "1".into())],
+            r#"{"error": {"message": "slow down"}}"#.into(),
+        ),
+        Fault::DoneWithoutFinish(String::new()),
+        Fault::Status(
+            502,
+            vec![("Content-Type", "text/html".into())],
+            "<html>bad gateway</html>".into(),
+        ),
+    ] {
+        let sandbox = Sandbox::new(
+            vec![
+                Reply::call("bash", json!({"command": "echo ran >> runs.txt"})),
+                Reply::Fault(fault.clone()),
+                Reply::text("Done after a retry."),
+            ],
+            json!({"llm": {"maxRetries": 2, "retryBaseDelayMs": 10}}),
+        );
+        let (transcript, output) = sandbox.run("count", None);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{fault:?}: {stderr}");
+        assert_eq!(transcript["answer"], "Done after a retry.");
+        let runs = std::fs::read_to_string(sandbox.path("project/runs.txt")).unwrap();
+        assert_eq!(runs, "ran\n", "{fault:?}: the tool ran once");
+        assert_eq!(transcript["tool_calls"].as_array().unwrap().len(), 1);
+        assert!(
+            stderr.contains("the model request is sent again"),
+            "{stderr}"
+        );
+        let log = log_entries(&transcript);
+        assert!(
+            log.iter()
+                .any(|(kind, text)| kind == "auxiliary" && text.contains("sent again (attempt 2")),
+            "{fault:?}: {log:?}"
+        );
+        let requests = sandbox.model.main_requests();
+        assert_eq!(requests.len(), 3, "{fault:?}");
+        assert_eq!(
+            requests[1], requests[2],
+            "a retry re-sends the same request"
+        );
+    }
+}
+
+/// A tool call whose arguments are cut mid-way never runs.
+#[test]
+fn a_tool_call_cut_mid_arguments_never_runs() {
+    let sandbox = Sandbox::new(
+        vec![Reply::Fault(Fault::CutMidArguments(
+            "bash".into(),
+            json!({"command": "echo ran >> runs.txt"}).to_string(),
+        ))],
+        json!({"llm": {"maxRetries": 0}}),
+    );
+    let (transcript, output) = sandbox.run("count", None);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(transcript["outcome"]["status"], "failed");
+    assert!(!sandbox.path("project/runs.txt").exists(), "nothing ran");
+    assert_eq!(transcript["tool_calls"].as_array().unwrap().len(), 0);
+}
+
+/// An answer with neither text nor a tool call is reported, not printed
+/// as a success.
+#[test]
+fn an_empty_answer_is_reported_not_printed_as_success() {
+    let sandbox = Sandbox::new(vec![Reply::text("")], json!({}));
+    let (transcript, output) = sandbox.run("hello", None);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(transcript["outcome"]["status"], "failed");
+    assert!(
+        transcript["outcome"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("the model's answer was empty"),
+        "{transcript}"
+    );
+}
+
+/// On a server on this machine (which may serve one request at a time),
+/// side requests never overlap a main request: they go after the first
+/// answer has arrived, while its tools run.
+#[test]
+fn side_requests_wait_for_the_main_answer_on_a_local_server() {
+    let sandbox = Sandbox::new(
+        vec![
+            Reply::call("bash", json!({"command": "sleep 0.3"})),
+            Reply::text("Done."),
+            Reply::text("Plain answer."),
+        ],
+        json!({}),
+    );
+    let (first, output) = sandbox.run("work", None);
+    assert!(output.status.success(), "{first}");
+    assert_eq!(
+        sandbox.model.order(),
+        ["main", "side", "side", "side", "main"],
+        "goal, objective and title between the turns"
+    );
+    let id = first["conversation_id"].as_str().unwrap().to_owned();
+    let (second, output) = sandbox.run("again", Some(&id));
+    assert!(output.status.success(), "{second}");
+    assert_eq!(
+        &sandbox.model.order()[5..],
+        ["main", "side"],
+        "the objective after the answer"
+    );
+    let log = log_entries(&second);
+    assert!(
+        log.iter().any(|(_, text)| text.starts_with("Objective:")),
+        "{log:?}"
+    );
 }

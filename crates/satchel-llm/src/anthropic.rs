@@ -502,6 +502,8 @@ struct AnthropicDecoder {
     usage: WireUsage,
     /// Content block indexes that are tool calls.
     tool_blocks: Vec<usize>,
+    /// `message_stop` arrived (or the message was read whole).
+    message_stop: bool,
 }
 
 impl AnthropicDecoder {
@@ -628,7 +630,10 @@ impl Decoder for AnthropicDecoder {
                     self.usage(usage, asm, out);
                 }
             }
-            WireEvent::MessageStop => return Ok(true),
+            WireEvent::MessageStop => {
+                self.message_stop = true;
+                return Ok(true);
+            }
             WireEvent::Ping | WireEvent::Unknown => {}
             WireEvent::Error { error } => {
                 return Err(DecodeError::Provider {
@@ -638,6 +643,16 @@ impl Decoder for AnthropicDecoder {
             }
         }
         Ok(false)
+    }
+
+    fn missing_end(&self, asm: &Assembler) -> Option<&'static str> {
+        if !asm.has_stopped() {
+            Some("no `message_delta` carried a `stop_reason`")
+        } else if !self.message_stop {
+            Some("no `message_stop` event came")
+        } else {
+            None
+        }
     }
 
     fn whole(
@@ -661,6 +676,7 @@ impl Decoder for AnthropicDecoder {
                 });
             }
         };
+        self.message_stop = true;
         asm.id = message.id;
         asm.model = message.model;
         for (index, block) in message.content.into_iter().enumerate() {

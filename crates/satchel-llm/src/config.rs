@@ -264,6 +264,45 @@ impl ModelConfig {
         }
     }
 
+    /// True when `base_url` names this machine or a private network
+    /// (loopback and private addresses, `localhost`, `*.local`,
+    /// `*.internal`, `*.lan`, a name without a dot): where self-hosted
+    /// servers such as llama.cpp and Ollama run, which often serve one
+    /// request at a time.
+    pub fn is_private_endpoint(&self) -> bool {
+        let rest = self
+            .base_url
+            .split_once("://")
+            .map_or(self.base_url.as_str(), |(_, rest)| rest);
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        let authority = authority
+            .rsplit_once('@')
+            .map_or(authority, |(_, host)| host);
+        let host = match authority.strip_prefix('[') {
+            Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
+            None => authority.split(':').next().unwrap_or_default(),
+        };
+        let host = host.to_ascii_lowercase();
+        match host.parse::<std::net::IpAddr>() {
+            Ok(std::net::IpAddr::V4(ip)) => {
+                ip.is_loopback() || ip.is_private() || ip.is_link_local() || ip.is_unspecified()
+            }
+            Ok(std::net::IpAddr::V6(ip)) => {
+                ip.is_loopback()
+                    || ip.is_unspecified()
+                    || ip.is_unique_local()
+                    || ip.is_unicast_link_local()
+            }
+            Err(_) => {
+                host == "localhost"
+                    || !host.contains('.')
+                    || [".localhost", ".local", ".internal", ".lan", ".home.arpa"]
+                        .iter()
+                        .any(|suffix| host.ends_with(suffix))
+            }
+        }
+    }
+
     /// How tools are given to this model: `toolCalling` as configured, with
     /// `auto` native when [`ModelConfig::advertises_native_tools`], else
     /// prompted.
@@ -438,6 +477,39 @@ mod tests {
         assert_eq!(config.context_window, 131_072);
         assert_eq!(config.max_output_tokens, None);
         assert_eq!(config.request_timeout, Duration::from_secs(300));
+    }
+
+    #[test]
+    fn private_endpoints_are_told_from_hosted_apis() {
+        let private = |url: &str| {
+            ModelConfig {
+                base_url: url.into(),
+                ..LlmConfig::default().resolve(&env(&[])).unwrap()
+            }
+            .is_private_endpoint()
+        };
+        for url in [
+            "http://127.0.0.1:8080/v1",
+            "http://localhost:11434/v1",
+            "http://[::1]:8000/v1",
+            "http://10.1.2.3/v1",
+            "http://192.168.0.9:8000",
+            "http://user:pw@172.16.0.1/v1",
+            "http://gpu-box:8000/v1",
+            "http://llm.internal/v1",
+            "http://[fd00::1]/v1",
+        ] {
+            assert!(private(url), "{url} is private");
+        }
+        for url in [
+            OPENAI_URL,
+            ANTHROPIC_URL,
+            "https://openrouter.ai/api/v1",
+            "https://8.8.8.8/v1",
+            "https://[2001:db8::1]/v1",
+        ] {
+            assert!(!private(url), "{url} is hosted");
+        }
     }
 
     #[test]

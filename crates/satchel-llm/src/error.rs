@@ -129,7 +129,7 @@ pub enum LlmError {
     /// [`StopReason::Interrupted`](crate::StopReason::Interrupted), without
     /// tool calls whose arguments were incomplete; not retried (content had
     /// been delivered).
-    #[error("the answer from {url} was cut off: {reason}; the partial answer is kept")]
+    #[error("the answer from {url} was cut off: {reason}")]
     Interrupted {
         /// The base URL.
         url: String,
@@ -137,6 +137,17 @@ pub enum LlmError {
         reason: String,
         /// The answer so far.
         partial: Box<Response>,
+    },
+    /// The response ended without the provider saying the answer was
+    /// finished (no `finish_reason`, no `stop_reason`/`message_stop`, a
+    /// closed connection) before anything of it was delivered; retryable,
+    /// since nothing reached the caller.
+    #[error("the answer from {url} was incomplete: {reason}")]
+    Incomplete {
+        /// The base URL.
+        url: String,
+        /// How it ended.
+        reason: String,
     },
     /// The provider reported an error inside a successful response (an SSE
     /// `error` event, an `error` object); retryable when its type says
@@ -171,7 +182,8 @@ impl LlmError {
             LlmError::RateLimited { .. }
             | LlmError::Server { .. }
             | LlmError::Connect { .. }
-            | LlmError::Timeout { .. } => true,
+            | LlmError::Timeout { .. }
+            | LlmError::Incomplete { .. } => true,
             LlmError::Provider { kind, .. } => is_overload_kind(kind),
             LlmError::Config { .. }
             | LlmError::MissingApiKey { .. }

@@ -57,6 +57,11 @@ pub(crate) trait Decoder: Send {
         out: &mut Vec<StreamEvent>,
     ) -> Result<bool, DecodeError>;
 
+    /// What is missing for the provider to have said the answer is
+    /// finished, or `None` when it said so. An answer that ends without
+    /// that word is incomplete, however it ended.
+    fn missing_end(&self, asm: &Assembler) -> Option<&'static str>;
+
     /// Decodes a whole (non-streamed) JSON response.
     fn whole(
         &mut self,
@@ -221,14 +226,19 @@ impl Run {
                 Some(wait) => wait,
                 None => backoff(&policy, attempt),
             };
-            // Retries are expected; the error that ends them is reported by
-            // the caller, so each attempt is only shown with -v.
+            // The caller records each retry (the log says one happened and
+            // why); with -v it is also traced here.
             tracing::info!(
                 attempt,
                 delay_ms = delay.as_millis() as u64,
                 "model request failed, retrying: {}",
                 failure.error
             );
+            let _ = self.tx.send(Ok(StreamEvent::Retrying {
+                attempt: attempt + 1,
+                delay,
+                reason: failure.error.to_string(),
+            }));
             tokio::select! {
                 biased;
                 () = self.cancel.cancelled() => return Err(LlmError::Cancelled),
@@ -313,6 +323,12 @@ impl Run {
             if let Err(error) = decoder.whole(&body, &mut asm, &mut out) {
                 return Err(self.decode_failure(error, asm));
             }
+            if let Some(missing) = decoder.missing_end(&asm) {
+                // Nothing was emitted yet: the same request may be sent again.
+                return Err(Failure::of(
+                    self.incomplete(format!("the response was read whole, but {missing}")),
+                ));
+            }
             self.emit(&mut out);
             let done = asm.finish(self.prepared.estimate().clone());
             let _ = self.tx.send(Ok(StreamEvent::Done(Box::new(done))));
@@ -336,8 +352,12 @@ impl Run {
                 }
                 Ok(None) => break,
                 Ok(Some(Err(error))) => {
-                    let reason = format!("the connection failed: {}", error_chain(&error));
-                    let error = self.interrupted(reason.clone(), Assembler::default());
+                    let reason = format!(
+                        "the connection failed after {} streamed part(s) of the answer: {}",
+                        asm.pieces,
+                        error_chain(&error)
+                    );
+                    let error = self.incomplete(reason.clone());
                     return Err(self.cut(asm, reason, error));
                 }
                 Ok(Some(Ok(chunk))) => chunk,
@@ -359,19 +379,30 @@ impl Run {
                 }
             }
         }
-        if finished || asm.has_stopped() {
-            let done = asm.finish(self.prepared.estimate().clone());
-            let _ = self.tx.send(Ok(StreamEvent::Done(Box::new(done))));
-            Ok(())
-        } else {
-            let reason = "the stream ended before the model finished".to_owned();
-            let error = self.interrupted(reason.clone(), Assembler::default());
-            Err(self.cut(asm, reason, error))
+        match decoder.missing_end(&asm) {
+            None => {
+                let done = asm.finish(self.prepared.estimate().clone());
+                let _ = self.tx.send(Ok(StreamEvent::Done(Box::new(done))));
+                Ok(())
+            }
+            Some(missing) => {
+                let reason = unfinished_reason(finished, asm.pieces, missing);
+                let error = self.incomplete(reason.clone());
+                Err(self.cut(asm, reason, error))
+            }
+        }
+    }
+
+    fn incomplete(&self, reason: String) -> LlmError {
+        LlmError::Incomplete {
+            url: self.transport.config.base_url.clone(),
+            reason,
         }
     }
 
     /// A stream stopped early: the partial answer when content had been
-    /// delivered (never retried), else `error`, retried.
+    /// delivered (never retried: the caller has shown it), else `error`,
+    /// retried with the same request.
     fn cut(&self, asm: Assembler, reason: String, error: LlmError) -> Failure {
         if asm.delivered {
             Failure {
@@ -431,11 +462,37 @@ impl Run {
                 what: "connecting",
             };
         }
-        LlmError::Connect {
-            url: config.base_url.clone(),
-            default_endpoint: config.default_endpoint,
-            detail: error_chain(error),
+        if error.is_connect() {
+            return LlmError::Connect {
+                url: config.base_url.clone(),
+                default_endpoint: config.default_endpoint,
+                detail: error_chain(error),
+            };
         }
+        // Connected, then the server closed or broke the connection before
+        // its answer began.
+        self.incomplete(format!(
+            "the server closed the connection before answering: {}",
+            error_chain(error)
+        ))
+    }
+}
+
+/// Says how a stream that the provider never called finished came to an
+/// end, and how far the answer had got.
+fn unfinished_reason(end_marker: bool, pieces: u64, missing: &str) -> String {
+    let ended = if end_marker {
+        "the server ended the stream"
+    } else {
+        "the connection closed"
+    };
+    if pieces == 0 {
+        format!("{ended} before any answer, and {missing}")
+    } else {
+        format!(
+            "{ended} after {pieces} streamed part(s) of the answer without saying it was \
+             finished ({missing}); another request to the same server may have interrupted it"
+        )
     }
 }
 

@@ -531,6 +531,10 @@ impl Decoder for OpenAiDecoder {
         Ok(false)
     }
 
+    fn missing_end(&self, asm: &Assembler) -> Option<&'static str> {
+        (!asm.has_stopped()).then_some("no choice carried a `finish_reason`")
+    }
+
     fn whole(
         &mut self,
         body: &[u8],

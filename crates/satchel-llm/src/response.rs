@@ -182,6 +182,17 @@ pub enum StreamEvent {
     },
     /// The provider reported (or updated) its token figures.
     Usage(Usage),
+    /// An attempt failed before any content arrived and the same request
+    /// is sent again after `delay`; nothing of the failed attempt was
+    /// delivered.
+    Retrying {
+        /// The attempt that comes next (2 for the first retry).
+        attempt: u32,
+        /// The wait before it.
+        delay: std::time::Duration,
+        /// Why the last attempt failed.
+        reason: String,
+    },
     /// The answer is complete; always the last event of a successful call.
     Done(Box<Response>),
 }
@@ -255,6 +266,9 @@ pub(crate) struct Assembler {
     pub(crate) model: Option<String>,
     /// True once any content (text, thinking, tool call) was emitted.
     pub(crate) delivered: bool,
+    /// Deltas of text, thinking and tool arguments received (for a local
+    /// server, about one token each): how far a cut-off answer got.
+    pub(crate) pieces: u64,
     /// Tool calls whose `ToolCallStarted` was emitted.
     started: Vec<usize>,
 }
@@ -286,6 +300,7 @@ impl Assembler {
             _ => self.parts.push(Slot::Text(delta.to_owned())),
         }
         self.delivered = true;
+        self.pieces += 1;
         out.push(StreamEvent::TextDelta(delta.to_owned()));
     }
 
@@ -307,6 +322,7 @@ impl Assembler {
             }),
         }
         self.delivered = true;
+        self.pieces += 1;
         out.push(StreamEvent::ThinkingDelta(delta.to_owned()));
     }
 
@@ -368,6 +384,7 @@ impl Assembler {
             self.mark_started(index, out);
         }
         self.tools[index].arguments.push_str(delta);
+        self.pieces += 1;
         out.push(StreamEvent::ToolCallDelta {
             index,
             arguments: delta.to_owned(),

@@ -31,6 +31,28 @@ pub enum Reply {
     ThinkThenCall(String, Vec<(String, String)>),
     /// Tool calls: `(name, raw arguments)`.
     Calls(Vec<(String, String)>),
+    /// A main turn that goes wrong on the wire.
+    Fault(Fault),
+}
+
+/// Ways a real server's answer goes wrong, for the fault tests.
+#[derive(Debug, Clone)]
+pub enum Fault {
+    /// The text, then `data: [DONE]` with no `finish_reason`: llama.cpp's
+    /// server when another request interrupts the answer.
+    DoneWithoutFinish(String),
+    /// The text, then the connection drops.
+    CutMidText(String),
+    /// A tool call `(name, arguments)` whose arguments stop half-way, then
+    /// the connection drops.
+    CutMidArguments(String, String),
+    /// The text and the finish reason's absence: all content, then the
+    /// connection drops before the finishing chunk.
+    CutBeforeFinish(String),
+    /// The text, then silence for this long, then the connection closes.
+    StallAfter(String, Duration),
+    /// A plain HTTP response: status, headers, body.
+    Status(u16, Vec<(&'static str, String)>, String),
 }
 
 impl Reply {
@@ -48,6 +70,8 @@ struct Inner {
     script: VecDeque<Reply>,
     main: Vec<Value>,
     side: Vec<Value>,
+    /// `"main"` or `"side"` per request, in arrival order.
+    order: Vec<&'static str>,
     calls: u32,
 }
 
@@ -100,6 +124,11 @@ impl FakeModel {
         self.inner.lock().unwrap().main.clone()
     }
 
+    /// `"main"` or `"side"` for every request, in arrival order.
+    pub fn order(&self) -> Vec<&'static str> {
+        self.inner.lock().unwrap().order.clone()
+    }
+
     /// Side-request bodies, in arrival order.
     pub fn side_requests(&self) -> Vec<Value> {
         self.inner.lock().unwrap().side.clone()
@@ -146,12 +175,15 @@ async fn answer(State(inner): State<Arc<Mutex<Inner>>>, body: String) -> Respons
         } else {
             "SUMMARY-OF-OLD-TURNS: the user asked things"
         };
-        inner.lock().unwrap().side.push(body.clone());
+        let mut inner = inner.lock().unwrap();
+        inner.side.push(body.clone());
+        inner.order.push("side");
         return whole(text);
     }
     let reply = {
         let mut inner = inner.lock().unwrap();
         inner.main.push(body.clone());
+        inner.order.push("main");
         inner.calls += 1;
         inner
             .script
@@ -187,6 +219,7 @@ fn stream(reply: Reply, _streaming: bool) -> Response {
         Reply::Text(text) => (None, Vec::new(), Some(text)),
         Reply::ThinkThenCall(thinking, calls) => (Some(thinking), calls, None),
         Reply::Calls(calls) => (None, calls, None),
+        Reply::Fault(fault) => return faulty(fault),
     };
     if let Some(thinking) = thinking {
         events.push(chunk(json!({"reasoning_content": thinking}), None));
@@ -235,4 +268,82 @@ fn fastid() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The text as content chunks of 7 bytes, after the role chunk.
+fn text_chunks(text: &str) -> Vec<String> {
+    let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+    for piece in text.as_bytes().chunks(7) {
+        let piece = String::from_utf8_lossy(piece).into_owned();
+        events.push(chunk(json!({"content": piece}), None));
+    }
+    events
+}
+
+/// An SSE response of `events`, then: the clean end, a dropped connection
+/// (`cut`), or silence for `stall` before the end.
+fn sse(events: Vec<String>, cut: bool, stall: Duration) -> Response {
+    use futures_util::StreamExt;
+    let head = futures_util::stream::iter(
+        events
+            .into_iter()
+            .map(|e| Ok::<_, std::io::Error>(axum::body::Bytes::from(e))),
+    );
+    let tail = futures_util::stream::once(async move {
+        if !stall.is_zero() {
+            tokio::time::sleep(stall).await;
+        }
+        if cut {
+            Err(std::io::Error::other("connection dropped by the fault"))
+        } else {
+            Ok(axum::body::Bytes::new())
+        }
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .body(Body::from_stream(head.chain(tail)))
+        .unwrap()
+}
+
+/// How long a cut connection waits before dropping.
+const CUT_PAUSE: Duration = Duration::from_millis(100);
+
+fn faulty(fault: Fault) -> Response {
+    match fault {
+        Fault::DoneWithoutFinish(text) => {
+            let mut events = text_chunks(&text);
+            events.push("data: [DONE]\n\n".into());
+            sse(events, false, Duration::ZERO)
+        }
+        // The pause lets what came before the cut reach the client.
+        Fault::CutMidText(text) => sse(text_chunks(&text), true, CUT_PAUSE),
+        Fault::CutBeforeFinish(text) => sse(text_chunks(&text), true, CUT_PAUSE),
+        Fault::CutMidArguments(name, args) => {
+            let mut events = vec![chunk(
+                json!({"tool_calls": [{"index": 0, "id": "call_cut", "type": "function",
+                    "function": {"name": name, "arguments": ""}}]}),
+                None,
+            )];
+            let half: String = args.chars().take(args.chars().count() / 2).collect();
+            events.push(chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": half}}]}),
+                None,
+            ));
+            sse(events, true, CUT_PAUSE)
+        }
+        Fault::StallAfter(text, stall) => sse(text_chunks(&text), true, stall),
+        Fault::Status(status, headers, body) => {
+            let mut response = Response::builder().status(status);
+            if !headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+            {
+                response = response.header(header::CONTENT_TYPE, "application/json");
+            }
+            for (name, value) in headers {
+                response = response.header(name, value);
+            }
+            response.body(Body::from(body)).unwrap()
+        }
+    }
 }

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 mod anthropic;
+mod incomplete;
 mod openai;
 mod prompted;
 mod server;

@@ -180,10 +180,16 @@ async fn serve(
             body,
         } => {
             let mut head = format!(
-                "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+                "HTTP/1.1 {status} {}\r\nContent-Length: {}\r\nConnection: close\r\n",
                 reason(status),
                 body.len()
             );
+            if !headers
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+            {
+                head.push_str("Content-Type: application/json\r\n");
+            }
             for (name, value) in headers {
                 head.push_str(&format!("{name}: {value}\r\n"));
             }
