@@ -8,7 +8,7 @@
 //! the turn budget is spent. Goal, objective and title are written by side
 //! requests that run beside the first turn.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -21,9 +21,9 @@ use satchel_core::{
 };
 use satchel_llm::prompted::{self, PromptedResult, ReplyOutcome, format_results, parse_reply};
 use satchel_llm::{
-    AssembledToolCall, ChatRequest, LlmError, Mode, ModelConfig, PreparedRequest, Provider,
-    Response, StopReason, StreamEvent, TokenEstimate, ToolChoice, ToolMode, Usage, collect,
-    count_tokens,
+    AssembledToolCall, Calibration, ChatRequest, ConstrainedReplies, LlmError, Mode, ModelConfig,
+    PreparedRequest, Provider, Response, StopReason, StreamEvent, TokenEstimate, ToolChoice,
+    ToolMode, Usage, collect, count_tokens, model_info,
 };
 use satchel_store::{
     AuditSource, LogKind, NewConversation, NewLlmCall, NewLlmMessage, NewLogEntry, NewStatement,
@@ -133,6 +133,17 @@ pub struct ContextReport {
     pub summarised_through: Option<u32>,
     /// The share of the window past which old turns are summarised.
     pub threshold: f64,
+    /// How the model's own tokenizer compares with the estimate, learned
+    /// from reported usage; `None` when the tokenizer is embedded or no
+    /// call has reported usage yet.
+    pub calibration: Option<Calibration>,
+}
+
+impl ContextReport {
+    /// The total as the model's own tokenizer would count it.
+    pub fn calibrated_total(&self) -> u64 {
+        calibrated_total(&self.estimate, self.calibration)
+    }
 }
 
 /// One conversation as the loop knows it.
@@ -164,6 +175,13 @@ pub struct Agent {
     working_dir: PathBuf,
     display: Style,
     provider: Option<(u64, Arc<dyn Provider>)>,
+    /// The server refused the reply schema (`constrainedReplies: auto`):
+    /// prompted replies go unconstrained until the model settings change.
+    schema_refused: bool,
+    /// `(estimate, reported)` input tokens of the latest calls to the
+    /// current model, newest first, when its tokenizer is not embedded;
+    /// `None` until loaded from the store.
+    usage_samples: Option<VecDeque<(u64, u64)>>,
     conversation: Option<Conversation>,
 }
 
@@ -179,6 +197,8 @@ impl Agent {
             working_dir: deps.working_dir,
             display: deps.display,
             provider: None,
+            schema_refused: false,
+            usage_samples: None,
             conversation: None,
         }
     }
@@ -292,9 +312,11 @@ impl Agent {
 
     /// The breakdown of the request the next statement would start with
     /// (without its user message).
-    pub fn context_report(&mut self) -> Result<ContextReport, AgentError> {
+    pub async fn context_report(&mut self) -> Result<ContextReport, AgentError> {
         let snapshot = self.config.current();
         let provider = self.provider(&snapshot)?;
+        self.load_usage_samples(&provider).await?;
+        let calibration = self.calibration();
         let registry = self.tools.current();
         let specs: Vec<ToolSpec> = registry.specs().cloned().collect();
         let mut empty = Conversation::default();
@@ -345,6 +367,7 @@ impl Agent {
                 .as_ref()
                 .map(|c| c.through),
             threshold: snapshot.agent.context_threshold,
+            calibration,
         })
     }
 
@@ -363,6 +386,7 @@ impl Agent {
         self.reload_config(sink);
         let snapshot = self.config.current();
         let provider = self.provider(&snapshot)?;
+        self.load_usage_samples(&provider).await?;
         let conversation_id = self.ensure_conversation().await?.id.clone();
         let statement = self
             .store
@@ -396,10 +420,11 @@ impl Agent {
             .side_requests
             .then(|| self.side_plan(text, first));
         let mut side = None;
-        if side_in_parallel(&snapshot.agent, provider.config()) {
+        let parallel = side_in_parallel(&snapshot.agent, provider.config());
+        if parallel {
             side = side_plan
                 .take()
-                .map(|plan| spawn_side_requests(plan, provider.clone(), cancel));
+                .map(|plan| spawn_side_requests(plan, provider.clone(), parallel, cancel));
         }
 
         let mut report = StatementReport {
@@ -424,7 +449,11 @@ impl Agent {
             let specs: Vec<ToolSpec> = registry.specs().cloned().collect();
             let mut prepared = self.prepare(&snapshot, &provider, &specs, last)?;
             for _ in 0..2 {
-                if !over_threshold(prepared.estimate(), snapshot.agent.context_threshold) {
+                if !over_threshold(
+                    prepared.estimate(),
+                    self.calibration(),
+                    snapshot.agent.context_threshold,
+                ) {
                     break;
                 }
                 if !self
@@ -459,7 +488,46 @@ impl Agent {
             call.conversation_id = Some(conversation_id.clone());
             call.statement_id = Some(statement.id.clone());
             call.turn = Some(turn);
-            self.store.record_llm_call(call).await?;
+            self.record_call(call).await?;
+            let result = match result {
+                Err(error)
+                    if prompted
+                        && self.constrains_replies(&provider)
+                        && provider.config().constrained_replies == ConstrainedReplies::Auto
+                        && refuses_reply_schema(&error) =>
+                {
+                    // The server cannot enforce the schema: say so once and
+                    // send the same turn without it.
+                    self.schema_refused = true;
+                    let note = format!(
+                        "the server refused the reply schema (`constrainedReplies: auto`); \
+                         prompted replies go unconstrained from now on: {error}"
+                    );
+                    sink.emit(AgentEvent::Notice(note.clone()));
+                    let mut entry = NewLogEntry::new(&conversation_id, LogKind::Auxiliary, note);
+                    entry.statement_id = Some(statement.id.clone());
+                    self.store.append_log_entry(entry).await?;
+                    let prepared = self.prepare(&snapshot, &provider, &specs, last)?;
+                    let estimate = prepared.estimate().clone();
+                    let started = Instant::now();
+                    let result = stream_answer(
+                        provider.as_ref(),
+                        &prepared,
+                        false,
+                        cancel,
+                        sink,
+                        &mut retries,
+                    )
+                    .await;
+                    let mut call = llm_call_row(&provider, "turn", &estimate, started, &result);
+                    call.conversation_id = Some(conversation_id.clone());
+                    call.statement_id = Some(statement.id.clone());
+                    call.turn = Some(turn);
+                    self.record_call(call).await?;
+                    result
+                }
+                other => other,
+            };
             for retry in retries {
                 let mut entry = NewLogEntry::new(&conversation_id, LogKind::Auxiliary, retry);
                 entry.statement_id = Some(statement.id.clone());
@@ -509,7 +577,12 @@ impl Agent {
             if let Some(plan) = side_plan.take() {
                 // The first answer is in: the server is free for them, and
                 // they run while its tools do (or after the final answer).
-                side = Some(spawn_side_requests(plan, provider.clone(), cancel));
+                side = Some(spawn_side_requests(
+                    plan,
+                    provider.clone(),
+                    parallel,
+                    cancel,
+                ));
             }
             if let Some(usage) = response.usage {
                 add_usage(&mut report.usage, usage);
@@ -625,7 +698,12 @@ impl Agent {
                 resources: &conversation.resources,
             }
             .render();
-            let room = room_for_results(&estimate, &response, snapshot.agent.context_threshold);
+            let room = room_for_results(
+                &estimate,
+                self.calibration(),
+                &response,
+                snapshot.agent.context_threshold,
+            );
             let (outputs, notices) = fit_results(&records, room, provider.config().encoding);
             for notice in notices {
                 sink.emit(AgentEvent::Notice(notice));
@@ -701,7 +779,46 @@ impl Agent {
             .collect();
         let provider = satchel_llm::connect(snapshot.llm.resolve(&env)?)?;
         self.provider = Some((snapshot.generation, provider.clone()));
+        self.schema_refused = false;
+        self.usage_samples = None;
         Ok(provider)
+    }
+
+    /// Records a model call, and learns from its usage how the model's own
+    /// tokenizer compares with the estimate.
+    async fn record_call(&mut self, call: NewLlmCall) -> Result<(), AgentError> {
+        if let (Some(samples), Some(input)) = (self.usage_samples.as_mut(), call.input_tokens)
+            && input > 0
+            && call.estimate_tokens > 0
+        {
+            samples.push_front((call.estimate_tokens, input));
+            samples.truncate(Calibration::WINDOW);
+        }
+        self.store.record_llm_call(call).await?;
+        Ok(())
+    }
+
+    /// Reads the latest usage of the current model from the store, once per
+    /// model, when its tokenizer is not embedded.
+    async fn load_usage_samples(&mut self, provider: &Arc<dyn Provider>) -> Result<(), AgentError> {
+        let model = &provider.config().model;
+        if self.usage_samples.is_some() || model_info(model).exact_tokenizer {
+            return Ok(());
+        }
+        let samples = self
+            .store
+            .usage_samples(model, Calibration::WINDOW)
+            .await?
+            .into_iter()
+            .map(|s| (s.estimate_tokens, s.input_tokens))
+            .collect();
+        self.usage_samples = Some(samples);
+        Ok(())
+    }
+
+    /// The current model's calibration, when it has one.
+    fn calibration(&self) -> Option<Calibration> {
+        Calibration::from_pairs(self.usage_samples.as_ref()?.iter().copied())
     }
 
     fn prepare(
@@ -712,7 +829,15 @@ impl Agent {
         last: bool,
     ) -> Result<PreparedRequest, AgentError> {
         let prompted = provider.config().tool_mode() == ToolMode::Prompted;
+        let schema = (prompted && !last && self.constrains_replies(provider))
+            .then(|| prompted::reply_schema(specs));
         let system = match (prompted, last) {
+            (true, false) if schema.is_some() => format!(
+                "{}\n\n{}{}\n",
+                snapshot.agent.system_prompt(),
+                prompted::render_tools(specs),
+                prompted::ANSWER_INSTRUCTION
+            ),
             (true, false) => format!(
                 "{}\n\n{}",
                 snapshot.agent.system_prompt(),
@@ -732,7 +857,18 @@ impl Agent {
         if last && !prompted {
             request.tool_choice = &none;
         }
-        Ok(provider.prepare(&request, Mode::Stream)?)
+        request.reply_schema = schema.as_ref();
+        let mode = if provider.config().stream {
+            Mode::Stream
+        } else {
+            Mode::Whole
+        };
+        Ok(provider.prepare(&request, mode)?)
+    }
+
+    /// Whether prompted replies carry the reply schema now.
+    fn constrains_replies(&self, provider: &Arc<dyn Provider>) -> bool {
+        provider.config().reply_format().is_some() && !self.schema_refused
     }
 
     /// Summarises the oldest past statements into one message; false when
@@ -784,7 +920,7 @@ impl Agent {
         let mut call = result.call;
         call.conversation_id = Some(conversation_id.clone());
         call.statement_id = Some(statement_id.to_owned());
-        self.store.record_llm_call(call).await?;
+        self.record_call(call).await?;
         let text = match result.text {
             Ok(text) => text,
             Err(error) => {
@@ -864,7 +1000,7 @@ impl Agent {
             let mut call = result.call;
             call.conversation_id = Some(conversation_id.clone());
             call.statement_id = Some(statement_id.to_owned());
-            self.store.record_llm_call(call).await?;
+            self.record_call(call).await?;
             let text = match result.text {
                 Ok(text) => text,
                 Err(error) => {
@@ -1198,17 +1334,34 @@ fn text_trigger(transcript: &Transcript) -> Option<String> {
         .map(|s| crate::history::user_text(&s.user))
 }
 
-fn over_threshold(estimate: &TokenEstimate, threshold: f64) -> bool {
-    estimate.context_window > 0
-        && estimate.total as f64 > threshold * estimate.context_window as f64
+/// The estimate as the model's own tokenizer would count it: calibrated
+/// when the model has a calibration, else the count itself.
+fn calibrated_total(estimate: &TokenEstimate, calibration: Option<Calibration>) -> u64 {
+    calibration.map_or(estimate.total, |c| c.apply(estimate.total))
 }
 
-/// Tokens the coming tool results may take before the next request passes
-/// the threshold.
-fn room_for_results(estimate: &TokenEstimate, response: &Response, threshold: f64) -> u64 {
+fn over_threshold(
+    estimate: &TokenEstimate,
+    calibration: Option<Calibration>,
+    threshold: f64,
+) -> bool {
+    estimate.context_window > 0
+        && calibrated_total(estimate, calibration) as f64
+            > threshold * estimate.context_window as f64
+}
+
+/// Tokens (as Satchel counts them) the coming tool results may take before
+/// the next request passes the threshold.
+fn room_for_results(
+    estimate: &TokenEstimate,
+    calibration: Option<Calibration>,
+    response: &Response,
+    threshold: f64,
+) -> u64 {
     let budget = (threshold * estimate.context_window as f64) as u64;
     let answer = response.usage.map_or(0, |u| u.output_tokens);
-    budget.saturating_sub(estimate.total + answer)
+    let room = budget.saturating_sub(calibrated_total(estimate, calibration) + answer);
+    calibration.map_or(room, |c| (room as f64 / c.ratio) as u64)
 }
 
 /// The smallest share of the room a result is allowed before it is cut.
@@ -1373,10 +1526,13 @@ const CUT_OFF_MARK: &str = "\n[answer cut off before the model finished]";
 /// Stands for an answer with neither text nor a tool call in the history.
 const EMPTY_ANSWER_MARK: &str = "[no answer: the model returned neither text nor a tool call]";
 
-/// Starts the side requests of `plan` on their own task, all at once.
+/// Starts the side requests of `plan` on their own task: all at once when
+/// `parallel`, else one after another (a server with one slot would cut
+/// one off to serve the next).
 fn spawn_side_requests(
     plan: Vec<(SideKind, String)>,
     provider: Arc<dyn Provider>,
+    parallel: bool,
     cancel: &CancellationToken,
 ) -> JoinHandle<Vec<SideResult>> {
     let cancel = cancel.child_token();
@@ -1384,8 +1540,33 @@ fn spawn_side_requests(
         let requests = plan
             .into_iter()
             .map(|(kind, material)| side_request(provider.clone(), kind, material, cancel.clone()));
-        join_all(requests).await
+        if parallel {
+            return join_all(requests).await;
+        }
+        let mut results = Vec::new();
+        for request in requests {
+            results.push(request.await);
+        }
+        results
     })
+}
+
+/// True when `error` is a server refusing a request's `response_format`.
+fn refuses_reply_schema(error: &LlmError) -> bool {
+    let message = match error {
+        LlmError::Rejected { message, .. } | LlmError::Server { message, .. } => message,
+        _ => return false,
+    };
+    let message = message.to_ascii_lowercase();
+    [
+        "response_format",
+        "json_schema",
+        "json_object",
+        "grammar",
+        "schema",
+    ]
+    .iter()
+    .any(|word| message.contains(word))
 }
 
 /// Whether side requests go out beside the first turn (see [`SideTiming`]).

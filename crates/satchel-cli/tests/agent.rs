@@ -347,6 +347,126 @@ fn prompted_mode_drives_a_statement_for_a_model_without_native_tools() {
     assert!(third.contains("Tools Used: bash(3: 2✓ 1✗)"), "{third}");
 }
 
+/// Prompted replies carry the reply schema (`constrainedReplies: auto`):
+/// as `json_object` with a schema on a server on this machine; a final
+/// answer written as `{"answer": ...}` is the answer; a server that
+/// refuses the schema gets the same turn again without it, once, with a
+/// notice, and later turns go without.
+#[test]
+fn prompted_replies_are_constrained_and_a_refused_schema_is_dropped_with_a_notice() {
+    let sandbox = Sandbox::new(
+        vec![
+            Reply::text(r#"{"tool_calls": [{"tool": "bash", "params": {"command": "echo one"}}]}"#),
+            Reply::text(r#"{"answer": "It said one."}"#),
+        ],
+        json!({"llm": {"toolCalling": "prompted", "model": "smol-test"}, "sideRequests": false}),
+    );
+    let (transcript, output) = sandbox.run("say one", None);
+    assert!(output.status.success(), "{transcript}");
+    assert_eq!(transcript["answer"], "It said one.");
+    let requests = sandbox.model.main_requests();
+    let format = &requests[0]["response_format"];
+    assert_eq!(format["type"], "json_object", "{format}");
+    let schema = &format["schema"];
+    assert_eq!(schema["oneOf"][0]["required"], json!(["answer"]));
+    assert!(schema.to_string().contains(r#""const":"bash""#), "{schema}");
+    assert!(system_text(&requests[0]).contains(r#"{"answer": "..."}"#));
+
+    // A server that refuses it: the turn goes again without, and the rest.
+    let sandbox = Sandbox::new(
+        vec![
+            Reply::Fault(Fault::Status(
+                500,
+                Vec::new(),
+                r#"{"error": {"message": "response_format: Input should be 'text' or 'json_object'"}}"#
+                    .into(),
+            )),
+            Reply::text("Plain answer."),
+            Reply::text("Second plain answer."),
+        ],
+        json!({"llm": {"toolCalling": "prompted", "model": "smol-test", "maxRetries": 0,
+                        "replyFormat": "jsonSchema"},
+               "sideRequests": false}),
+    );
+    let (transcript, output) = sandbox.run("hello", None);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{transcript}");
+    assert_eq!(transcript["answer"], "Plain answer.");
+    assert!(
+        stderr.contains("the server refused the reply schema"),
+        "{stderr}"
+    );
+    let requests = sandbox.model.main_requests();
+    assert_eq!(requests[0]["response_format"]["type"], "json_schema");
+    assert!(requests[1].get("response_format").is_none());
+    assert!(
+        log_entries(&transcript)
+            .iter()
+            .any(|(kind, text)| kind == "auxiliary" && text.contains("refused the reply schema"))
+    );
+
+    // `off` sends none.
+    let sandbox = Sandbox::new(
+        vec![Reply::text("Fine.")],
+        json!({"llm": {"toolCalling": "prompted", "constrainedReplies": "off"},
+               "sideRequests": false}),
+    );
+    let (_, output) = sandbox.run("hello", None);
+    assert!(output.status.success());
+    assert!(
+        sandbox.model.main_requests()[0]
+            .get("response_format")
+            .is_none()
+    );
+}
+
+/// For a model whose tokenizer is not embedded, `satchel context` shows
+/// the count on the bytes and, beside it, the figure calibrated to the
+/// usage the server reported.
+#[test]
+fn context_calibrates_the_estimate_of_a_model_without_its_tokenizer() {
+    let sandbox = Sandbox::new(
+        vec![Reply::text("Hi.")],
+        json!({"llm": {"model": "smol-test", "stream": false}}),
+    );
+    let (transcript, output) = sandbox.run("hello", None);
+    assert!(output.status.success(), "{transcript}");
+    let usage = transcript["usage"].as_array().unwrap();
+    let (counted, reported) = usage
+        .iter()
+        .filter(|u| u["input_tokens"].as_u64().is_some_and(|t| t > 0))
+        .fold((0u64, 0u64), |(c, r), u| {
+            (
+                c + u["estimate_tokens"].as_u64().unwrap(),
+                r + u["input_tokens"].as_u64().unwrap(),
+            )
+        });
+    assert!(counted > 0);
+    let output = sandbox.satchel(&["context", "--json"]);
+    assert!(output.status.success());
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let calibration = &report["calibration"];
+    assert_eq!(calibration["samples"], usage.len(), "{report}");
+    let ratio = calibration["ratio"].as_f64().unwrap();
+    assert!((ratio - reported as f64 / counted as f64).abs() < 1e-9);
+    let total = report["total_tokens"].as_u64().unwrap();
+    assert_eq!(
+        report["calibrated_total_tokens"].as_u64().unwrap(),
+        (total as f64 * ratio).round() as u64
+    );
+    let text = sandbox.satchel(&["context"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("calibrated to the server's counts"), "{text}");
+
+    // An OpenAI model's tokenizer is embedded: no calibration.
+    let sandbox = Sandbox::new(vec![Reply::text("Hi.")], json!({}));
+    let (_, output) = sandbox.run("hello", None);
+    assert!(output.status.success());
+    let report: Value =
+        serde_json::from_slice(&sandbox.satchel(&["context", "--json"]).stdout).unwrap();
+    assert_eq!(report["calibration"], Value::Null);
+}
+
 /// The JSON a tool result carries after the feedback block (when it has one).
 fn result_json(text: &str) -> Value {
     let start = text

@@ -85,6 +85,44 @@ pub enum ToolCalling {
     Auto,
 }
 
+/// Whether prompted-mode replies are constrained to the reply schema
+/// (`constrainedReplies`): a small local model's reply then always parses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ConstrainedReplies {
+    /// On for OpenAI-compatible servers in prompted mode; dropped for the
+    /// rest of the session, with a notice, if the server refuses it.
+    #[default]
+    Auto,
+    /// Always sent in prompted mode; a server that refuses it fails the turn.
+    On,
+    /// Never sent.
+    Off,
+}
+
+/// How the reply schema is written into an OpenAI-compatible request
+/// (`replyFormat`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ReplyFormat {
+    /// `response_format: {"type": "json_schema", "json_schema": {...}}`:
+    /// OpenAI, vLLM, Ollama, llama.cpp's `llama-server`.
+    JsonSchema,
+    /// `response_format: {"type": "json_object", "schema": {...}}`:
+    /// llama.cpp's servers (`llama-cpp-python` knows only this form).
+    JsonObject,
+}
+
+impl ReplyFormat {
+    /// The setting's value, e.g. `jsonObject`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplyFormat::JsonSchema => "jsonSchema",
+            ReplyFormat::JsonObject => "jsonObject",
+        }
+    }
+}
+
 /// How tools are given to the model for one request: [`ToolCalling`] with
 /// `auto` decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -152,6 +190,14 @@ pub struct LlmConfig {
     pub headers: BTreeMap<String, String>,
     /// `native`, `prompted` or `auto` (the default).
     pub tool_calling: Option<ToolCalling>,
+    /// `auto` (the default), `on` or `off`: see [`ConstrainedReplies`].
+    pub constrained_replies: Option<ConstrainedReplies>,
+    /// `jsonSchema` or `jsonObject`; by default `jsonObject` on a private
+    /// endpoint other than Ollama's port, `jsonSchema` elsewhere.
+    pub reply_format: Option<ReplyFormat>,
+    /// Whether main turns stream (default true); `false` asks for whole
+    /// answers, for servers whose streaming is broken.
+    pub stream: Option<bool>,
 }
 
 /// An API key read from the environment; never printed.
@@ -244,6 +290,12 @@ pub struct ModelConfig {
     pub headers: BTreeMap<String, String>,
     /// As configured; [`ModelConfig::tool_mode`] decides `auto`.
     pub tool_calling: ToolCalling,
+    /// As configured; [`ModelConfig::reply_format`] decides `auto`.
+    pub constrained_replies: ConstrainedReplies,
+    /// As configured, when it was.
+    pub reply_format: Option<ReplyFormat>,
+    /// See [`LlmConfig::stream`].
+    pub stream: bool,
 }
 
 impl ModelConfig {
@@ -262,6 +314,27 @@ impl ModelConfig {
             ProviderKind::Anthropic => true,
             ProviderKind::OpenAi => self.base_url.starts_with(OPENAI_URL),
         }
+    }
+
+    /// How prompted-mode replies are constrained, or `None` when they are
+    /// not: off by configuration, or Anthropic (whose models call tools
+    /// natively, and whose API has no schema for free text).
+    pub fn reply_format(&self) -> Option<ReplyFormat> {
+        if self.constrained_replies == ConstrainedReplies::Off
+            || self.provider == ProviderKind::Anthropic
+        {
+            return None;
+        }
+        Some(self.reply_format.unwrap_or({
+            // llama.cpp's servers take a schema inside `json_object` (and
+            // llama-cpp-python only that); Ollama (port 11434) and hosted
+            // APIs take `json_schema`.
+            if self.is_private_endpoint() && !self.base_url.contains(":11434") {
+                ReplyFormat::JsonObject
+            } else {
+                ReplyFormat::JsonSchema
+            }
+        }))
     }
 
     /// True when `base_url` names this machine or a private network
@@ -449,6 +522,9 @@ impl LlmConfig {
             reasoning_effort: self.reasoning_effort.clone(),
             headers: self.headers.clone(),
             tool_calling: self.tool_calling.unwrap_or_default(),
+            constrained_replies: self.constrained_replies.unwrap_or_default(),
+            reply_format: self.reply_format,
+            stream: self.stream.unwrap_or(true),
         })
     }
 }

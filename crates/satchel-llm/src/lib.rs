@@ -44,6 +44,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod anthropic;
+mod calibrate;
 mod config;
 mod count_cache;
 mod error;
@@ -59,10 +60,11 @@ mod sse;
 mod tokens;
 
 pub use anthropic::{ANTHROPIC_VERSION, AnthropicProvider};
+pub use calibrate::Calibration;
 pub use config::{
-    ANTHROPIC_URL, ApiKey, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OLLAMA_MODEL, DEFAULT_OLLAMA_URL,
-    DEFAULT_OPENAI_MODEL, LlmConfig, ModelConfig, OPENAI_URL, ProviderKind, RetryPolicy,
-    ToolCalling, ToolMode,
+    ANTHROPIC_URL, ApiKey, ConstrainedReplies, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OLLAMA_MODEL,
+    DEFAULT_OLLAMA_URL, DEFAULT_OPENAI_MODEL, LlmConfig, ModelConfig, OPENAI_URL, ProviderKind,
+    ReplyFormat, RetryPolicy, ToolCalling, ToolMode,
 };
 pub use error::LlmError;
 pub use http::{EventStream, collect};

@@ -32,6 +32,10 @@ pub struct ModelInfo {
     pub native_tools: bool,
     /// False when the values are [`UNKNOWN_MODEL`]'s defaults.
     pub known: bool,
+    /// True when `encoding` is the model's own tokenizer (OpenAI's
+    /// models); false when it is the `cl100k` stand-in, whose estimates
+    /// are calibrated against reported usage.
+    pub exact_tokenizer: bool,
 }
 
 /// What an unknown model is assumed to have: a 32,768-token window (what
@@ -48,6 +52,7 @@ pub const UNKNOWN_MODEL: ModelInfo = ModelInfo {
     encoding: Encoding::Cl100k,
     native_tools: false,
     known: false,
+    exact_tokenizer: false,
 };
 
 const fn entry(
@@ -65,8 +70,28 @@ const fn entry(
             encoding,
             native_tools,
             known: true,
+            exact_tokenizer: false,
         },
     )
+}
+
+/// An OpenAI model: its tokenizer is the one embedded.
+const fn openai(
+    prefix: &'static str,
+    context_window: u32,
+    max_output_tokens: u32,
+    encoding: Encoding,
+    native_tools: bool,
+) -> (&'static str, ModelInfo) {
+    let (prefix, mut info) = entry(
+        prefix,
+        context_window,
+        max_output_tokens,
+        encoding,
+        native_tools,
+    );
+    info.exact_tokenizer = true;
+    (prefix, info)
 }
 
 use Encoding::{Cl100k, O200k};
@@ -74,20 +99,20 @@ use Encoding::{Cl100k, O200k};
 /// Known models, specific names before their families.
 const MODELS: &[(&str, ModelInfo)] = &[
     // OpenAI: o200k for gpt-4o and everything after it.
-    entry("gpt-5", 400_000, 128_000, O200k, true),
-    entry("gpt-4.1", 1_047_576, 32_768, O200k, true),
-    entry("gpt-4.5", 128_000, 16_384, O200k, true),
-    entry("gpt-4o", 128_000, 16_384, O200k, true),
-    entry("chatgpt-4o", 128_000, 16_384, O200k, false),
-    entry("gpt-oss", 131_072, 131_072, O200k, true),
-    entry("o1-mini", 128_000, 65_536, O200k, false),
-    entry("o1", 200_000, 100_000, O200k, true),
-    entry("o3", 200_000, 100_000, O200k, true),
-    entry("o4-mini", 200_000, 100_000, O200k, true),
-    entry("gpt-4-turbo", 128_000, 4_096, Cl100k, true),
-    entry("gpt-4-32k", 32_768, 4_096, Cl100k, true),
-    entry("gpt-4", 8_192, 8_192, Cl100k, true),
-    entry("gpt-3.5-turbo", 16_385, 4_096, Cl100k, true),
+    openai("gpt-5", 400_000, 128_000, O200k, true),
+    openai("gpt-4.1", 1_047_576, 32_768, O200k, true),
+    openai("gpt-4.5", 128_000, 16_384, O200k, true),
+    openai("gpt-4o", 128_000, 16_384, O200k, true),
+    openai("chatgpt-4o", 128_000, 16_384, O200k, false),
+    openai("gpt-oss", 131_072, 131_072, O200k, true),
+    openai("o1-mini", 128_000, 65_536, O200k, false),
+    openai("o1", 200_000, 100_000, O200k, true),
+    openai("o3", 200_000, 100_000, O200k, true),
+    openai("o4-mini", 200_000, 100_000, O200k, true),
+    openai("gpt-4-turbo", 128_000, 4_096, Cl100k, true),
+    openai("gpt-4-32k", 32_768, 4_096, Cl100k, true),
+    openai("gpt-4", 8_192, 8_192, Cl100k, true),
+    openai("gpt-3.5-turbo", 16_385, 4_096, Cl100k, true),
     // Anthropic (tokenizer not published: cl100k fallback).
     entry("claude-opus-4-5", 200_000, 64_000, Cl100k, true),
     entry("claude-opus-4", 200_000, 32_000, Cl100k, true),

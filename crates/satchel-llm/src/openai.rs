@@ -24,7 +24,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::LlmError;
-use crate::config::{ModelConfig, OPENAI_URL};
+use crate::config::{ModelConfig, OPENAI_URL, ReplyFormat};
 use crate::http::{DecodeError, Decoder, EventStream, Transport};
 use crate::provider::Provider;
 use crate::request::{BodyWriter, ChatRequest, Mode, PreparedRequest, ToolChoice, size_hint};
@@ -143,6 +143,21 @@ impl Provider for OpenAiProvider {
         if let Some(effort) = &config.reasoning_effort {
             w.key("reasoning_effort", false);
             w.json(effort)?;
+        }
+        if let (Some(schema), Some(format)) = (request.reply_schema, config.reply_format()) {
+            // Not prompt text: the server compiles it into a grammar.
+            w.enter(Section::Framing);
+            w.key("response_format", false);
+            match format {
+                ReplyFormat::JsonSchema => w.json(&serde_json::json!({
+                    "type": "json_schema",
+                    "json_schema": {"name": "reply", "schema": schema},
+                }))?,
+                ReplyFormat::JsonObject => w.json(&serde_json::json!({
+                    "type": "json_object",
+                    "schema": schema,
+                }))?,
+            }
         }
         if mode == Mode::Stream {
             w.key("stream", false);

@@ -44,6 +44,10 @@ pub struct ChatRequest<'a> {
     pub parallel_tool_calls: bool,
     /// Overrides the configured largest answer for this call.
     pub max_output_tokens: Option<u32>,
+    /// A JSON Schema the answer's text must follow (prompted mode's reply
+    /// schema), written as the configured [`ReplyFormat`](crate::ReplyFormat);
+    /// providers without one ignore it.
+    pub reply_schema: Option<&'a serde_json::Value>,
 }
 
 impl<'a> ChatRequest<'a> {
@@ -55,6 +59,7 @@ impl<'a> ChatRequest<'a> {
             tool_choice: &ToolChoice::Auto,
             parallel_tool_calls: true,
             max_output_tokens: None,
+            reply_schema: None,
         }
     }
 }

@@ -62,4 +62,4 @@ pub use store::{
 };
 
 pub use time::{Clock, ManualClock, SystemClock, Timestamp, parse_age};
-pub use usage::{LlmCallRecord, LlmCallStore, NewLlmCall};
+pub use usage::{LlmCallRecord, LlmCallStore, NewLlmCall, UsageSample};

@@ -65,4 +65,22 @@ pub trait LlmCallStore: Send + Sync {
 
     /// A conversation's requests, oldest first.
     async fn llm_calls(&self, conversation_id: &str) -> Result<Vec<LlmCallRecord>, StoreError>;
+
+    /// The latest `limit` requests to `model` whose server reported input
+    /// tokens, newest first: `(estimate, reported)` pairs, from which an
+    /// estimate is calibrated to the model's own tokenizer.
+    async fn usage_samples(
+        &self,
+        model: &str,
+        limit: usize,
+    ) -> Result<Vec<UsageSample>, StoreError>;
+}
+
+/// Satchel's estimate of a request's input tokens beside the server's count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageSample {
+    /// Counted by Satchel on the bytes sent.
+    pub estimate_tokens: u64,
+    /// Reported by the server.
+    pub input_tokens: u64,
 }

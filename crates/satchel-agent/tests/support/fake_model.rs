@@ -213,7 +213,7 @@ fn chunk(delta: Value, finish: Option<&str>) -> String {
     format!("data: {event}\n\n")
 }
 
-fn stream(reply: Reply, _streaming: bool) -> Response {
+fn stream(reply: Reply, streaming: bool) -> Response {
     let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
     let (thinking, calls, text) = match reply {
         Reply::Text(text) => (None, Vec::new(), Some(text)),
@@ -221,6 +221,9 @@ fn stream(reply: Reply, _streaming: bool) -> Response {
         Reply::Calls(calls) => (None, calls, None),
         Reply::Fault(fault) => return faulty(fault),
     };
+    if !streaming {
+        return whole_turn(thinking, &calls, text);
+    }
     if let Some(thinking) = thinking {
         events.push(chunk(json!({"reasoning_content": thinking}), None));
     }
@@ -268,6 +271,43 @@ fn fastid() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A main turn answered in one piece (`"stream": false`).
+fn whole_turn(
+    thinking: Option<String>,
+    calls: &[(String, String)],
+    text: Option<String>,
+) -> Response {
+    let tool_calls: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(index, (name, args))| {
+            json!({"id": format!("call_{index}_{}", fastid()), "type": "function",
+                   "function": {"name": name, "arguments": args}})
+        })
+        .collect();
+    let mut message = json!({"role": "assistant", "content": text});
+    if let Some(thinking) = thinking {
+        message["reasoning_content"] = json!(thinking);
+    }
+    if !tool_calls.is_empty() {
+        message["tool_calls"] = json!(tool_calls);
+    }
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    let body = json!({
+        "id": "chat-1", "object": "chat.completion", "model": "fake",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 20, "total_tokens": 1020}
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap()
 }
 
 /// The text as content chunks of 7 bytes, after the role chunk.

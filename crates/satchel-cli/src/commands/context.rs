@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use satchel_agent::{Agent, AgentDeps, ContextReport};
-use satchel_llm::Section;
+use satchel_llm::{Section, model_info};
 use satchel_store::{AuditSource, Store};
 use satchel_tools::{NonInteractive, Style};
 use serde_json::json;
@@ -37,7 +37,7 @@ pub(crate) async fn run(args: ContextArgs, project: &Project) -> anyhow::Result<
         display: Style::Markdown,
     };
     let mut agent = Agent::resume(deps, Some(&conversation.id)).await?;
-    let report = agent.context_report()?;
+    let report = agent.context_report().await?;
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(
@@ -64,6 +64,29 @@ pub(crate) fn render(report: &ContextReport) -> String {
         estimate.total as f64 * 100.0 / window as f64,
         report.threshold * 100.0
     );
+    match report.calibration {
+        Some(calibration) => {
+            let _ = writeln!(
+                text,
+                "  Counted with {} (this model's own tokenizer is not embedded); calibrated to the \
+                 server's counts: {} tokens (×{:.2}, from the last {} call(s) that reported usage). \
+                 The threshold uses the calibrated figure.",
+                estimate.encoding,
+                report.calibrated_total(),
+                calibration.ratio,
+                calibration.samples
+            );
+        }
+        None if !model_info(&report.model).exact_tokenizer => {
+            let _ = writeln!(
+                text,
+                "  Counted with {} (this model's own tokenizer is not embedded); not calibrated \
+                 yet: no call to it has reported usage.",
+                estimate.encoding
+            );
+        }
+        None => {}
+    }
     for section in Section::ALL {
         let tokens = estimate.section(section);
         let _ = writeln!(
@@ -110,5 +133,7 @@ fn report_json(report: &ContextReport) -> serde_json::Value {
         "statements": report.statements,
         "summarised_through": report.summarised_through,
         "encoding": estimate.encoding,
+        "calibrated_total_tokens": report.calibrated_total(),
+        "calibration": report.calibration,
     })
 }

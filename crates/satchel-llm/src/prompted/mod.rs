@@ -16,17 +16,24 @@
 //!    (text), and the outputs go back in the next user message as
 //!    [`format_results`].
 //!
+//! Where the server can enforce a schema (`llm.constrainedReplies`), the
+//! request also carries [`reply_schema`] and the prompt
+//! [`ANSWER_INSTRUCTION`]: every reply is then a call object or
+//! `{"answer": "..."}`.
+//!
 //! Files: `render` (specs → text), `parse` (finding and reading the call
 //! object), `lenient` (the forgiving JSON reader it uses), `results`
-//! (outputs → text). What does not live here: deciding the mode
+//! (outputs → text), `constrain` (the reply schema). What does not live here: deciding the mode
 //! ([`ToolCalling`](crate::ToolCalling), in `config`), validation against
 //! schemas and running calls (dispatch, in satchel-tools), the loop.
 
+mod constrain;
 mod lenient;
 mod parse;
 mod render;
 mod results;
 
+pub use constrain::{ANSWER_INSTRUCTION, reply_schema};
 pub use parse::{PromptedCall, PromptedReply, ReplyError, ReplyOutcome, parse_reply};
 pub use render::{CALL_INSTRUCTION, INLINE_DEPTH, render_tool, render_tools};
 pub use results::{PromptedResult, format_results};

@@ -125,6 +125,13 @@ impl ReplyError {
 
 /// Splits `reply` into its message and the calls it asks for.
 pub fn parse_reply(reply: &str) -> PromptedReply {
+    if let Some(answer) = answer_object(reply) {
+        return PromptedReply {
+            message: answer,
+            reasoning: None,
+            outcome: ReplyOutcome::Final,
+        };
+    }
     let fences = fences(reply);
     let skipped = thinking(reply);
     let mut budget = Budget::for_text(reply);
@@ -204,6 +211,22 @@ pub fn parse_reply(reply: &str) -> PromptedReply {
         message,
         reasoning,
         outcome: ReplyOutcome::Calls(calls),
+    }
+}
+
+/// The text of a reply that is exactly `{"answer": "..."}`: the final
+/// answer's shape under a constrained reply schema.
+fn answer_object(reply: &str) -> Option<String> {
+    let trimmed = reply.trim();
+    if !trimmed.starts_with('{') {
+        return None;
+    }
+    let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(trimmed) else {
+        return None;
+    };
+    match (map.remove("answer"), map.is_empty()) {
+        (Some(Value::String(answer)), true) => Some(answer.trim().to_owned()),
+        _ => None,
     }
 }
 
@@ -582,6 +605,16 @@ mod tests {
         );
         assert_eq!(reply.reasoning, None);
         assert_eq!(calls(&reply), [valid("bash", json!({"command": "ls"}))]);
+    }
+
+    #[test]
+    fn an_answer_object_is_the_final_answer_and_its_text_the_message() {
+        let reply = parse_reply("{\"answer\": \" The files are a and b. \"}\n");
+        assert_eq!(reply.message, "The files are a and b.");
+        assert!(reply.is_final());
+        // Anything more than the answer is read as usual.
+        let reply = parse_reply(r#"{"answer": "x", "note": 1}"#);
+        assert_eq!(reply.message, r#"{"answer": "x", "note": 1}"#);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use rusqlite::{Row, params};
 use super::repo::{all, timestamp};
 use super::{Redact, SqliteStore};
 use crate::redact::Redactor;
-use crate::{LlmCallRecord, LlmCallStore, NewLlmCall, StoreError};
+use crate::{LlmCallRecord, LlmCallStore, NewLlmCall, StoreError, UsageSample};
 
 const COLUMNS: &str = "id, conversation_id, statement_id, turn, purpose, provider, model, estimate_tokens, estimate_sections, context_window, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, stop_reason, error, duration_ms, created_at";
 
@@ -85,6 +85,31 @@ impl LlmCallStore for SqliteStore {
                 "SELECT {COLUMNS} FROM llm_calls WHERE conversation_id = ?1 ORDER BY created_at, id"
             );
             all(conn, &sql, params![conversation_id], row)
+        })
+        .await
+    }
+
+    async fn usage_samples(
+        &self,
+        model: &str,
+        limit: usize,
+    ) -> Result<Vec<UsageSample>, StoreError> {
+        let model = model.to_owned();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(move |conn| {
+            all(
+                conn,
+                "SELECT estimate_tokens, input_tokens FROM llm_calls \
+                 WHERE model = ?1 AND input_tokens > 0 AND estimate_tokens > 0 \
+                 ORDER BY created_at DESC, id DESC LIMIT ?2",
+                params![model, limit],
+                |row| {
+                    Ok(UsageSample {
+                        estimate_tokens: row.get(0)?,
+                        input_tokens: row.get(1)?,
+                    })
+                },
+            )
         })
         .await
     }

@@ -231,7 +231,7 @@ async fn slash(
             screen.lock().line(&text);
         }
         "context" => {
-            let report = session.agent.context_report()?;
+            let report = session.agent.context_report().await?;
             screen
                 .lock()
                 .line(super::context::render(&report).trim_end());

@@ -1,0 +1,109 @@
+//! Constrained replies: the JSON Schema every prompted-mode reply must
+//! follow when the server can enforce one (`llm.constrainedReplies`), so a
+//! small local model's reply always parses.
+//!
+//! A reply is either the final answer, `{"answer": "..."}`, or
+//! `{"tool_calls": [{"tool": NAME, "params": {...}}, ...]}` where each
+//! entry names a known tool and its `params` follow that tool's own input
+//! schema. What does not live here: how the schema is written into a
+//! request (the providers, by [`ReplyFormat`](crate::ReplyFormat)) and
+//! reading the reply ([`parse_reply`](super::parse_reply), which knows the
+//! `answer` object).
+
+use satchel_core::ToolSpec;
+use serde_json::{Value, json};
+
+/// Added to the tools' instruction when replies are constrained: the shape
+/// of a final answer, which unconstrained replies write as prose.
+pub const ANSWER_INSTRUCTION: &str = "Every reply is one JSON object: the tool_calls object above, or {\"answer\": \"...\"} \
+with your final answer.";
+
+/// The schema of a reply that either answers or calls `tools`.
+pub fn reply_schema(tools: &[ToolSpec]) -> Value {
+    let answer = json!({
+        "type": "object",
+        "properties": {"answer": {"type": "string"}},
+        "required": ["answer"],
+        "additionalProperties": false,
+    });
+    if tools.is_empty() {
+        return answer;
+    }
+    let calls: Vec<Value> = tools
+        .iter()
+        .map(|tool| {
+            json!({
+                "type": "object",
+                "properties": {
+                    "tool": {"const": tool.name},
+                    "params": tool.input_schema,
+                },
+                "required": ["tool", "params"],
+                "additionalProperties": false,
+            })
+        })
+        .collect();
+    let call = if calls.len() == 1 {
+        calls.into_iter().next().unwrap_or_default()
+    } else {
+        json!({"anyOf": calls})
+    };
+    json!({
+        "oneOf": [
+            answer,
+            {
+                "type": "object",
+                "properties": {
+                    "tool_calls": {"type": "array", "minItems": 1, "items": call},
+                },
+                "required": ["tool_calls"],
+                "additionalProperties": false,
+            },
+        ],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    fn spec(name: &str, schema: Value) -> ToolSpec {
+        serde_json::from_value(json!({"name": name, "description": "d", "inputSchema": schema}))
+            .unwrap()
+    }
+
+    #[test]
+    fn the_schema_accepts_an_answer_or_calls_that_follow_each_tools_schema() {
+        let tools = [
+            spec(
+                "bash",
+                json!({"type": "object", "properties": {"command": {"type": "string"}},
+                       "required": ["command"]}),
+            ),
+            spec("now", json!({"type": "object", "properties": {}})),
+        ];
+        let schema = reply_schema(&tools);
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        for good in [
+            json!({"answer": "done"}),
+            json!({"tool_calls": [{"tool": "bash", "params": {"command": "ls"}}]}),
+            json!({"tool_calls": [{"tool": "now", "params": {}},
+                                  {"tool": "bash", "params": {"command": "pwd"}}]}),
+        ] {
+            assert!(validator.is_valid(&good), "{good}");
+        }
+        for bad in [
+            json!({"answer": 3}),
+            json!({"tool_calls": []}),
+            json!({"tool_calls": [{"tool": "rm", "params": {}}]}),
+            json!({"tool_calls": [{"tool": "bash", "params": {}}]}),
+            json!({"answer": "x", "tool_calls": [{"tool": "now", "params": {}}]}),
+            json!("prose"),
+        ] {
+            assert!(!validator.is_valid(&bad), "{bad}");
+        }
+        assert_eq!(reply_schema(&[])["required"], json!(["answer"]));
+    }
+}
