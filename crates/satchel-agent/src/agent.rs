@@ -593,7 +593,8 @@ impl Agent {
             });
             let (mut parts, mut calls, raw_reply) = if prompted {
                 let raw = response.text();
-                let (parts, calls) = prompted_turn(&raw, turn);
+                let cut_at_limit = response.stop_reason == StopReason::MaxTokens;
+                let (parts, calls) = prompted_turn(&raw, turn, cut_at_limit);
                 let prose = text_of(&parts);
                 if !prose.is_empty() {
                     sink.emit(AgentEvent::TextDelta(prose));
@@ -1457,7 +1458,10 @@ fn prompted_results(
 
 /// Reads a prompted-mode reply: the prose as the assistant's text, each
 /// call (or the reason it cannot run) as a planned call.
-fn prompted_turn(raw: &str, turn: u32) -> (Vec<AssistantPart>, Vec<Planned>) {
+/// Reads a prompted-mode reply into what it says and the calls it asks
+/// for; `cut_at_limit` when the server stopped it at the answer limit,
+/// which is then why an unreadable call object is unreadable.
+fn prompted_turn(raw: &str, turn: u32, cut_at_limit: bool) -> (Vec<AssistantPart>, Vec<Planned>) {
     let reply = parse_reply(raw);
     let mut parts = Vec::new();
     if !reply.message.trim().is_empty() {
@@ -1489,7 +1493,16 @@ fn prompted_turn(raw: &str, turn: u32) -> (Vec<AssistantPart>, Vec<Planned>) {
                 name: "(unreadable reply)".into(),
                 input: serde_json::Value::Null,
             },
-            preset: Some(error.to_output()),
+            preset: Some(if cut_at_limit {
+                ToolOutput::error(
+                    ErrorCode::InvalidParams,
+                    "your reply was cut off at the answer's token limit before its JSON object \
+                     closed, so no tool was run. Send a shorter reply: fewer calls, shorter \
+                     strings.",
+                )
+            } else {
+                error.to_output()
+            }),
         }],
     };
     parts.extend(

@@ -10,28 +10,28 @@
 
 #[path = "../../satchel-agent/tests/support/fake_model.rs"]
 mod fake_model;
+mod support;
 
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
 use fake_model::{FakeModel, Fault, Reply, system_text, tool_contents};
 use serde_json::{Value, json};
+use support::project::{Project, log_entries, merge};
 
-/// A project directory, a database and a config pointing at the fake model.
+/// A project pointing at the fake model.
 struct Sandbox {
-    dir: tempfile::TempDir,
+    project: Project,
     model: FakeModel,
 }
 
 impl Sandbox {
     fn new(script: Vec<Reply>, config: Value) -> Sandbox {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("project/.agents")).unwrap();
-        std::fs::create_dir_all(dir.path().join("config")).unwrap();
+        let model = FakeModel::start(script);
         let sandbox = Sandbox {
-            dir,
-            model: FakeModel::start(script),
+            project: Project::new(&json!({})),
+            model,
         };
         sandbox.write_config(config);
         sandbox
@@ -45,63 +45,19 @@ impl Sandbox {
             "permissions": {"allow": ["bash"]}
         });
         merge(&mut config, extra);
-        std::fs::write(
-            self.path("project/.agents/agent.json"),
-            serde_json::to_string_pretty(&config).unwrap(),
-        )
-        .unwrap();
+        self.project.write_config(&config);
     }
 
     fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
+        self.project.path(name)
     }
 
     fn satchel(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_satchel"))
-            .args(args)
-            .current_dir(self.path("project"))
-            .env("XDG_CONFIG_HOME", self.path("config"))
-            .env("XDG_DATA_HOME", self.path("data"))
-            .env("XDG_CACHE_HOME", self.path("cache"))
-            .env("TMPDIR", self.dir.path())
-            .env("NO_COLOR", "1")
-            .env_remove("SATCHEL_DB")
-            .env_remove("SATCHEL_MODEL")
-            .env_remove("OPENAI_BASE_URL")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
+        self.project.satchel(args)
     }
 
-    /// `satchel run --json PROMPT` (after `--resume ID` when given).
     fn run(&self, prompt: &str, resume: Option<&str>) -> (Value, Output) {
-        let mut args = vec!["run", "--json"];
-        if let Some(id) = resume {
-            args.extend(["--resume", id]);
-        }
-        args.push(prompt);
-        let output = self.satchel(&args);
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let transcript = serde_json::from_str(&stdout).unwrap_or_else(|error| {
-            panic!(
-                "not JSON ({error}): {stdout}\nstderr: {}",
-                String::from_utf8_lossy(&output.stderr)
-            )
-        });
-        (transcript, output)
-    }
-}
-
-fn merge(base: &mut Value, over: Value) {
-    match (base, over) {
-        (Value::Object(base), Value::Object(over)) => {
-            for (key, value) in over {
-                merge(base.entry(key).or_insert(Value::Null), value);
-            }
-        }
-        (slot, value) => *slot = value,
+        self.project.run(prompt, resume)
     }
 }
 
@@ -629,21 +585,6 @@ fn an_ended_memory_session_is_summarised_by_the_configured_model() {
     let asked = sandbox.model.side_requests();
     assert_eq!(asked.len(), 1);
     assert!(asked[0].to_string().contains("we chose the blue design"));
-}
-
-/// The log entries of a `run --json` transcript, as `(kind, text)`.
-fn log_entries(transcript: &Value) -> Vec<(String, String)> {
-    transcript["log"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["kind"].as_str().unwrap_or_default().to_owned(),
-                e["text"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect()
 }
 
 /// A statement whose answer goes wrong on the wire ends in a loud error:
