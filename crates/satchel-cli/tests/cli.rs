@@ -1175,6 +1175,17 @@ fn tools_prompt_shows_the_compact_text_with_its_token_count() {
         text.contains("\"tool_calls\": [{\"tool\": \"NAME\""),
         "{text}"
     );
+    // The local Ollama (the default endpoint) takes a `json_schema`.
+    assert!(
+        text.contains("\nReplies constrained to the reply schema (")
+            && text
+                .contains("sent as response_format json_schema; `llm.constrainedReplies: auto`)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"or {"answer": "..."} with your final answer."#),
+        "{text}"
+    );
     let last = text.lines().last().unwrap();
     assert!(
         last.contains("tokens for 5 tools")
@@ -1196,6 +1207,18 @@ fn tools_prompt_shows_the_compact_text_with_its_token_count() {
         "{last} vs {tokens}"
     );
     assert!(text.starts_with(value["text"].as_str().unwrap().trim_end()));
+    assert_eq!(value["constrained_replies"]["format"], "jsonSchema");
+    assert!(
+        value["constrained_replies"]["schema_bytes"]
+            .as_u64()
+            .unwrap()
+            > 1_000
+    );
+
+    sandbox.write_config(r#"{"llm": {"model": "gemma3:27b", "constrainedReplies": "off"}}"#);
+    let value = stdout_json(&sandbox.run(&["tools", "prompt", "--json"]));
+    assert_eq!(value["constrained_replies"], Value::Null);
+    assert!(!value["text"].as_str().unwrap().contains(r#"{"answer""#));
 }
 
 #[test]

@@ -10,10 +10,10 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use satchel_core::ToolSpec;
-use satchel_llm::prompted::{CALL_INSTRUCTION, render_tools};
+use satchel_llm::prompted::{ANSWER_INSTRUCTION, CALL_INSTRUCTION, render_tools, reply_schema};
 use satchel_llm::{
-    Encoding, LlmConfig, LlmError, ModelConfig, ProviderKind, ToolMode, count_tokens,
-    native_tools_json,
+    ConstrainedReplies, Encoding, LlmConfig, LlmError, ModelConfig, ProviderKind, ReplyFormat,
+    ToolMode, count_tokens, native_tools_json,
 };
 use serde_json::{Value, json};
 
@@ -47,9 +47,34 @@ pub(crate) fn run(
         Some(PromptFormat::Native) => ToolMode::Native,
         None => model.tool_mode(),
     };
-    let text = match mode {
-        ToolMode::Prompted => render_tools(tools),
-        ToolMode::Native => native_tools_json(model.provider, tools)?,
+    // Prompted replies are constrained to a schema where the server can
+    // enforce one; the prompt then also says how to answer.
+    let constrained = (mode == ToolMode::Prompted)
+        .then(|| model.reply_format())
+        .flatten();
+    let text = match (mode, constrained) {
+        (ToolMode::Prompted, Some(_)) => format!("{}{ANSWER_INSTRUCTION}\n", render_tools(tools)),
+        (ToolMode::Prompted, None) => render_tools(tools),
+        (ToolMode::Native, _) => native_tools_json(model.provider, tools)?,
+    };
+    let schema_bytes = constrained.map(|_| reply_schema(tools).to_string().len());
+    let constrained_line = match (mode, constrained, schema_bytes) {
+        (ToolMode::Native, ..) => String::new(),
+        (ToolMode::Prompted, Some(format), Some(bytes)) => format!(
+            "Replies constrained to the reply schema ({bytes} bytes, sent as {}; \
+             `llm.constrainedReplies: {}`)\n",
+            match format {
+                ReplyFormat::JsonSchema => "response_format json_schema",
+                ReplyFormat::JsonObject => "response_format json_object with a schema",
+            },
+            constrained_setting(model.constrained_replies)
+        ),
+        (ToolMode::Prompted, ..) if model.provider == ProviderKind::Anthropic => {
+            "Replies not constrained: Anthropic's API takes no schema for free text\n".into()
+        }
+        (ToolMode::Prompted, ..) => {
+            "Replies not constrained (`llm.constrainedReplies: off`)\n".into()
+        }
     };
     let tokens = count_tokens(model.encoding, &text);
     let per_tool = per_tool(tokens, tools.len());
@@ -63,13 +88,17 @@ pub(crate) fn run(
             "tokens": tokens,
             "tokens_per_tool": per_tool,
             "text": text,
+            "constrained_replies": constrained.map(|format| json!({
+                "format": format.as_str(),
+                "schema_bytes": schema_bytes,
+            })),
         });
         writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
     } else {
         let text = text.trim_end();
         writeln!(
             stdout,
-            "{text}\n\n{tokens} tokens for {} tools ({per_tool:.0} per tool): {} for {} ({}), counted with {}",
+            "{text}\n\n{constrained_line}{tokens} tokens for {} tools ({per_tool:.0} per tool): {} for {} ({}), counted with {}",
             tools.len(),
             mode.as_str(),
             model.model,
@@ -95,6 +124,14 @@ fn model_config(project: &Project) -> anyhow::Result<ModelConfig> {
             Ok(config.resolve(&env)?)
         }
         resolved => Ok(resolved?),
+    }
+}
+
+fn constrained_setting(setting: ConstrainedReplies) -> &'static str {
+    match setting {
+        ConstrainedReplies::Auto => "auto",
+        ConstrainedReplies::On => "on",
+        ConstrainedReplies::Off => "off",
     }
 }
 

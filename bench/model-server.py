@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""Satchel against a real model server: llama.cpp's server (llama-cpp-python)
+serving SmolLM2-135M-Instruct, both installed by scripts/install-model-server.sh.
+
+Measures, on one fixed 10-statement session per setting, run in turn
+statement by statement so the machine's drift hits every setting alike:
+  1. time to the first byte of the answer and wall time per `satchel run`
+     statement with side requests as Satchel schedules them
+     (`sideRequestTiming: auto`, which is sequential on a local server),
+     against `sideRequests: false` (the baseline) and against side requests
+     sent in parallel with the answer; ratios are taken pair by pair;
+  2. the share of prompted-mode replies that parse, with and without
+     constrained replies;
+  3. the error of the token estimate against the usage the server reported,
+     before and after calibration (each call calibrated only from the calls
+     before it, as Satchel does).
+
+Usage: bench/model-server.py [--satchel target/debug/satchel] [--statements 10]
+Prints a markdown table. Nothing here touches the user's state: every
+setting gets its own temporary project, XDG directories and database.
+"""
+
+import argparse
+import json
+import os
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PEERS = os.path.join(ROOT, ".peers")
+MODEL = "smollm2-135m"
+PROMPTS = [
+    "say hello in five words",
+    "what is a file system? one sentence",
+    "name three colours",
+    "what is 2 + 2?",
+    "write a haiku about rain",
+    "what is the capital of France?",
+    "give me one tip for writing tests",
+    "what does ls do?",
+    "name a planet",
+    "thank you, goodbye",
+]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(log_dir):
+    python = os.path.join(PEERS, "llm-venv/bin/python")
+    model = os.path.join(PEERS, "models/smollm2-135m.gguf")
+    for path in (python, model):
+        if not os.path.exists(path):
+            sys.exit(f"{path} is missing: run scripts/install-model-server.sh")
+    port = free_port()
+    server = subprocess.Popen(
+        [python, "-m", "llama_cpp.server", "--model", model, "--host", "127.0.0.1",
+         "--port", str(port), "--chat_format", "chatml-function-calling",
+         "--n_ctx", "8192", "--model_alias", MODEL],
+        stdout=open(os.path.join(log_dir, "server.log"), "w"), stderr=subprocess.STDOUT)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2)
+            return server, f"http://127.0.0.1:{port}/v1"
+        except OSError:
+            time.sleep(0.3)
+    server.kill()
+    sys.exit("the model server did not start")
+
+
+class Project:
+    def __init__(self, satchel, base, name, config):
+        self.satchel = satchel
+        self.dir = os.path.join(base, name)
+        os.makedirs(os.path.join(self.dir, "project/.agents"))
+        with open(os.path.join(self.dir, "project/.agents/agent.json"), "w") as f:
+            json.dump(config, f)
+        self.conversation = None
+        self.results = []  # (first byte s, wall s, exit code)
+
+    def env(self):
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("SATCHEL_DB", "SATCHEL_MODEL", "OPENAI_BASE_URL", "RUST_LOG")}
+        env.update(XDG_CONFIG_HOME=os.path.join(self.dir, "config"),
+                   XDG_DATA_HOME=os.path.join(self.dir, "data"),
+                   XDG_CACHE_HOME=os.path.join(self.dir, "cache"),
+                   TMPDIR=self.dir, NO_COLOR="1")
+        return env
+
+    def db(self):
+        return sqlite3.connect(os.path.join(self.dir, "data/satchel/satchel.db"))
+
+    def run(self, prompt):
+        args = [self.satchel, "run"]
+        if self.conversation:
+            args += ["--resume", self.conversation]
+        args.append(prompt)
+        start = time.monotonic()
+        child = subprocess.Popen(args, cwd=os.path.join(self.dir, "project"), env=self.env(),
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 stdin=subprocess.DEVNULL)
+        first = child.stdout.read(1)
+        first_at = time.monotonic() - start
+        child.stdout.read()
+        code = child.wait()
+        wall = time.monotonic() - start
+        self.results.append((first_at if first else None, wall, code))
+        if self.conversation is None:
+            row = self.db().execute(
+                "SELECT id FROM conversations ORDER BY created_at DESC LIMIT 1").fetchone()
+            self.conversation = row[0] if row else None
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else float("nan")
+
+
+def ratios(a, b, index):
+    pairs = [(x[index], y[index]) for x, y in zip(a.results, b.results)
+             if x[index] is not None and y[index] is not None and y[index] > 0]
+    return [x / y for x, y in pairs]
+
+
+def spread(values):
+    if not values:
+        return "n/a"
+    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def parse_share(project):
+    db = project.db()
+    turns = db.execute("SELECT COUNT(*) FROM llm_calls WHERE purpose = 'turn'").fetchone()[0]
+    unreadable = db.execute(
+        "SELECT COUNT(DISTINCT statement_id || '/' || turn) FROM tool_calls "
+        "WHERE tool = '(unreadable reply)'").fetchone()[0]
+    cut = db.execute("SELECT COUNT(*) FROM llm_calls WHERE purpose = 'turn' "
+                     "AND stop_reason = 'max_tokens'").fetchone()[0]
+    return turns, unreadable, cut
+
+
+def estimate_errors(projects):
+    before, after = [], []
+    for project in projects:
+        rows = project.db().execute(
+            "SELECT estimate_tokens, input_tokens FROM llm_calls WHERE input_tokens > 0 "
+            "AND estimate_tokens > 0 ORDER BY created_at, id").fetchall()
+        seen = []
+        for estimate, reported in rows:
+            before.append(abs(estimate - reported) / reported)
+            window = seen[-20:]
+            if window:
+                ratio = sum(r for _, r in window) / sum(e for e, _ in window)
+                after.append(abs(estimate * ratio - reported) / reported)
+            seen.append((estimate, reported))
+    return before, after
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--satchel", default=os.path.join(ROOT, "target/debug/satchel"))
+    parser.add_argument("--statements", type=int, default=10)
+    args = parser.parse_args()
+    prompts = (PROMPTS * (args.statements // len(PROMPTS) + 1))[:args.statements]
+    base = tempfile.mkdtemp(prefix="satchel-bench-")
+    server, url = start_server(base)
+    try:
+        def config(**extra):
+            llm = {"provider": "openai", "baseUrl": url, "model": MODEL, "temperature": 0,
+                   "maxOutputTokens": 120, "toolCalling": "native"}
+            llm.update(extra.pop("llm", {}))
+            return {"llm": llm, "permissions": {"allow": ["bash"]}, "maxTurns": 3, **extra}
+
+        timing = {
+            "side requests, as scheduled (auto: sequential)": Project(
+                args.satchel, base, "sequential", config()),
+            "side requests in parallel with the answer": Project(
+                args.satchel, base, "parallel", config(sideRequestTiming="parallel")),
+            "no side requests (baseline)": Project(
+                args.satchel, base, "none", config(sideRequests=False)),
+        }
+        prompted = {
+            "constrained": Project(args.satchel, base, "constrained", config(
+                llm={"toolCalling": "prompted", "constrainedReplies": "on", "stream": False,
+                     "maxOutputTokens": 200}, sideRequests=False, maxTurns=2)),
+            "unconstrained": Project(args.satchel, base, "unconstrained", config(
+                llm={"toolCalling": "prompted", "constrainedReplies": "off", "stream": False,
+                     "maxOutputTokens": 200}, sideRequests=False, maxTurns=2)),
+        }
+        for prompt in prompts:
+            for project in list(timing.values()) + list(prompted.values()):
+                project.run(prompt)
+                print(".", end="", file=sys.stderr, flush=True)
+        print(file=sys.stderr)
+
+        baseline = timing["no side requests (baseline)"]
+        print(f"Satchel against llama-cpp-python + SmolLM2-135M, {len(prompts)} statements "
+              "per setting, run in turn\n")
+        print("| setting | first byte, median s | wall, median s | first byte ÷ baseline "
+              "(median, min-max) | wall ÷ baseline | exit codes |")
+        print("|---|---:|---:|---:|---:|---|")
+        for name, project in timing.items():
+            codes = ",".join(str(c) for _, _, c in project.results)
+            print(f"| {name} | {median(r[0] for r in project.results):.2f} | "
+                  f"{median(r[1] for r in project.results):.2f} | "
+                  f"{spread(ratios(project, baseline, 0))} | "
+                  f"{spread(ratios(project, baseline, 1))} | {codes} |")
+        print("\n| prompted replies | turns | unreadable | of which cut at the token limit "
+              "| parsed |")
+        print("|---|---:|---:|---:|---:|")
+        for name, project in prompted.items():
+            turns, unreadable, cut = parse_share(project)
+            share = 100.0 * (turns - unreadable) / turns if turns else float("nan")
+            print(f"| {name} | {turns} | {unreadable} | {cut} | {share:.0f}% |")
+        before, after = estimate_errors(list(timing.values()) + list(prompted.values()))
+        print("\n| estimate vs reported input tokens | calls | mean abs error | median "
+              "| max |")
+        print("|---|---:|---:|---:|---:|")
+        for name, errors in (("before calibration (cl100k count)", before),
+                             ("after calibration", after)):
+            if errors:
+                print(f"| {name} | {len(errors)} | {100 * statistics.mean(errors):.1f}% | "
+                      f"{100 * statistics.median(errors):.1f}% | {100 * max(errors):.1f}% |")
+    finally:
+        server.kill()
+        server.wait()
+
+
+if __name__ == "__main__":
+    main()
