@@ -15,11 +15,13 @@
 //! [`crate::http`]) and storage (the observer is the hook).
 
 use std::os::fd::AsFd;
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
@@ -27,7 +29,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ServerHandler, ServiceExt};
-use satchel_core::ToolCall;
+use satchel_core::{ErrorCode, ToolCall};
 use satchel_tools::policy::Policy;
 use satchel_tools::{
     CallObserver, CallSource, LiveRegistry, NonInteractive, ToolContext, ToolsConfig,
@@ -90,7 +92,39 @@ impl SatchelServer {
     }
 
     /// Runs one call the way `tools/call` does, cancelled by `cancel`.
+    ///
+    /// A panic anywhere in the call (dispatch catches the tool's and the
+    /// checks'; this catches the rest, the audit observer included) is
+    /// this call's `TOOL_CRASHED` error: the session and every other one
+    /// keep being served.
     async fn call(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+        cancel: CancellationToken,
+        peer: Option<String>,
+    ) -> satchel_core::ToolOutput {
+        let call = self.call_unguarded(name, arguments, cancel, peer);
+        match AssertUnwindSafe(call).catch_unwind().await {
+            Ok(output) => output,
+            Err(panic) => {
+                let reason = panic
+                    .downcast_ref::<&str>()
+                    .map(|text| (*text).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic with a non-text payload".to_owned());
+                tracing::error!(tool = %name, %reason, "an MCP tool call panicked");
+                satchel_core::ToolOutput::error(
+                    ErrorCode::ToolCrashed,
+                    format!(
+                        "the call to `{name}` failed inside Satchel: {reason}. This is a bug in Satchel, not in your input; try another approach."
+                    ),
+                )
+            }
+        }
+    }
+
+    async fn call_unguarded(
         &self,
         name: &str,
         arguments: Option<serde_json::Map<String, Value>>,
@@ -295,4 +329,86 @@ fn stdio_pipes() -> Option<(pipe::Receiver, pipe::Sender)> {
     let receiver = pipe::Receiver::from_owned_fd(stdin).ok()?;
     let sender = pipe::Sender::from_owned_fd(stdout).ok()?;
     Some((receiver, sender))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // Tests fail loudly by design.
+
+    use std::time::SystemTime;
+
+    use async_trait::async_trait;
+    use satchel_core::ToolOutput;
+    use satchel_tools::external::{SpecCache, ToolDirs};
+    use satchel_tools::policy::Mode;
+    use satchel_tools::{ExternalConfig, ToolsConfig};
+    use serde_json::json;
+
+    use super::*;
+
+    /// An audit hook with a bug: it panics on calls whose input says `boom`.
+    struct PanickingObserver;
+
+    #[async_trait]
+    impl CallObserver for PanickingObserver {
+        async fn on_call(
+            &self,
+            _source: &CallSource,
+            call: &ToolCall,
+            _output: &ToolOutput,
+            _decision: Option<&str>,
+            _started: SystemTime,
+            _finished: SystemTime,
+        ) {
+            assert!(!call.input.to_string().contains("boom"), "observer bug");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panic_in_one_call_is_its_error_and_the_next_call_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let dirs = ToolDirs {
+            project: None,
+            user: None,
+            system: None,
+        };
+        let live = LiveRegistry::load(dirs, SpecCache::in_memory(), ExternalConfig::default())
+            .await
+            .unwrap();
+        let policy = Arc::new(Policy::new(
+            Vec::new(),
+            Mode::Trust,
+            Vec::new(),
+            4,
+            Duration::from_secs(10),
+        ));
+        let server = SatchelServer::new(
+            Arc::new(live),
+            ServerOptions {
+                channel: "mcp-test".into(),
+                working_dir: dir.path().to_path_buf(),
+                config: Arc::new(|| Arc::new(ToolsConfig::default())),
+                policy: Arc::new(move || policy.clone()),
+                observer: Some(Arc::new(PanickingObserver)),
+            },
+        );
+        let arguments = |command: &str| json!({"command": command}).as_object().cloned();
+        let crashed = server
+            .call(
+                "bash",
+                arguments("echo boom"),
+                CancellationToken::new(),
+                None,
+            )
+            .await;
+        assert!(crashed.is_error);
+        let text = serde_json::to_string(&crashed).unwrap();
+        assert!(text.contains("TOOL_CRASHED"), "{text}");
+        assert!(text.contains("observer bug"), "{text}");
+
+        let fine = server
+            .call("bash", arguments("echo ok"), CancellationToken::new(), None)
+            .await;
+        assert!(!fine.is_error, "{fine:?}");
+    }
 }

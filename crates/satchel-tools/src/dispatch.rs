@@ -4,6 +4,7 @@
 //! Every caller goes through here, so every call gets the same checks and
 //! leaves the same record ([`Dispatched`]), whoever made it.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -150,7 +151,8 @@ fn starts_process(source: &ToolSource, writes_execution: bool) -> bool {
 }
 
 /// Runs one call through every check. Never fails: each refusal is an
-/// error output the model can act on.
+/// error output the model can act on, and a panic in a check (validation,
+/// policy) or in the tool is a `TOOL_CRASHED` output for this call alone.
 pub async fn dispatch(
     registry: &Registry,
     policy: &Policy,
@@ -169,12 +171,31 @@ pub async fn dispatch(
             duration: clock.elapsed(),
         }
     };
-    let tool = match registry.check(&call.name, &call.input) {
-        Ok(tool) => tool,
-        Err(output) => return finish(*output, None, None),
+    let checked = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        registry
+            .check(&call.name, &call.input)
+            .map(|tool| (tool, policy.decide(tool.spec(), &call.input)))
+    }));
+    let (tool, decision) = match checked {
+        Ok(Ok(checked)) => checked,
+        Ok(Err(output)) => return finish(*output, None, None),
+        Err(panic) => {
+            let reason = crate::registry::panic_message(panic.as_ref());
+            tracing::error!(tool = %call.name, call_id = %call.id, %reason, "checking a call panicked");
+            let output = ToolOutput::error(
+                ErrorCode::ToolCrashed,
+                format!(
+                    "checking the call to `{}` failed: {reason}. This is a bug in Satchel, not in your input; try another approach.",
+                    call.name
+                ),
+            );
+            return finish(output, None, None);
+        }
     };
     let spec = tool.spec();
-    let decision = policy.decide(spec, &call.input);
+    if let Some(output) = decision.beyond_limits_output() {
+        return finish(output, Some(decision), None);
+    }
     let mut answer = None;
     match decision.verdict {
         Verdict::Allow => {}

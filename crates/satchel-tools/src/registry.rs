@@ -209,7 +209,8 @@ pub(crate) fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, St
     jsonschema::validator_for(schema).map_err(|error| error.to_string())
 }
 
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+/// The text a panic carried, for a message.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     if let Some(text) = panic.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = panic.downcast_ref::<String>() {

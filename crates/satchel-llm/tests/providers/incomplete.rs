@@ -286,3 +286,90 @@ async fn an_html_page_or_a_body_that_is_not_json_is_a_clear_error() {
         );
     }
 }
+
+fn openai_tool_start() -> Vec<String> {
+    vec![
+        openai_chunk(json!({"content": "Running it."}), None),
+        openai_chunk(
+            json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                   "function": {"name": "bash", "arguments": ""}}]}),
+            None,
+        ),
+        openai_chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"comm"}}]}),
+            None,
+        ),
+    ]
+}
+
+fn anthropic_tool_start() -> Vec<String> {
+    let mut events = anthropic_text(&["Running it."]);
+    events.push(anthropic(json!({"type": "content_block_start", "index": 1,
+        "content_block": {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {}}})));
+    events.push(anthropic(json!({"type": "content_block_delta", "index": 1,
+        "delta": {"type": "input_json_delta", "partial_json": "{\"comm"}})));
+    events
+}
+
+/// Both wire formats: a stream cut mid tool-call arguments keeps the text
+/// and drops the call (it never runs); a stall after content is cut at the
+/// idle timeout; 502 and 503 are retried, then reported with the status.
+#[tokio::test]
+async fn tool_arguments_cut_stalls_and_gateway_errors_in_both_formats() {
+    for kind in [ProviderKind::OpenAi, ProviderKind::Anthropic] {
+        let messages = vec![Message::user("hi")];
+        let request = ChatRequest::new(&messages, &[]);
+
+        let events = match kind {
+            ProviderKind::OpenAi => openai_tool_start(),
+            ProviderKind::Anthropic => anthropic_tool_start(),
+        };
+        let cut = Reply::Sse {
+            end: End::CutAfter(events.len()),
+            events,
+            piece: 0,
+            delay: std::time::Duration::ZERO,
+        };
+        let (outcome, _server) = stream_once(kind, vec![cut]).await;
+        let partial = outcome.error().partial_response().unwrap();
+        assert_eq!(partial.text(), "Running it.", "{kind:?}");
+        assert!(
+            partial.tool_calls.is_empty(),
+            "{kind:?}: the cut call is dropped"
+        );
+
+        let events = match kind {
+            ProviderKind::OpenAi => openai_text(&["Thinking about"]),
+            ProviderKind::Anthropic => anthropic_text(&["Thinking about"]),
+        };
+        let stall = Reply::Sse {
+            end: End::HangAfter(events.len()),
+            events,
+            piece: 0,
+            delay: std::time::Duration::ZERO,
+        };
+        let server = Server::start(vec![stall]).await;
+        let slow = provider(kind, &server, |c| c.request_timeout_secs = Some(1));
+        let outcome = call(slow.as_ref(), &request, Mode::Stream).await;
+        let error = outcome.error();
+        assert!(
+            error.to_string().contains("sent nothing for 1 s"),
+            "{kind:?}: {error}"
+        );
+        assert_eq!(error.partial_response().unwrap().text(), "Thinking about");
+
+        for status in [502, 503] {
+            let body = r#"{"error": {"type": "api_error", "message": "upstream down"}}"#;
+            let server = Server::start(vec![Reply::json(status, body)]).await;
+            let provider = provider(kind, &server, |_| {});
+            let outcome = call(provider.as_ref(), &request, Mode::Stream).await;
+            let error = outcome.error();
+            assert!(
+                matches!(error, LlmError::Server { status: s, attempts: 3, .. } if *s == status),
+                "{kind:?}: {error}"
+            );
+            assert_eq!(server.requests().len(), 3);
+            assert_eq!(retries(&outcome).len(), 2);
+        }
+    }
+}

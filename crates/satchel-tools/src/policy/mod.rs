@@ -14,6 +14,7 @@
 //! on [`Verdict::Ask`], a non-interactive one answers `PERMISSION_DENIED`
 //! ([`Decision::refusal`]).
 
+mod nesting;
 mod rate;
 mod rule;
 pub mod shell;
@@ -107,6 +108,11 @@ pub struct Decision {
     pub verdict: Verdict,
     /// Every part judged, in order.
     pub judgements: Vec<Judgement>,
+    /// Why the input cannot be checked at all (a bash script nested too
+    /// deeply or too long to parse safely), when that is so. The verdict is
+    /// then `Deny`, and the call is refused as invalid input
+    /// ([`Decision::beyond_limits_output`]) whatever the rules and mode say.
+    pub beyond_limits: Option<String>,
 }
 
 impl Decision {
@@ -132,6 +138,26 @@ impl Decision {
         )
     }
 
+    /// The model's answer when the input is beyond what can be checked:
+    /// `INVALID_PARAMS`, saying why and what to do instead.
+    pub fn beyond_limits_output(&self) -> Option<ToolOutput> {
+        let why = self.beyond_limits.as_ref()?;
+        let mut details = Map::new();
+        details.insert("limit".into(), json!(why));
+        Some(
+            ToolOutput::error_with(
+                ErrorCode::InvalidParams,
+                format!(
+                    "invalid input for tool `{}`: {why}. Split it into smaller, flatter scripts \
+                     (or write it to a file first) and call again.",
+                    self.tool
+                ),
+                details,
+            )
+            .with_user_message(format!("refused `{}`: {why}", self.tool)),
+        )
+    }
+
     /// The model's answer when the call is refused: denied by policy, or
     /// needing consent that nobody can give (non-interactive modes).
     pub fn refusal(&self) -> ToolOutput {
@@ -150,6 +176,15 @@ impl Decision {
         details.insert("rule".into(), json!(self.rule_label()));
         ToolOutput::error_with(ErrorCode::PermissionDenied, message, details)
             .with_user_message(format!("refused `{}`: {explanation}", self.tool))
+    }
+}
+
+/// The start of a script too big to quote whole in a judgement.
+fn preview(script: &str) -> String {
+    const KEEP: usize = 200;
+    match script.char_indices().nth(KEEP) {
+        Some((at, _)) => format!("{}...", &script[..at]),
+        None => script.to_owned(),
     }
 }
 
@@ -301,6 +336,7 @@ impl Policy {
     pub fn decide(&self, spec: &ToolSpec, input: &Value) -> Decision {
         let tool = spec.name.as_str();
         let mut judgements = Vec::new();
+        let mut beyond_limits = None;
         let command = (tool == "bash")
             .then(|| input.get("command").and_then(Value::as_str))
             .flatten();
@@ -314,8 +350,17 @@ impl Policy {
                     judgements.push(self.judge(spec, &command.text(), Some(&command.text())));
                 }
             }
-            Some(Err(why)) => {
+            Some(Err(shell::ShellError::Opaque(why))) => {
                 judgements.push(self.judge_opaque(spec, command.unwrap_or_default(), why))
+            }
+            Some(Err(shell::ShellError::BeyondLimits(why))) => {
+                judgements.push(Judgement {
+                    subject: preview(command.unwrap_or_default()),
+                    verdict: Verdict::Deny,
+                    rule: None,
+                    reason: format!("the command cannot be checked before it runs ({why})"),
+                });
+                beyond_limits = Some(why);
             }
         }
         let verdict = judgements
@@ -327,6 +372,7 @@ impl Policy {
             tool: tool.to_owned(),
             verdict,
             judgements,
+            beyond_limits,
         }
     }
 

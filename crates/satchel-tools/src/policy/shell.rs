@@ -8,8 +8,42 @@
 //! such as `env X=1 cmd`, `sudo`, `xargs`, `timeout`, `nohup`. Quotes and
 //! escapes are removed the way bash removes them, so `r''m` is `rm`.
 //! Whatever cannot be known without running the script (a command name
-//! computed at run time, a parse error) is an error: callers treat it as
-//! "ask".
+//! computed at run time, a parse error) is [`ShellError::Opaque`]: callers
+//! treat it as "ask".
+//!
+//! The parser recurses once per level of nesting, and so do the walker
+//! here and the AST's `Drop`; a stack overflow aborts the whole process
+//! (every MCP session with it) and cannot be caught. So a script longer than
+//! [`MAX_SCRIPT_BYTES`], or nested deeper than [`MAX_NESTING`] levels (found
+//! first by [`nesting`](super::nesting), a scan without recursion), is
+//! never parsed: it is [`ShellError::BeyondLimits`]. The parse runs on a
+//! thread of its own with a [`PARSE_STACK_BYTES`] stack, so the limit holds
+//! whatever stack the caller has (a 2 MiB Tokio worker, say), and a panic
+//! in the parser is an error, not a crash.
+//!
+//! Measured with `brush-parser` 0.4 (depth at which one construct nested
+//! alone overflows; `bench`-profile and `dev`-profile builds):
+//!
+//! | construct                     | 2 MiB release | 8 MiB release | 2 MiB debug | 8 MiB debug |
+//! |-------------------------------|---------------|---------------|-------------|-------------|
+//! | `if`, `case`                  | 384           | 1,540         | 105-118     | 425-475     |
+//! | `while`/`until`/`for`, `{ }`  | 377           | 1,513         | 110-121     | 445-486     |
+//! | `f() { }`                     | 353           | 1,415         | 90          | 363         |
+//! | `( ... )`                     | 377           | 1,513         | 121         | 486         |
+//! | `<( )`                        | 432           | 1,734         | 127         | 513         |
+//! | `$( )`, `"$( )"`              | 1,890         | 7,589         | 165         | 663         |
+//! | `${x:-${x:-...}}`             | 1,518         | 6,091         | 125         | 504         |
+//! | `[[ ( ( a ) ) ]]`, `[[ ! ! a ]]` | 2,370      | 9,519         | 218         | 880         |
+//! | `[[ a && a && ... ]]`         | 16,319        | 65,471        | 3,932       | 15,848      |
+//! | `$(( ((1)) ))`                | 5,020         | 20,144        | 1,681       | 6,788       |
+//! | here-document in `$( )` in one | (walker stops at 8) |        | 389         | 1,570       |
+//!
+//! The worst is about 24 KiB of stack per level (debug) and 6 KiB
+//! (release). Pipelines, `&&` lists, `;` sequences, `elif` chains and
+//! `! ! cmd` do not recurse (100,000 stages parse), nor does a 1 MB word.
+//! [`MAX_NESTING`] levels of the worst construct need about 2.4 MiB in a
+//! debug build: 13 times less than the parsing thread's stack, 50 times
+//! less in a release build.
 
 use brush_parser::ast::{
     self, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList, ExtendedTestExpr,
@@ -18,8 +52,36 @@ use brush_parser::ast::{
 use brush_parser::word::{self, WordPiece, WordPieceWithSource};
 use brush_parser::{Parser, ParserOptions};
 
+use super::nesting::{MAX_CASE_NESTING, nesting_depth};
+
 /// How deep `bash -c`, `eval` and substitutions may nest before we give up.
 const MAX_DEPTH: usize = 8;
+
+/// How deeply constructs (`if`, `(`, `$(`, `{`, `"`, `[[`...) may nest in
+/// a script we parse; `bash -c` and `eval` scripts count with the script
+/// around them.
+pub const MAX_NESTING: usize = 100;
+
+/// The longest script we parse, in bytes.
+pub const MAX_SCRIPT_BYTES: usize = 1 << 20;
+
+/// The stack of the thread each parse runs on. Only the pages a parse
+/// touches are ever backed by memory.
+pub const PARSE_STACK_BYTES: usize = 32 << 20;
+
+/// Why a script's commands cannot be listed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShellError {
+    /// Not everything the script runs can be known before it runs (a
+    /// command name computed at run time, a parse error). Policy asks.
+    #[error("{0}")]
+    Opaque(String),
+    /// The script is beyond what may be parsed safely: nested deeper than
+    /// [`MAX_NESTING`] or longer than [`MAX_SCRIPT_BYTES`]. Policy refuses
+    /// it as invalid input, whatever the rules say.
+    #[error("{0}")]
+    BeyondLimits(String),
+}
 
 /// One simple command, its words with quotes removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,10 +100,44 @@ impl ShellCommand {
 
 /// Every simple command in `script`, in order; an error says why the
 /// script cannot be analysed without running it.
-pub fn simple_commands(script: &str) -> Result<Vec<ShellCommand>, String> {
-    let mut found = Vec::new();
-    Walker { depth: 0 }.script(script, &mut found)?;
-    Ok(found)
+///
+/// # Caveats
+/// Blocks the caller while a thread of its own parses (a few hundred
+/// microseconds for an ordinary script, up to about a second for a 1 MB
+/// one in a debug build); call it where blocking is acceptable.
+pub fn simple_commands(script: &str) -> Result<Vec<ShellCommand>, ShellError> {
+    if script.len() > MAX_SCRIPT_BYTES {
+        return Err(ShellError::BeyondLimits(format!(
+            "the script is {} bytes long, more than the {MAX_SCRIPT_BYTES} bytes that can be checked before it runs",
+            script.len()
+        )));
+    }
+    std::thread::scope(|scope| {
+        let parse = std::thread::Builder::new()
+            .name("satchel-shell-parse".into())
+            .stack_size(PARSE_STACK_BYTES)
+            .spawn_scoped(scope, || {
+                let mut found = Vec::new();
+                Walker {
+                    depth: 0,
+                    nesting: 0,
+                }
+                .script(script, &mut found)?;
+                Ok(found)
+            });
+        match parse {
+            Ok(parse) => parse.join().unwrap_or_else(|panic| {
+                let reason = crate::registry::panic_message(panic.as_ref());
+                tracing::error!(%reason, "the shell parser panicked");
+                Err(ShellError::Opaque(format!(
+                    "the shell parser failed on it: {reason}"
+                )))
+            }),
+            Err(error) => Err(ShellError::Opaque(format!(
+                "no thread to parse it on: {error}"
+            ))),
+        }
+    })
 }
 
 /// A word after quote removal: its text, and whether any part of it is
@@ -52,7 +148,11 @@ struct Expanded {
 }
 
 struct Walker {
+    /// Scripts within scripts (`$(...)`, `bash -c`, `eval`) entered.
     depth: usize,
+    /// Levels of nesting the scripts entered may hold, at most: the stack
+    /// the walk may need is bounded by this, whatever the parser does.
+    nesting: usize,
 }
 
 impl Walker {
@@ -60,22 +160,44 @@ impl Walker {
         ParserOptions::default()
     }
 
-    fn script(&mut self, script: &str, found: &mut Vec<ShellCommand>) -> Result<(), String> {
+    fn script(&mut self, script: &str, found: &mut Vec<ShellCommand>) -> Result<(), ShellError> {
         if self.depth > MAX_DEPTH {
-            return Err("commands nested too deeply to analyse".into());
+            return Err(ShellError::Opaque(
+                "commands nested too deeply to analyse".into(),
+            ));
         }
+        let budget = MAX_NESTING.saturating_sub(self.nesting);
+        let nesting = nesting_depth(script, budget).map_err(|too_deep| {
+            let what = if too_deep.case {
+                format!("`case` statements deeper than {MAX_CASE_NESTING} levels")
+            } else {
+                format!("commands, quotes or substitutions deeper than {MAX_NESTING} levels")
+            };
+            ShellError::BeyondLimits(format!(
+                "the script nests {what} (passed at byte {} of `{}`), so it cannot be checked \
+                 before it runs",
+                too_deep.offset,
+                preview(script)
+            ))
+        })?;
         self.depth += 1;
+        self.nesting += nesting;
         let program = Parser::new(script.as_bytes(), &Walker::options())
             .parse_program()
-            .map_err(|error| format!("cannot parse the command: {error}"))?;
+            .map_err(|error| ShellError::Opaque(format!("cannot parse the command: {error}")))?;
         for list in &program.complete_commands {
             self.list(list, found)?;
         }
         self.depth -= 1;
+        self.nesting -= nesting;
         Ok(())
     }
 
-    fn list(&mut self, list: &CompoundList, found: &mut Vec<ShellCommand>) -> Result<(), String> {
+    fn list(
+        &mut self,
+        list: &CompoundList,
+        found: &mut Vec<ShellCommand>,
+    ) -> Result<(), ShellError> {
         for ast::CompoundListItem(and_or, _) in &list.0 {
             for (_, pipeline) in and_or.iter() {
                 for command in &pipeline.seq {
@@ -86,7 +208,11 @@ impl Walker {
         Ok(())
     }
 
-    fn command(&mut self, command: &Command, found: &mut Vec<ShellCommand>) -> Result<(), String> {
+    fn command(
+        &mut self,
+        command: &Command,
+        found: &mut Vec<ShellCommand>,
+    ) -> Result<(), ShellError> {
         match command {
             Command::Simple(simple) => self.simple(simple, found),
             Command::Compound(compound, redirects) => {
@@ -114,7 +240,7 @@ impl Walker {
         &mut self,
         compound: &CompoundCommand,
         found: &mut Vec<ShellCommand>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ShellError> {
         match compound {
             CompoundCommand::Arithmetic(arithmetic) => self.arithmetic(&arithmetic.expr.value),
             CompoundCommand::ArithmeticForClause(clause) => {
@@ -169,7 +295,7 @@ impl Walker {
         &mut self,
         expr: &ExtendedTestExpr,
         found: &mut Vec<ShellCommand>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ShellError> {
         match expr {
             ExtendedTestExpr::And(a, b) | ExtendedTestExpr::Or(a, b) => {
                 self.extended_test(a, found)?;
@@ -187,9 +313,11 @@ impl Walker {
     }
 
     /// Arithmetic can hide command substitutions; those we refuse to guess at.
-    fn arithmetic(&mut self, text: &str) -> Result<(), String> {
+    fn arithmetic(&mut self, text: &str) -> Result<(), ShellError> {
         if text.contains("$(") || text.contains('`') {
-            return Err("a command substitution inside arithmetic".into());
+            return Err(ShellError::Opaque(
+                "a command substitution inside arithmetic".into(),
+            ));
         }
         Ok(())
     }
@@ -198,7 +326,7 @@ impl Walker {
         &mut self,
         redirect: &IoRedirect,
         found: &mut Vec<ShellCommand>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ShellError> {
         match redirect {
             IoRedirect::File(_, _, target) => match target {
                 IoFileRedirectTarget::Filename(word) | IoFileRedirectTarget::Duplicate(word) => {
@@ -228,7 +356,7 @@ impl Walker {
         &mut self,
         simple: &ast::SimpleCommand,
         found: &mut Vec<ShellCommand>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ShellError> {
         for item in simple.prefix.iter().flat_map(|p| &p.0) {
             self.prefix_or_suffix(item, &mut Vec::new(), found)?;
         }
@@ -247,7 +375,7 @@ impl Walker {
         item: &CommandPrefixOrSuffixItem,
         words: &mut Vec<Expanded>,
         found: &mut Vec<ShellCommand>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ShellError> {
         match item {
             CommandPrefixOrSuffixItem::IoRedirect(redirect) => self.redirect(redirect, found),
             CommandPrefixOrSuffixItem::Word(word) => {
@@ -273,15 +401,15 @@ impl Walker {
         &mut self,
         words: Vec<Expanded>,
         found: &mut Vec<ShellCommand>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ShellError> {
         let Some(first) = words.first() else {
             return Ok(());
         };
         if first.dynamic {
-            return Err(format!(
+            return Err(ShellError::Opaque(format!(
                 "the command name `{}` is only known at run time",
                 first.text
-            ));
+            )));
         }
         let texts: Vec<String> = words.iter().map(|w| w.text.clone()).collect();
         found.push(ShellCommand {
@@ -292,7 +420,9 @@ impl Walker {
             "bash" | "sh" | "dash" | "zsh" | "ksh" | "busybox" => self.shell_c(&words, found),
             "eval" => {
                 if words[1..].iter().any(|w| w.dynamic) {
-                    return Err("`eval` of text only known at run time".into());
+                    return Err(ShellError::Opaque(
+                        "`eval` of text only known at run time".into(),
+                    ));
                 }
                 self.script(&texts[1..].join(" "), found)
             }
@@ -302,13 +432,17 @@ impl Walker {
                     self.invocation(inner, found)
                 }
                 Some(Ok(_)) | None => Ok(()),
-                Some(Err(reason)) => Err(reason),
+                Some(Err(reason)) => Err(ShellError::Opaque(reason)),
             },
         }
     }
 
     /// `bash -c 'script' ...`: analyse the script too.
-    fn shell_c(&mut self, words: &[Expanded], found: &mut Vec<ShellCommand>) -> Result<(), String> {
+    fn shell_c(
+        &mut self,
+        words: &[Expanded],
+        found: &mut Vec<ShellCommand>,
+    ) -> Result<(), ShellError> {
         let mut index = 1;
         while let Some(word) = words.get(index) {
             let text = &word.text;
@@ -320,10 +454,10 @@ impl Walker {
                     return Ok(());
                 };
                 if script.dynamic {
-                    return Err(format!(
+                    return Err(ShellError::Opaque(format!(
                         "`{} -c` runs text only known at run time",
                         words[0].text
-                    ));
+                    )));
                 }
                 return self.script(&script.text, found);
             }
@@ -339,9 +473,9 @@ impl Walker {
 
     /// Removes quotes and escapes from a word, analysing any command it
     /// substitutes.
-    fn word(&mut self, raw: &str, found: &mut Vec<ShellCommand>) -> Result<Expanded, String> {
+    fn word(&mut self, raw: &str, found: &mut Vec<ShellCommand>) -> Result<Expanded, ShellError> {
         let pieces = word::parse(raw, &Walker::options())
-            .map_err(|error| format!("cannot parse `{raw}`: {error}"))?;
+            .map_err(|error| ShellError::Opaque(format!("cannot parse `{raw}`: {error}")))?;
         let mut expanded = Expanded {
             text: String::new(),
             dynamic: false,
@@ -356,7 +490,7 @@ impl Walker {
         pieces: &[WordPieceWithSource],
         out: &mut Expanded,
         found: &mut Vec<ShellCommand>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ShellError> {
         for WordPieceWithSource {
             piece,
             start_index,
@@ -401,6 +535,16 @@ impl Walker {
         }
         Ok(())
     }
+}
+
+/// The start of a script, for a message: at most 40 characters, on one line.
+fn preview(script: &str) -> String {
+    let line = script.lines().next().unwrap_or_default();
+    let mut cut: String = line.chars().take(40).collect();
+    if cut.len() < script.len() {
+        cut.push_str("...");
+    }
+    cut
 }
 
 /// The last path component: `/bin/rm` → `rm`.
@@ -577,5 +721,124 @@ mod tests {
                 "{script} should not be analysable"
             );
         }
+    }
+
+    /// Each construct nested `depth` times around `echo x`.
+    fn nested(construct: &str, depth: usize) -> String {
+        let (open, close) = match construct {
+            "if" => ("if true; then ", "; fi"),
+            "while" => ("while true; do ", "; done"),
+            "until" => ("until false; do ", "; done"),
+            "for" => ("for i in 1; do ", "; done"),
+            "case" => ("case x in x) ", ";; esac"),
+            "subshell" => ("( true; ", " )"),
+            "brace" => ("{ ", "; }"),
+            "function" => ("f() { ", "; }"),
+            "substitution" => ("echo $(", ")"),
+            "quoted substitution" => ("echo \"$(", ")\""),
+            "process substitution" => ("cat <(", ")"),
+            "parameter" => ("echo ${x:-", "}"),
+            "test" => ("[[ ( ", " ) ]] && echo x; [[ ( "),
+            "arithmetic" => ("echo $(( (", ") ))"),
+            other => panic!("no construct {other}"),
+        };
+        format!("{}echo x{}", open.repeat(depth), close.repeat(depth))
+    }
+
+    const CONSTRUCTS: [&str; 14] = [
+        "if",
+        "while",
+        "until",
+        "for",
+        "case",
+        "subshell",
+        "brace",
+        "function",
+        "substitution",
+        "quoted substitution",
+        "process substitution",
+        "parameter",
+        "test",
+        "arithmetic",
+    ];
+
+    fn beyond_limits(script: &str) -> bool {
+        matches!(simple_commands(script), Err(ShellError::BeyondLimits(_)))
+    }
+
+    /// Issue #30: 400 nested `if`s overflowed the stack and aborted `satchel
+    /// mcp serve`. Now the deepest script within the limit parses (or is
+    /// opaque, for constructs the walker gives up on), and one level more
+    /// is refused with the limit in the message.
+    #[test]
+    fn the_deepest_accepted_script_parses_and_one_more_level_is_refused() {
+        for construct in CONSTRUCTS {
+            let deepest = (1..=MAX_NESTING)
+                .rev()
+                .find(|depth| !beyond_limits(&nested(construct, *depth)))
+                .unwrap_or_else(|| panic!("{construct}: even depth 1 is refused"));
+            let result = simple_commands(&nested(construct, deepest));
+            assert!(
+                !matches!(result, Err(ShellError::BeyondLimits(_))),
+                "{construct} at {deepest}: {result:?}"
+            );
+            let refused = simple_commands(&nested(construct, deepest + 1));
+            let Err(ShellError::BeyondLimits(message)) = refused else {
+                panic!("{construct} at {}: {refused:?}", deepest + 1);
+            };
+            let limit = if construct == "case" {
+                "deeper than 8 levels"
+            } else {
+                "deeper than 100 levels"
+            };
+            assert!(message.contains(limit), "{construct}: {message}");
+        }
+        assert!(simple_commands(&nested("if", MAX_NESTING)).is_ok());
+        assert!(simple_commands(&nested("subshell", MAX_NESTING)).is_ok());
+    }
+
+    #[test]
+    fn hostile_depths_are_refused_without_parsing() {
+        for construct in CONSTRUCTS {
+            for depth in [400, 5_000] {
+                assert!(
+                    beyond_limits(&nested(construct, depth)),
+                    "{construct} at {depth}"
+                );
+            }
+        }
+        let not = format!("[[ {}a ]]", "! ".repeat(5_000));
+        let and = format!("[[ a{} ]]", " && a".repeat(100_000));
+        let heredocs = (0..400).fold("x".to_owned(), |inner, i| {
+            format!("$(cat <<E{i}\n{inner}\nE{i}\n)")
+        });
+        for script in [not, and, format!("echo {heredocs}")] {
+            assert!(beyond_limits(&script), "{}", &script[..40]);
+        }
+    }
+
+    #[test]
+    fn scripts_inside_scripts_share_the_limit() {
+        let inner = nested("subshell", 60);
+        assert!(simple_commands(&format!("bash -c '{inner}'")).is_ok());
+        let two = format!("bash -c '{inner}'; ( bash -c \"eval '{inner}'\" )");
+        assert!(simple_commands(&two).is_ok());
+        let stacked = format!(
+            "{}bash -c '{inner}'{}",
+            "( true; ".repeat(50),
+            " )".repeat(50)
+        );
+        assert!(beyond_limits(&stacked));
+    }
+
+    #[test]
+    fn long_scripts_are_refused_and_long_pipelines_parse() {
+        let big = format!("echo {}", "a".repeat(MAX_SCRIPT_BYTES));
+        let Err(ShellError::BeyondLimits(message)) = simple_commands(&big) else {
+            panic!("a script over {MAX_SCRIPT_BYTES} bytes was parsed");
+        };
+        assert!(message.contains("bytes"), "{message}");
+        let pipeline = format!("true{}", " | true".repeat(10_000));
+        assert_eq!(simple_commands(&pipeline).map(|c| c.len()), Ok(10_001));
     }
 }
