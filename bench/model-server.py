@@ -2,8 +2,10 @@
 """Satchel against a real model server: llama.cpp's server (llama-cpp-python)
 serving SmolLM2-135M-Instruct, both installed by scripts/install-model-server.sh.
 
-Measures, on one fixed 10-statement session per setting, run in turn
-statement by statement so the machine's drift hits every setting alike:
+Measures, on one fixed 10-statement session per setting, each setting with
+its own server (llama.cpp caches one prompt prefix per server), run in
+turn statement by statement so the machine's drift hits every setting
+alike:
   1. time to the first byte of the answer and wall time per `satchel run`
      statement with side requests as Satchel schedules them
      (`sideRequestTiming: auto`, which is sequential on a local server),
@@ -173,9 +175,20 @@ def main():
     args = parser.parse_args()
     prompts = (PROMPTS * (args.statements // len(PROMPTS) + 1))[:args.statements]
     base = tempfile.mkdtemp(prefix="satchel-bench-")
-    server, url = start_server(base)
+    # One server per setting: llama.cpp keeps one prompt (prefix) cache per
+    # server, and one setting's requests must not warm or spoil another's.
+    servers = []
+
+    def server_url():
+        log_dir = os.path.join(base, f"server-{len(servers)}")
+        os.makedirs(log_dir)
+        server, url = start_server(log_dir)
+        servers.append(server)
+        return url
+
     try:
         def config(**extra):
+            url = server_url()
             llm = {"provider": "openai", "baseUrl": url, "model": MODEL, "temperature": 0,
                    "maxOutputTokens": 120, "toolCalling": "native"}
             llm.update(extra.pop("llm", {}))
@@ -232,8 +245,9 @@ def main():
                 print(f"| {name} | {len(errors)} | {100 * statistics.mean(errors):.1f}% | "
                       f"{100 * statistics.median(errors):.1f}% | {100 * max(errors):.1f}% |")
     finally:
-        server.kill()
-        server.wait()
+        for server in servers:
+            server.kill()
+            server.wait()
 
 
 if __name__ == "__main__":

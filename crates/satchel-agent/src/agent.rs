@@ -40,7 +40,7 @@ use crate::history::{
     CallRecord, Compaction, Phase, StatementRecord, Transcript, TurnRecord, text_of,
 };
 use crate::resume::load_transcript;
-use crate::side::{SideKind, clean_answer, side_messages};
+use crate::side::{SideKind, clean_answer, side_messages, side_note};
 use crate::summary::tool_call_line;
 use crate::{AgentEvent, EventSink, Feedback, HotConfig, Resources, Snapshot, ToolTally, waves};
 
@@ -422,9 +422,9 @@ impl Agent {
         let mut side = None;
         let parallel = side_in_parallel(&snapshot.agent, provider.config());
         if parallel {
-            side = side_plan
-                .take()
-                .map(|plan| spawn_side_requests(plan, provider.clone(), parallel, cancel));
+            side = side_plan.take().map(|plan| {
+                spawn_side_requests(plan.standalone(), provider.clone(), parallel, cancel)
+            });
         }
 
         let mut report = StatementReport {
@@ -577,8 +577,19 @@ impl Agent {
             if let Some(plan) = side_plan.take() {
                 // The first answer is in: the server is free for them, and
                 // they run while its tools do (or after the final answer).
+                // They continue the request just sent, so a server's prompt
+                // cache serves them and the next turn alike.
+                let prompted = provider.config().tool_mode() == ToolMode::Prompted;
+                let prefix = SidePrefix {
+                    messages: self.turn_history(&snapshot, &provider, &specs, last),
+                    tools: if prompted || last {
+                        Vec::new()
+                    } else {
+                        specs.clone()
+                    },
+                };
                 side = Some(spawn_side_requests(
-                    plan,
+                    plan.continuing(prefix),
                     provider.clone(),
                     parallel,
                     cancel,
@@ -832,26 +843,7 @@ impl Agent {
         let prompted = provider.config().tool_mode() == ToolMode::Prompted;
         let schema = (prompted && !last && self.constrains_replies(provider))
             .then(|| prompted::reply_schema(specs));
-        let system = match (prompted, last) {
-            (true, false) if schema.is_some() => format!(
-                "{}\n\n{}{}\n",
-                snapshot.agent.system_prompt(),
-                prompted::render_tools(specs),
-                prompted::ANSWER_INSTRUCTION
-            ),
-            (true, false) => format!(
-                "{}\n\n{}",
-                snapshot.agent.system_prompt(),
-                prompted::render_tools(specs)
-            ),
-            _ => snapshot.agent.system_prompt().to_owned(),
-        };
-        let conversation = self.conversation_mut();
-        let history = conversation.transcript.history(
-            &system,
-            snapshot.agent.tool_result_max_length,
-            Phase::InStatement,
-        );
+        let history = self.turn_history(snapshot, provider, specs, last);
         let native_specs = if prompted { &[][..] } else { specs };
         let mut request = ChatRequest::new(&history, native_specs);
         let none = ToolChoice::None;
@@ -865,6 +857,38 @@ impl Agent {
             Mode::Whole
         };
         Ok(provider.prepare(&request, mode)?)
+    }
+
+    /// The messages of a turn's request as sent: the system prompt (with
+    /// the tools in prompted mode), past statements compact, this one native.
+    fn turn_history(
+        &mut self,
+        snapshot: &Snapshot,
+        provider: &Arc<dyn Provider>,
+        specs: &[ToolSpec],
+        last: bool,
+    ) -> Vec<Message> {
+        let prompted = provider.config().tool_mode() == ToolMode::Prompted;
+        let constrained = prompted && !last && self.constrains_replies(provider);
+        let system = match (prompted, last) {
+            (true, false) if constrained => format!(
+                "{}\n\n{}{}\n",
+                snapshot.agent.system_prompt(),
+                prompted::render_tools(specs),
+                prompted::ANSWER_INSTRUCTION
+            ),
+            (true, false) => format!(
+                "{}\n\n{}",
+                snapshot.agent.system_prompt(),
+                prompted::render_tools(specs)
+            ),
+            _ => snapshot.agent.system_prompt().to_owned(),
+        };
+        self.conversation_mut().transcript.history(
+            &system,
+            snapshot.agent.tool_result_max_length,
+            Phase::InStatement,
+        )
     }
 
     /// Whether prompted replies carry the reply schema now.
@@ -914,7 +938,7 @@ impl Agent {
         let result = side_request(
             provider.clone(),
             SideKind::Summary,
-            material,
+            SideInput::Standalone(material),
             cancel.clone(),
         )
         .await;
@@ -961,7 +985,7 @@ impl Agent {
 
     /// The side requests a statement needs: always its objective; the goal
     /// and title while the conversation has none.
-    fn side_plan(&mut self, text: &str, first: bool) -> Vec<(SideKind, String)> {
+    fn side_plan(&mut self, text: &str, first: bool) -> SidePlan {
         let conversation = self.conversation_mut();
         let mut kinds = vec![SideKind::Objective];
         if conversation.goal.is_none() {
@@ -981,7 +1005,8 @@ impl Agent {
                 };
                 (kind, material)
             })
-            .collect()
+            .collect::<Vec<_>>()
+            .into()
     }
 
     /// Waits for the side requests and records what they wrote.
@@ -1539,11 +1564,54 @@ const CUT_OFF_MARK: &str = "\n[answer cut off before the model finished]";
 /// Stands for an answer with neither text nor a tool call in the history.
 const EMPTY_ANSWER_MARK: &str = "[no answer: the model returned neither text nor a tool call]";
 
+/// What a side request is written from.
+enum SideInput {
+    /// Its own short prompt about this text (see [`side_messages`]).
+    Standalone(String),
+    /// The main request's messages and tools, then the task: the same
+    /// prefix, which a server's prompt cache has just processed.
+    Continuing(Arc<SidePrefix>),
+}
+
+/// The start of a main request that side requests continue.
+struct SidePrefix {
+    messages: Vec<Message>,
+    tools: Vec<ToolSpec>,
+}
+
+/// The side requests a statement needs, each with its own material.
+struct SidePlan(Vec<(SideKind, String)>);
+
+impl From<Vec<(SideKind, String)>> for SidePlan {
+    fn from(kinds: Vec<(SideKind, String)>) -> SidePlan {
+        SidePlan(kinds)
+    }
+}
+
+impl SidePlan {
+    /// Each as its own short request (beside the first turn).
+    fn standalone(self) -> Vec<(SideKind, SideInput)> {
+        self.0
+            .into_iter()
+            .map(|(kind, material)| (kind, SideInput::Standalone(material)))
+            .collect()
+    }
+
+    /// Each as a continuation of `prefix` (after the first answer).
+    fn continuing(self, prefix: SidePrefix) -> Vec<(SideKind, SideInput)> {
+        let prefix = Arc::new(prefix);
+        self.0
+            .into_iter()
+            .map(|(kind, _)| (kind, SideInput::Continuing(prefix.clone())))
+            .collect()
+    }
+}
+
 /// Starts the side requests of `plan` on their own task: all at once when
 /// `parallel`, else one after another (a server with one slot would cut
 /// one off to serve the next).
 fn spawn_side_requests(
-    plan: Vec<(SideKind, String)>,
+    plan: Vec<(SideKind, SideInput)>,
     provider: Arc<dyn Provider>,
     parallel: bool,
     cancel: &CancellationToken,
@@ -1552,7 +1620,7 @@ fn spawn_side_requests(
     tokio::spawn(async move {
         let requests = plan
             .into_iter()
-            .map(|(kind, material)| side_request(provider.clone(), kind, material, cancel.clone()));
+            .map(|(kind, input)| side_request(provider.clone(), kind, input, cancel.clone()));
         if parallel {
             return join_all(requests).await;
         }
@@ -1636,11 +1704,18 @@ async fn stream_answer(
 async fn side_request(
     provider: Arc<dyn Provider>,
     kind: SideKind,
-    material: String,
+    input: SideInput,
     cancel: CancellationToken,
 ) -> SideResult {
-    let messages = side_messages(kind, &material);
-    let mut request = ChatRequest::new(&messages, &[]);
+    let (messages, tools) = match input {
+        SideInput::Standalone(material) => (side_messages(kind, &material), Vec::new()),
+        SideInput::Continuing(prefix) => {
+            let mut messages = prefix.messages.clone();
+            messages.push(side_note(kind));
+            (messages, prefix.tools.clone())
+        }
+    };
+    let mut request = ChatRequest::new(&messages, &tools);
     request.max_output_tokens = Some(kind.max_output_tokens());
     let prepared = match provider.prepare(&request, Mode::Whole) {
         Ok(prepared) => prepared,

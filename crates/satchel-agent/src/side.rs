@@ -8,8 +8,9 @@ use std::fmt;
 
 use satchel_core::Message;
 
-/// Every side request's system prompt starts with this, so a reader of the
-/// log (or a test's fake model) can tell them from main turns.
+/// Every side request's system prompt (or, when it continues a main
+/// request, its last message) starts with this, so a reader of the log (or
+/// a test's fake model) can tell them from main turns.
 pub const SIDE_PREFIX: &str =
     "You write short notes about a conversation between a user and an AI assistant.";
 
@@ -75,6 +76,16 @@ pub(crate) fn side_messages(kind: SideKind, material: &str) -> Vec<Message> {
         Message::system(format!("{SIDE_PREFIX}\n{}", kind.task())),
         Message::user(material),
     ]
+}
+
+/// The last message of a side request that continues a main request: the
+/// task, marked as Satchel's (the conversation so far is the material).
+pub(crate) fn side_note(kind: SideKind) -> Message {
+    Message::user(format!(
+        "{SIDE_PREFIX}\n(This request is from Satchel, not from the user; do not call tools, \
+         and the user will not see your reply.)\n{}",
+        kind.task()
+    ))
 }
 
 /// The answer's text made into one clean line (goal, objective, title) or

@@ -147,6 +147,25 @@ pub fn system_text(body: &Value) -> String {
         .join("\n")
 }
 
+/// The task of a side request, which has its own system prompt or
+/// continues a main request with its task as the last message; `None` for
+/// a main turn.
+pub fn side_task(body: &Value) -> Option<String> {
+    let last = body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    let system = system_text(body);
+    if system.starts_with(SIDE_PREFIX) {
+        Some(system)
+    } else if last.starts_with(SIDE_PREFIX) {
+        Some(last.to_owned())
+    } else {
+        None
+    }
+}
+
 /// The contents of a request's tool messages, in order.
 pub fn tool_contents(body: &Value) -> Vec<String> {
     body["messages"]
@@ -163,9 +182,7 @@ pub fn tool_contents(body: &Value) -> Vec<String> {
 
 async fn answer(State(inner): State<Arc<Mutex<Inner>>>, body: String) -> Response {
     let body: Value = serde_json::from_str(&body).unwrap();
-    let side = system_text(&body).starts_with(SIDE_PREFIX);
-    if side {
-        let system = system_text(&body);
+    if let Some(system) = side_task(&body) {
         let text = if system.contains("overall goal") {
             "GOAL: help the user with their files"
         } else if system.contains("latest message") {
@@ -178,7 +195,8 @@ async fn answer(State(inner): State<Arc<Mutex<Inner>>>, body: String) -> Respons
         let mut inner = inner.lock().unwrap();
         inner.side.push(body.clone());
         inner.order.push("side");
-        return whole(text);
+        // About as many tokens as the request's bytes make.
+        return whole(text, body.to_string().len() as u64 / 4);
     }
     let reply = {
         let mut inner = inner.lock().unwrap();
@@ -193,11 +211,11 @@ async fn answer(State(inner): State<Arc<Mutex<Inner>>>, body: String) -> Respons
     stream(reply, body["stream"] == true)
 }
 
-fn whole(text: &str) -> Response {
+fn whole(text: &str, prompt_tokens: u64) -> Response {
     let body = json!({
         "id": "side-1", "object": "chat.completion", "model": "fake",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 50, "completion_tokens": 8, "total_tokens": 58}
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 8, "total_tokens": prompt_tokens + 8}
     });
     Response::builder()
         .header(header::CONTENT_TYPE, "application/json")
