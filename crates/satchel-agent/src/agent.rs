@@ -27,7 +27,7 @@ use satchel_llm::{
 };
 use satchel_store::{
     AuditSource, LogKind, NewConversation, NewLlmCall, NewLlmMessage, NewLogEntry, NewStatement,
-    NewToolCall, Store, StoreError, Timestamp,
+    NewToolCall, Statement, Store, StoreError, Timestamp,
 };
 use satchel_tools::conversation::THINKING_SIDE;
 use satchel_tools::format::{generic_result, generic_use};
@@ -484,11 +484,8 @@ impl Agent {
                 &mut retries,
             )
             .await;
-            let mut call = llm_call_row(&provider, "turn", &estimate, started, &result);
-            call.conversation_id = Some(conversation_id.clone());
-            call.statement_id = Some(statement.id.clone());
-            call.turn = Some(turn);
-            self.record_call(call).await?;
+            self.record_turn_call(&provider, &estimate, started, &result, &statement, turn)
+                .await?;
             let result = match result {
                 Err(error)
                     if prompted
@@ -504,9 +501,8 @@ impl Agent {
                          prompted replies go unconstrained from now on: {error}"
                     );
                     sink.emit(AgentEvent::Notice(note.clone()));
-                    let mut entry = NewLogEntry::new(&conversation_id, LogKind::Auxiliary, note);
-                    entry.statement_id = Some(statement.id.clone());
-                    self.store.append_log_entry(entry).await?;
+                    self.log(&conversation_id, &statement.id, LogKind::Auxiliary, &note)
+                        .await?;
                     let prepared = self.prepare(&snapshot, &provider, &specs, last)?;
                     let estimate = prepared.estimate().clone();
                     let started = Instant::now();
@@ -519,19 +515,15 @@ impl Agent {
                         &mut retries,
                     )
                     .await;
-                    let mut call = llm_call_row(&provider, "turn", &estimate, started, &result);
-                    call.conversation_id = Some(conversation_id.clone());
-                    call.statement_id = Some(statement.id.clone());
-                    call.turn = Some(turn);
-                    self.record_call(call).await?;
+                    self.record_turn_call(&provider, &estimate, started, &result, &statement, turn)
+                        .await?;
                     result
                 }
                 other => other,
             };
             for retry in retries {
-                let mut entry = NewLogEntry::new(&conversation_id, LogKind::Auxiliary, retry);
-                entry.statement_id = Some(statement.id.clone());
-                self.store.append_log_entry(entry).await?;
+                self.log(&conversation_id, &statement.id, LogKind::Auxiliary, &retry)
+                    .await?;
             }
             let response = match result {
                 Ok(response) => response,
@@ -629,16 +621,17 @@ impl Agent {
             let thinking = response.thinking();
             self.log_answer(&conversation_id, &statement.id, &text, &thinking)
                 .await?;
-            if calls.is_empty() && text.trim().is_empty() && !tools_refused {
+            if calls.is_empty() {
                 // Never an empty success: the user is told, the model's
                 // next turn sees that nothing came.
-                let message = format!(
-                    "the model's answer was empty: no text and no tool call (stop reason: {})",
-                    stop_reason_name(&response.stop_reason)
-                );
-                parts.push(AssistantPart::Text {
-                    text: EMPTY_ANSWER_MARK.into(),
-                });
+                let empty = text.trim().is_empty() && !tools_refused;
+                if empty {
+                    parts.push(AssistantPart::Text {
+                        text: EMPTY_ANSWER_MARK.into(),
+                    });
+                } else {
+                    report.answer = text;
+                }
                 self.finish_turn(
                     &conversation_id,
                     &statement.id,
@@ -650,25 +643,16 @@ impl Agent {
                     },
                 )
                 .await?;
-                let mut entry = NewLogEntry::new(&conversation_id, LogKind::Error, message.clone());
-                entry.statement_id = Some(statement.id.clone());
-                self.store.append_log_entry(entry).await?;
-                report.outcome = Outcome::Failed(message);
-                break;
-            }
-            if calls.is_empty() {
-                report.answer = text;
-                self.finish_turn(
-                    &conversation_id,
-                    &statement.id,
-                    turn,
-                    TurnRecord {
-                        assistant: parts,
-                        raw_reply,
-                        ..TurnRecord::default()
-                    },
-                )
-                .await?;
+                if empty {
+                    let message = format!(
+                        "the model's answer was empty: no text and no tool call (stop reason: {})",
+                        stop_reason_name(&response.stop_reason)
+                    );
+                    self.log(&conversation_id, &statement.id, LogKind::Error, &message)
+                        .await?;
+                    report.outcome = Outcome::Failed(message);
+                    break;
+                }
                 if last && turn > 1 {
                     report.outcome = Outcome::TurnLimit;
                     let message = format!(
@@ -794,6 +778,37 @@ impl Agent {
         self.schema_refused = false;
         self.usage_samples = None;
         Ok(provider)
+    }
+
+    /// Appends a log entry of the statement.
+    async fn log(
+        &self,
+        conversation_id: &str,
+        statement_id: &str,
+        kind: LogKind,
+        text: &str,
+    ) -> Result<(), AgentError> {
+        let mut entry = NewLogEntry::new(conversation_id, kind, text);
+        entry.statement_id = Some(statement_id.to_owned());
+        self.store.append_log_entry(entry).await?;
+        Ok(())
+    }
+
+    /// Records a turn's model call.
+    async fn record_turn_call(
+        &mut self,
+        provider: &Arc<dyn Provider>,
+        estimate: &TokenEstimate,
+        started: Instant,
+        result: &Result<Response, LlmError>,
+        statement: &Statement,
+        turn: u32,
+    ) -> Result<(), AgentError> {
+        let mut call = llm_call_row(provider, "turn", estimate, started, result);
+        call.conversation_id = Some(statement.conversation_id.clone());
+        call.statement_id = Some(statement.id.clone());
+        call.turn = Some(turn);
+        self.record_call(call).await
     }
 
     /// Records a model call, and learns from its usage how the model's own

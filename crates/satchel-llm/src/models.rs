@@ -75,21 +75,9 @@ const fn entry(
     )
 }
 
-/// An OpenAI model: its tokenizer is the one embedded.
-const fn openai(
-    prefix: &'static str,
-    context_window: u32,
-    max_output_tokens: u32,
-    encoding: Encoding,
-    native_tools: bool,
-) -> (&'static str, ModelInfo) {
-    let (prefix, mut info) = entry(
-        prefix,
-        context_window,
-        max_output_tokens,
-        encoding,
-        native_tools,
-    );
+/// `row` with its tokenizer marked as the model's own (OpenAI's models).
+const fn exact(row: (&'static str, ModelInfo)) -> (&'static str, ModelInfo) {
+    let (prefix, mut info) = row;
     info.exact_tokenizer = true;
     (prefix, info)
 }
@@ -99,20 +87,20 @@ use Encoding::{Cl100k, O200k};
 /// Known models, specific names before their families.
 const MODELS: &[(&str, ModelInfo)] = &[
     // OpenAI: o200k for gpt-4o and everything after it.
-    openai("gpt-5", 400_000, 128_000, O200k, true),
-    openai("gpt-4.1", 1_047_576, 32_768, O200k, true),
-    openai("gpt-4.5", 128_000, 16_384, O200k, true),
-    openai("gpt-4o", 128_000, 16_384, O200k, true),
-    openai("chatgpt-4o", 128_000, 16_384, O200k, false),
-    openai("gpt-oss", 131_072, 131_072, O200k, true),
-    openai("o1-mini", 128_000, 65_536, O200k, false),
-    openai("o1", 200_000, 100_000, O200k, true),
-    openai("o3", 200_000, 100_000, O200k, true),
-    openai("o4-mini", 200_000, 100_000, O200k, true),
-    openai("gpt-4-turbo", 128_000, 4_096, Cl100k, true),
-    openai("gpt-4-32k", 32_768, 4_096, Cl100k, true),
-    openai("gpt-4", 8_192, 8_192, Cl100k, true),
-    openai("gpt-3.5-turbo", 16_385, 4_096, Cl100k, true),
+    exact(entry("gpt-5", 400_000, 128_000, O200k, true)),
+    exact(entry("gpt-4.1", 1_047_576, 32_768, O200k, true)),
+    exact(entry("gpt-4.5", 128_000, 16_384, O200k, true)),
+    exact(entry("gpt-4o", 128_000, 16_384, O200k, true)),
+    exact(entry("chatgpt-4o", 128_000, 16_384, O200k, false)),
+    exact(entry("gpt-oss", 131_072, 131_072, O200k, true)),
+    exact(entry("o1-mini", 128_000, 65_536, O200k, false)),
+    exact(entry("o1", 200_000, 100_000, O200k, true)),
+    exact(entry("o3", 200_000, 100_000, O200k, true)),
+    exact(entry("o4-mini", 200_000, 100_000, O200k, true)),
+    exact(entry("gpt-4-turbo", 128_000, 4_096, Cl100k, true)),
+    exact(entry("gpt-4-32k", 32_768, 4_096, Cl100k, true)),
+    exact(entry("gpt-4", 8_192, 8_192, Cl100k, true)),
+    exact(entry("gpt-3.5-turbo", 16_385, 4_096, Cl100k, true)),
     // Anthropic (tokenizer not published: cl100k fallback).
     entry("claude-opus-4-5", 200_000, 64_000, Cl100k, true),
     entry("claude-opus-4", 200_000, 32_000, Cl100k, true),
@@ -233,5 +221,15 @@ mod tests {
         assert_eq!(model_info("o1xyz"), UNKNOWN_MODEL);
         assert_eq!(model_info("gpt-4x"), UNKNOWN_MODEL);
         assert_eq!(model_info("llama30"), UNKNOWN_MODEL);
+    }
+
+    #[test]
+    fn only_openai_models_have_their_own_tokenizer_embedded() {
+        for model in ["gpt-4o-mini", "gpt-5", "o3-mini", "gpt-3.5-turbo"] {
+            assert!(model_info(model).exact_tokenizer, "{model}");
+        }
+        for model in ["claude-sonnet-4-5", "qwen3:8b", "smollm2-135m"] {
+            assert!(!model_info(model).exact_tokenizer, "{model}");
+        }
     }
 }
