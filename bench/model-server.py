@@ -160,7 +160,9 @@ def estimate_errors(projects):
         seen = []
         for estimate, reported in rows:
             before.append(abs(estimate - reported) / reported)
-            window = seen[-20:]
+            # As satchel_llm::Calibration: the last 20 pairs whose ratio is
+            # plausible (0.25 to 4), weighted by size.
+            window = [(e, r) for e, r in seen[-20:] if 0.25 <= r / e <= 4.0]
             if window:
                 ratio = sum(r for _, r in window) / sum(e for e, _ in window)
                 after.append(abs(estimate * ratio - reported) / reported)

@@ -57,11 +57,15 @@ impl Sandbox {
         self.dir.path().join("project")
     }
 
-    /// The variables every `satchel` run here gets.
+    /// The variables every `satchel` run here gets: its own config, data
+    /// and cache directories and database, whatever the caller's shell says
+    /// (these tests once wrote their calls into the user's own record).
     fn env(&self) -> Vec<(&'static str, String)> {
         let path = |p: &str| self.dir.path().join(p).display().to_string();
         vec![
             ("XDG_CONFIG_HOME", path("config")),
+            ("XDG_DATA_HOME", path("data")),
+            ("SATCHEL_DB", path("data/satchel.db")),
             ("XDG_CACHE_HOME", path("cache")),
             ("SATCHEL_LIBEXEC_DIR", path("libexec")),
             ("TMPDIR", self.dir.path().display().to_string()),
