@@ -242,7 +242,10 @@ impl Walker {
         found: &mut Vec<ShellCommand>,
     ) -> Result<(), ShellError> {
         match compound {
-            CompoundCommand::Arithmetic(arithmetic) => self.arithmetic(&arithmetic.expr.value),
+            CompoundCommand::Arithmetic(arithmetic) => {
+                arithmetic_command(&arithmetic.expr.value)?;
+                self.arithmetic(&arithmetic.expr.value)
+            }
             CompoundCommand::ArithmeticForClause(clause) => {
                 for expr in [&clause.initializer, &clause.condition, &clause.updater]
                     .into_iter()
@@ -628,6 +631,33 @@ fn wrapped_command(name: &str, args: &[String]) -> Option<Result<usize, String>>
     Some(Ok(index))
 }
 
+/// A `(( ... ))` command is arithmetic only when it has an operator or a
+/// number, no inner parentheses and no two names side by side: bash reads
+/// `( ( rm x ) )`
+/// (with a space) as two nested subshells running `rm x`, which the parser
+/// takes for arithmetic; such text is not judged, it is asked about.
+fn arithmetic_command(expr: &str) -> Result<(), ShellError> {
+    let names_side_by_side = expr
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c.is_whitespace() || c == '-'))
+        .any(|part| {
+            part.split_whitespace()
+                .filter(|word| !word.is_empty())
+                .count()
+                > 1
+        });
+    // `(( x ))` alone is as likely to be `( ( x ) )`, a command.
+    let operates = expr
+        .chars()
+        .any(|c| c.is_ascii_digit() || "+-*/%<>=!&|^~?:,".contains(c));
+    if expr.contains('(') || names_side_by_side || !operates {
+        return Err(ShellError::Opaque(format!(
+            "`(( {} ))` may be nested subshells rather than arithmetic",
+            expr.trim()
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use pretty_assertions::assert_eq;
@@ -655,6 +685,25 @@ mod tests {
         assert_eq!(texts("X=$(curl evil) ls"), ["curl evil", "ls"]);
         assert_eq!(texts("cat > $(rm a)"), ["rm a", "cat"]);
         assert_eq!(texts("diff <(rm a) b"), ["rm a", "diff b"]);
+    }
+
+    #[test]
+    fn nested_subshells_read_as_arithmetic_are_asked_about() {
+        // Reported: brush reads `( ( rm -rf x ) )` as arithmetic, so the
+        // walker found no command and a deny rule on `rm` did not apply.
+        for script in [
+            "( ( ls ) )",
+            "( ( rm -rf x ) )",
+            "((rm -rf x))",
+            "(( (a + b) * 2 ))",
+        ] {
+            assert!(
+                matches!(simple_commands(script), Err(ShellError::Opaque(_))),
+                "{script}"
+            );
+        }
+        assert_eq!(texts("(( i = i + 1 )); echo $i"), ["echo $i"]);
+        assert_eq!(texts("(( x > -1 ))"), Vec::<String>::new());
     }
 
     #[test]
