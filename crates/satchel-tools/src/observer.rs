@@ -1,8 +1,10 @@
-//! The audit hook: [`CallObserver`] and [`observed_call`], the one function
-//! through which calls that must be recorded (MCP, and later the agent) go.
+//! The audit hook: [`CallObserver`] and [`observed_dispatch`], through which
+//! calls that must be recorded (MCP) go: every check of [`dispatch`], then
+//! the observer. There is no public way to run a caller's call without the
+//! policy.
 //!
 //! What lives here: the trait a store implements to record calls, and the
-//! wrapper that times a call and hands it to the observer. What does not:
+//! wrapper that hands a dispatched call to the observer. What does not:
 //! storage. `Registry::call` stays unobserved so that tests and benches
 //! measure the registry alone.
 
@@ -43,37 +45,15 @@ pub trait CallObserver: Send + Sync + 'static {
     );
 }
 
-/// Runs `call` through `registry` (lookup, validation, run; see
-/// [`Registry::call`]) and reports it to `observer`, when there is one.
-///
-/// # Caveats
-/// Dropping the future cancels the run (the tool's own drop behaviour
-/// applies) and the observer is not told: a call that never finished has
-/// no output to record.
-pub async fn observed_call(
-    registry: &Registry,
-    call: &ToolCall,
-    ctx: &ToolContext,
-    source: &CallSource,
-    observer: Option<&Arc<dyn CallObserver>>,
-) -> ToolOutput {
-    let started = SystemTime::now();
-    let output = registry.call(call, ctx).await;
-    if let Some(observer) = observer {
-        observer
-            .on_call(source, call, &output, None, started, SystemTime::now())
-            .await;
-    }
-    output
-}
-
 /// Runs `call` through [`dispatch`] (lookup, validation, policy with
 /// `consent`, limits, run) and reports it, with the policy's decision, to
 /// `observer`. Non-interactive servers pass [`crate::NonInteractive`], so
 /// whatever policy says to ask about is refused with a reason.
 ///
 /// # Caveats
-/// As for [`observed_call`].
+/// Dropping the future cancels the run (the tool's own drop behaviour
+/// applies) and the observer is not told: a call that never finished has
+/// no output to record.
 pub async fn observed_dispatch(
     registry: &Registry,
     policy: &Policy,
@@ -107,8 +87,11 @@ mod tests {
 
     use serde_json::json;
 
+    use std::time::Duration;
+
     use super::*;
-    use crate::ToolsConfig;
+    use crate::policy::Mode;
+    use crate::{NonInteractive, ToolsConfig};
 
     #[derive(Default)]
     struct Recorder {
@@ -138,6 +121,7 @@ mod tests {
     #[tokio::test]
     async fn every_call_reaches_the_observer_failures_included() {
         let registry = crate::builtin_registry().unwrap();
+        let policy = Policy::new(Vec::new(), Mode::Trust, Vec::new(), 4, Duration::ZERO);
         let recorder = Arc::new(Recorder::default());
         let observer: Arc<dyn CallObserver> = recorder.clone();
         let ctx =
@@ -156,7 +140,16 @@ mod tests {
                 name: name.into(),
                 input,
             };
-            observed_call(&registry, &call, &ctx, &source, Some(&observer)).await;
+            observed_dispatch(
+                &registry,
+                &policy,
+                &NonInteractive,
+                &call,
+                &ctx,
+                &source,
+                Some(&observer),
+            )
+            .await;
         }
         let calls = recorder.calls.lock().unwrap().clone();
         assert_eq!(
