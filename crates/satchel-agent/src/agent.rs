@@ -26,12 +26,14 @@ use satchel_llm::{
     ToolMode, Usage, collect, count_tokens, model_info,
 };
 use satchel_store::{
-    AuditSource, LogKind, NewConversation, NewLlmCall, NewLlmMessage, NewLogEntry, NewStatement,
-    NewToolCall, Statement, Store, StoreError, Timestamp,
+    AuditSource, LogKind, NewCallStart, NewConversation, NewLlmCall, NewLlmMessage, NewLogEntry,
+    NewStatement, NewToolCall, Statement, Store, StoreError, Timestamp,
 };
 use satchel_tools::conversation::THINKING_SIDE;
 use satchel_tools::format::{generic_result, generic_use};
-use satchel_tools::{CallTrace, Consent, LiveRegistry, Registry, Style, ToolContext, dispatch};
+use satchel_tools::{
+    CallTrace, Consent, LiveRegistry, Registry, Style, ToolContext, dispatch, not_recorded,
+};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -1183,6 +1185,11 @@ impl Agent {
             })
             .collect();
         self.store.record_tool_calls(rows).await?;
+        let starts = finished
+            .iter()
+            .filter_map(|done| done.start.clone())
+            .collect();
+        self.store.end_calls(starts).await?;
         let markdown = Style::Markdown;
         for done in &finished {
             let tool = registry.get(&done.call.name);
@@ -1243,6 +1250,7 @@ impl Agent {
         });
         let started_at = SystemTime::now();
         let clock = Instant::now();
+        let mut start = None;
         let (output, decision) = match planned.preset.clone() {
             Some(output) => (output, None),
             None if ctx.cancel.is_cancelled() => (
@@ -1253,16 +1261,32 @@ impl Agent {
                 None,
             ),
             None => {
-                let dispatched = dispatch(
-                    registry,
-                    &snapshot.policy,
-                    self.consent.as_ref(),
-                    &call,
-                    &ctx,
-                )
-                .await;
-                let label = dispatched.decision_label();
-                (dispatched.output, label)
+                // Nothing runs that is not on record.
+                let begun = self
+                    .store
+                    .begin_call(NewCallStart {
+                        source: self.source,
+                        call: call.clone(),
+                        conversation_id: ctx.conversation_id.clone(),
+                        started_at: timestamp(started_at),
+                    })
+                    .await;
+                match begun {
+                    Err(error) => (not_recorded(&error.to_string()), None),
+                    Ok(id) => {
+                        start = Some(id);
+                        let dispatched = dispatch(
+                            registry,
+                            &snapshot.policy,
+                            self.consent.as_ref(),
+                            &call,
+                            &ctx,
+                        )
+                        .await;
+                        let label = dispatched.decision_label();
+                        (dispatched.output, label)
+                    }
+                }
             }
         };
         let duration = clock.elapsed();
@@ -1282,6 +1306,7 @@ impl Agent {
             decision,
             started_at,
             duration,
+            start,
         }
     }
 
@@ -1365,6 +1390,8 @@ struct Finished {
     decision: Option<String>,
     started_at: SystemTime,
     duration: Duration,
+    /// Its start's record, ended once the call's own record is written.
+    start: Option<String>,
 }
 
 /// The text of the statement in progress, for tools that keep traces.

@@ -1,8 +1,10 @@
 //! End-to-end: what the `satchel` binary records, and the commands that
 //! read the record back (`log`, `conversations`, `audit`, `export`), run in
-//! a sandbox with its own `XDG_DATA_HOME`. Includes the failures that must
-//! never cost the caller a tool result: a corrupt, read-only or full
-//! database.
+//! a sandbox with its own `XDG_DATA_HOME`. Includes the store's failures:
+//! nothing runs that is not on record, so a call whose start cannot be
+//! written (a corrupt, read-only or locked database) is refused with the
+//! cause and never runs; one whose end cannot be written (a full disk) ran,
+//! and stays on record as begun and never ended.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
 
@@ -246,8 +248,21 @@ fn secrets_are_redacted_in_the_record_but_not_in_the_result() {
     assert!(contains(&bytes, "[redacted] [redacted]"));
 }
 
+/// The call was refused before it ran because it could not be put on
+/// record; the message says why.
+fn assert_not_recorded(output: &Output, cause: &str) -> String {
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(output));
+    let result = json_of(output);
+    assert_eq!(result["error_code"], "NOT_RECORDED", "{result}");
+    assert!(result.get("stdout").is_none(), "the call ran: {result}");
+    let message = result["error"].as_str().unwrap().to_owned();
+    assert!(message.contains("was not run"), "{message}");
+    assert!(message.contains(cause), "{message}");
+    message
+}
+
 #[test]
-fn a_corrupt_database_is_reported_and_the_call_still_returns() {
+fn a_corrupt_database_refuses_the_call_before_it_runs() {
     let sandbox = Sandbox::new();
     let db = sandbox.path("corrupt.db");
     let garbage = b"this is not an SQLite database, and it must stay exactly like this".repeat(100);
@@ -255,14 +270,8 @@ fn a_corrupt_database_is_reported_and_the_call_still_returns() {
     let db_arg = db.to_str().unwrap();
 
     let output = sandbox.run(&["--db", db_arg, "tools", "call", "bash", ECHO]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert_eq!(json_of(&output)["stdout"], "hello\n");
-    let warning = stderr(&output);
-    assert!(warning.contains("this call was not recorded"), "{warning}");
-    assert!(
-        warning.contains(db_arg) && warning.contains("left untouched"),
-        "{warning}"
-    );
+    let message = assert_not_recorded(&output, "left untouched");
+    assert!(message.contains(db_arg), "{message}");
 
     let read = sandbox.run(&["--db", db_arg, "audit"]);
     assert_eq!(read.status.code(), Some(2));
@@ -271,7 +280,7 @@ fn a_corrupt_database_is_reported_and_the_call_still_returns() {
 }
 
 #[test]
-fn a_read_only_database_is_reported_and_the_call_still_returns() {
+fn a_read_only_database_refuses_the_call_before_it_runs() {
     let sandbox = Sandbox::new();
     assert!(
         sandbox
@@ -310,12 +319,8 @@ fn a_read_only_database_is_reported_and_the_call_still_returns() {
     let read = run(&["audit", "--json"]);
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).unwrap();
 
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert_eq!(json_of(&output)["stdout"], "still here\n");
-    let warning = stderr(&output);
-    assert!(warning.contains("this call was not recorded"), "{warning}");
-    assert!(warning.contains("read-only"), "{warning}");
-    assert!(warning.contains(&db.display().to_string()), "{warning}");
+    let message = assert_not_recorded(&output, "read-only");
+    assert!(message.contains(&db.display().to_string()), "{message}");
     // Reading still works on a database we may not write.
     assert!(read.status.success(), "{}", stderr(&read));
     assert_eq!(json_of(&read).as_array().unwrap().len(), 1);
@@ -323,7 +328,7 @@ fn a_read_only_database_is_reported_and_the_call_still_returns() {
 }
 
 #[test]
-fn a_full_disk_is_reported_and_the_call_still_returns() {
+fn a_full_disk_after_the_start_keeps_the_call_on_record_as_unfinished() {
     let sandbox = Sandbox::new();
     assert!(
         sandbox
@@ -351,13 +356,56 @@ fn a_full_disk_is_reported_and_the_call_still_returns() {
             .ends_with("1999\n2000\n")
     );
     let warning = stderr(&output);
-    assert!(warning.contains("this call was not recorded"), "{warning}");
+    assert!(
+        warning.contains("this call ran but its end was not recorded"),
+        "{warning}"
+    );
     assert!(warning.contains("disk is full"), "{warning}");
 
-    // The failed write left nothing behind; the earlier record is intact.
+    // The failed write left nothing half-written; the earlier record is
+    // intact, and the call that ran is on record as begun, never ended.
     let rows = json_of(&sandbox.run(&["audit", "--json"]));
     assert_eq!(rows.as_array().unwrap().len(), 1);
     assert_eq!(rows[0]["input"]["command"], "echo hello");
+    let text = stdout(&sandbox.run(&["audit"]));
+    assert!(
+        text.starts_with("Began and never ended (outcome unknown):\n"),
+        "{text}"
+    );
+    assert!(text.contains("seq 1 2000"), "{text}");
+}
+
+/// Another process holds the database's write lock past the store's wait:
+/// the call is refused with that cause and never runs. Reproduces a report:
+/// a command ran while its call was never recorded.
+#[test]
+fn a_locked_database_refuses_the_call_before_it_runs() {
+    let sandbox = Sandbox::new();
+    assert!(
+        sandbox
+            .run(&["tools", "call", "bash", ECHO])
+            .status
+            .success()
+    );
+    let db = sandbox.default_db();
+    let holder = rusqlite::Connection::open(&db).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let marker = sandbox.path("project/ran.txt");
+    let output = sandbox.run(&["tools", "call", "bash", r#"{"command": "touch ran.txt"}"#]);
+    holder.execute_batch("ROLLBACK").unwrap();
+    assert_not_recorded(&output, "locked");
+    assert!(!marker.exists(), "the call ran unrecorded");
+    // Once the lock is gone, calls run and are recorded again.
+    let output = sandbox.run(&["tools", "call", "bash", r#"{"command": "touch ran.txt"}"#]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(marker.exists());
+    assert_eq!(
+        json_of(&sandbox.run(&["audit", "--json"]))
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
 }
 
 /// Runs `command`, retrying while its freshly copied program is "busy": a

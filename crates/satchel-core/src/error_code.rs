@@ -27,11 +27,14 @@ pub enum ErrorCode {
     RateLimited,
     /// The call was cancelled before it finished.
     Cancelled,
+    /// The call could not be put on record before it ran (the database is
+    /// locked, full or read-only), so it was not run.
+    NotRecorded,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 8] = [
+    pub const ALL: [ErrorCode; 9] = [
         ErrorCode::InvalidParams,
         ErrorCode::ToolNotFound,
         ErrorCode::ToolTimeout,
@@ -40,6 +43,7 @@ impl ErrorCode {
         ErrorCode::PermissionDenied,
         ErrorCode::RateLimited,
         ErrorCode::Cancelled,
+        ErrorCode::NotRecorded,
     ];
 
     /// The wire name, e.g. `"TOOL_TIMEOUT"`.
@@ -53,6 +57,7 @@ impl ErrorCode {
             ErrorCode::PermissionDenied => "PERMISSION_DENIED",
             ErrorCode::RateLimited => "RATE_LIMITED",
             ErrorCode::Cancelled => "CANCELLED",
+            ErrorCode::NotRecorded => "NOT_RECORDED",
         }
     }
 

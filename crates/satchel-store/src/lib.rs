@@ -48,11 +48,11 @@ pub use code::{
 };
 pub use error::StoreError;
 pub use records::{
-    AuditQuery, AuditRecord, AuditSource, Conversation, ConversationDump, ConversationSearch,
-    ConversationSummary, ExportRecord, LlmMessage, LogEntry, LogKind, MemoryChanges, MemoryFilter,
-    MemoryIndexRow, MemoryLayer, MemoryRecord, MemorySession, MemoryStats, MemoryUpdate, NewAudit,
-    NewConversation, NewLlmMessage, NewLogEntry, NewMemory, NewMemorySession, NewStatement,
-    NewToolCall, SearchHit, Statement, ToolCallRecord,
+    AuditQuery, AuditRecord, AuditSource, CallStartRecord, Conversation, ConversationDump,
+    ConversationSearch, ConversationSummary, ExportRecord, LlmMessage, LogEntry, LogKind,
+    MemoryChanges, MemoryFilter, MemoryIndexRow, MemoryLayer, MemoryRecord, MemorySession,
+    MemoryStats, MemoryUpdate, NewAudit, NewCallStart, NewConversation, NewLlmMessage, NewLogEntry,
+    NewMemory, NewMemorySession, NewStatement, NewToolCall, SearchHit, Statement, ToolCallRecord,
 };
 pub use redact::{RedactionConfig, Redactor};
 pub use sqlite::{APPLICATION_ID, Access, Durability, SCHEMA_VERSION, SqliteStore, StoreOptions};

@@ -378,6 +378,39 @@ pub struct NewAudit {
     pub duration_us: u64,
 }
 
+/// A tool call about to run, put on record before it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewCallStart {
+    /// Where the call came from.
+    pub source: AuditSource,
+    /// The call: id, tool name, input.
+    pub call: ToolCall,
+    /// The conversation, if any.
+    pub conversation_id: Option<String>,
+    /// When it starts.
+    pub started_at: Timestamp,
+}
+
+/// A call that began and whose end was never recorded: it ran (or was
+/// about to), and its outcome is unknown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallStartRecord {
+    /// Store-assigned id (what [`AuditStore::end_calls`](crate::AuditStore::end_calls) takes).
+    pub id: String,
+    /// Where the call came from.
+    pub source: AuditSource,
+    /// The tool's name.
+    pub tool: String,
+    /// The model's (or client's) id of the call.
+    pub call_id: String,
+    /// The input (redacted like everything stored).
+    pub input: Value,
+    /// The conversation, if any.
+    pub conversation_id: Option<String>,
+    /// When it started.
+    pub started_at: Timestamp,
+}
+
 /// Which audit rows to list. The default lists everything.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AuditQuery {

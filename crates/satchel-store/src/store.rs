@@ -12,11 +12,11 @@
 use async_trait::async_trait;
 
 use crate::{
-    AuditQuery, AuditRecord, Conversation, ConversationDump, ConversationSearch,
+    AuditQuery, AuditRecord, CallStartRecord, Conversation, ConversationDump, ConversationSearch,
     ConversationSummary, LlmCallStore, LlmMessage, LogEntry, MemoryChanges, MemoryFilter,
-    MemoryRecord, MemorySession, MemoryStats, MemoryUpdate, NewAudit, NewConversation,
-    NewLlmMessage, NewLogEntry, NewMemory, NewMemorySession, NewStatement, NewToolCall, SearchHit,
-    Statement, StoreError, Timestamp, ToolCallRecord,
+    MemoryRecord, MemorySession, MemoryStats, MemoryUpdate, NewAudit, NewCallStart,
+    NewConversation, NewLlmMessage, NewLogEntry, NewMemory, NewMemorySession, NewStatement,
+    NewToolCall, SearchHit, Statement, StoreError, Timestamp, ToolCallRecord,
 };
 
 /// Conversations: creation, lookup, listing, title and goal, export.
@@ -130,6 +130,17 @@ pub trait AuditStore: Send + Sync {
 
     /// The rows `query` selects: the most recent ones, oldest first.
     async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditRecord>, StoreError>;
+
+    /// Puts a call on record before it runs; returns the id
+    /// [`AuditStore::end_calls`] takes. A caller that gets an error must
+    /// not run the call: nothing runs that is not on record.
+    async fn begin_call(&self, start: NewCallStart) -> Result<String, StoreError>;
+
+    /// Marks calls whose own records are written as ended.
+    async fn end_calls(&self, ids: Vec<String>) -> Result<(), StoreError>;
+
+    /// Calls that began and never ended, oldest first.
+    async fn unfinished_calls(&self) -> Result<Vec<CallStartRecord>, StoreError>;
 }
 
 /// Memories, their keyword index and embeddings, and memory sessions.

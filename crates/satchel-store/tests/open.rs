@@ -67,7 +67,8 @@ async fn migrates_from_empty_and_reopens_without_reapplying() {
                 (3, "llm_calls"),
                 (4, "memory"),
                 (5, "conversation_search"),
-                (6, "memory_index")
+                (6, "memory_index"),
+                (7, "call_starts")
             ]
         );
         let pragma = |name: &str| -> String {
@@ -154,8 +155,8 @@ async fn a_newer_schema_is_refused_and_the_file_left_alone() {
         {
             let raw = Connection::open(&db.path).unwrap();
             raw.execute(
-                "INSERT INTO schema_version (version, name, applied_at) VALUES (7, 'from the future', 0)",
-                [],
+                "INSERT INTO schema_version (version, name, applied_at) VALUES (?1, 'from the future', 0)",
+                [satchel_store::SCHEMA_VERSION + 1],
             )
             .unwrap();
         }
@@ -170,12 +171,15 @@ async fn a_newer_schema_is_refused_and_the_file_left_alone() {
             )
             .await;
             assert!(
-                matches!(error, StoreError::NewerSchema { found: 7, known: SCHEMA_VERSION, .. }),
+                matches!(error, StoreError::NewerSchema { found, known: SCHEMA_VERSION, .. } if found == SCHEMA_VERSION + 1),
                 "{error:?}"
             );
             let message = error.to_string();
             assert!(
-                message.contains(&format!("made by a newer Satchel: schema version 7, this build knows up to {SCHEMA_VERSION}")),
+                message.contains(&format!(
+                    "made by a newer Satchel: schema version {}, this build knows up to {SCHEMA_VERSION}",
+                    SCHEMA_VERSION + 1
+                )),
                 "{message}"
             );
             assert!(message.contains(&db.path.display().to_string()), "{message}");

@@ -301,6 +301,7 @@ async fn rows_written_before_the_index_existed_are_indexed_on_upgrade() {
              DROP VIEW search_tool_call_text;
              DROP TABLE search_text;
              DROP TABLE search_rows;
+             DROP TABLE call_starts;
              CREATE VIRTUAL TABLE memories_fts USING fts5 (content, content = 'memories', content_rowid = 'seq');
              CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN SELECT 1; END;
              CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN SELECT 1; END;

@@ -39,7 +39,7 @@ pub use dispatch::{
 };
 pub use format::Style;
 pub use live::{LiveRegistry, RefreshReport, RejectedTool};
-pub use observer::{CallObserver, CallSource, observed_dispatch};
+pub use observer::{CallObserver, CallSource, not_recorded, observed_dispatch};
 pub use registry::{Registry, RegistryError};
 pub use tool::{CallTrace, Tool, ToolContext, ToolError, ToolLevel, ToolSource};
 pub use validation::SchemaViolation;

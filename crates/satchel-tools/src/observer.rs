@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use async_trait::async_trait;
-use satchel_core::{ToolCall, ToolOutput};
+use satchel_core::{ErrorCode, ToolCall, ToolOutput};
 
 use crate::policy::Policy;
 use crate::{Consent, Registry, ToolContext, dispatch};
@@ -43,9 +43,36 @@ pub trait CallObserver: Send + Sync + 'static {
         started: SystemTime,
         finished: SystemTime,
     );
+
+    /// Called before the call runs, to put it on record; `Err` (why it
+    /// could not be recorded) means the call must not run. Returns what
+    /// [`CallObserver::on_end`] gets once the call's own record is written.
+    async fn on_start(
+        &self,
+        _source: &CallSource,
+        _call: &ToolCall,
+    ) -> Result<Option<String>, String> {
+        Ok(None)
+    }
+
+    /// Called after [`CallObserver::on_call`] with what `on_start` returned.
+    async fn on_end(&self, _start: String) {}
 }
 
-/// Runs `call` through [`dispatch`] (lookup, validation, policy with
+/// The output of a call that was not run because it could not be put on
+/// record first.
+pub fn not_recorded(reason: &str) -> ToolOutput {
+    ToolOutput::error(
+        ErrorCode::NotRecorded,
+        format!(
+            "the call was not run: it could not be put on record first ({reason}); nothing runs \
+             that is not on record. Try again once the database is writable."
+        ),
+    )
+}
+
+/// Puts `call` on record with `observer` (refusing it, not run, when that
+/// fails), runs it through [`dispatch`] (lookup, validation, policy with
 /// `consent`, limits, run) and reports it, with the policy's decision, to
 /// `observer`. Non-interactive servers pass [`crate::NonInteractive`], so
 /// whatever policy says to ask about is refused with a reason.
@@ -63,6 +90,13 @@ pub async fn observed_dispatch(
     source: &CallSource,
     observer: Option<&Arc<dyn CallObserver>>,
 ) -> ToolOutput {
+    let start = match observer {
+        Some(observer) => match observer.on_start(source, call).await {
+            Ok(start) => start,
+            Err(reason) => return not_recorded(&reason),
+        },
+        None => None,
+    };
     let dispatched = dispatch(registry, policy, consent, call, ctx).await;
     if let Some(observer) = observer {
         let decision = dispatched.decision_label();
@@ -76,6 +110,9 @@ pub async fn observed_dispatch(
                 dispatched.started_at + dispatched.duration,
             )
             .await;
+        if let Some(start) = start {
+            observer.on_end(start).await;
+        }
     }
     dispatched.output
 }
@@ -116,6 +153,64 @@ mod tests {
                 started <= finished,
             ));
         }
+    }
+
+    /// An observer whose store cannot write.
+    struct Unwritable;
+
+    #[async_trait]
+    impl CallObserver for Unwritable {
+        async fn on_call(
+            &self,
+            _: &CallSource,
+            _: &ToolCall,
+            _: &ToolOutput,
+            _: Option<&str>,
+            _: SystemTime,
+            _: SystemTime,
+        ) {
+            panic!("a call that was not on record ran");
+        }
+
+        async fn on_start(&self, _: &CallSource, _: &ToolCall) -> Result<Option<String>, String> {
+            Err("database is locked".into())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_that_cannot_be_put_on_record_does_not_run() {
+        let registry = crate::builtin_registry().unwrap();
+        let policy = Policy::new(Vec::new(), Mode::Trust, Vec::new(), 4, Duration::ZERO);
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let ctx = ToolContext::standalone(
+            "c1",
+            dir.path().to_path_buf(),
+            Arc::new(ToolsConfig::default()),
+        );
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "bash".into(),
+            input: json!({"command": format!("touch {}", marker.display())}),
+        };
+        let observer: Arc<dyn CallObserver> = Arc::new(Unwritable);
+        let source = CallSource {
+            channel: "test".into(),
+            peer: None,
+        };
+        let output = observed_dispatch(
+            &registry,
+            &policy,
+            &NonInteractive,
+            &call,
+            &ctx,
+            &source,
+            Some(&observer),
+        )
+        .await;
+        assert_eq!(output.error_code, Some(ErrorCode::NotRecorded));
+        assert!(output.results.to_text().contains("database is locked"));
+        assert!(!marker.exists(), "the call ran");
     }
 
     #[tokio::test]

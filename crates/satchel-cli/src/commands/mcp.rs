@@ -13,7 +13,10 @@ use satchel_mcp::{SatchelServer, ServerOptions, ServerState, ServerStatus, serve
 use tokio_util::sync::CancellationToken;
 
 use satchel_core::{ToolCall, ToolOutput};
-use satchel_store::{AuditSource, NewToolCall, Timestamp, ToolCallStore};
+use satchel_store::{
+    AuditSource, AuditStore, Clock, NewCallStart, NewToolCall, SystemClock, Timestamp,
+    ToolCallStore,
+};
 use satchel_tools::{CallObserver, CallSource};
 
 use super::db::LazyStore;
@@ -147,7 +150,8 @@ fn detail(status: &ServerStatus) -> String {
 }
 
 /// Records every call served over MCP in the audit trail (source `mcp`),
-/// like `tools call` does for the CLI; a store failure is a warning.
+/// like `tools call` does for the CLI: its start before it runs (a call
+/// that cannot be put on record is refused), its end after.
 struct AuditObserver {
     store: Arc<LazyStore>,
 }
@@ -187,6 +191,33 @@ impl CallObserver for AuditObserver {
                 }
             }
             Err(reason) => tracing::warn!("an MCP call was not recorded: {reason}"),
+        }
+    }
+
+    async fn on_start(
+        &self,
+        _source: &CallSource,
+        call: &ToolCall,
+    ) -> Result<Option<String>, String> {
+        let store = self.store.get().await?;
+        let start = NewCallStart {
+            source: AuditSource::Mcp,
+            call: call.clone(),
+            conversation_id: None,
+            started_at: SystemClock.now(),
+        };
+        store
+            .begin_call(start)
+            .await
+            .map(Some)
+            .map_err(|error| error.to_string())
+    }
+
+    async fn on_end(&self, start: String) {
+        if let Ok(store) = self.store.get().await
+            && let Err(error) = store.end_calls(vec![start]).await
+        {
+            tracing::warn!("an MCP call's end was not recorded: {error}");
         }
     }
 }

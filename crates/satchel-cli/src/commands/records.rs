@@ -89,18 +89,35 @@ pub(crate) async fn audit(args: AuditArgs, env: &Project) -> anyhow::Result<Exit
         failed_only: args.failed,
         limit: Some(args.limit),
     };
-    let rows = match db::open_for_reading(env.db.as_deref()).await? {
+    let (rows, unfinished) = match db::open_for_reading(env.db.as_deref()).await? {
         Some(store) => {
             let rows = store.audit(query).await?;
+            let unfinished = store.unfinished_calls().await?;
             store.close().await?;
-            rows
+            (rows, unfinished)
         }
-        None => Vec::new(),
+        None => (Vec::new(), Vec::new()),
     };
     let mut stdout = std::io::stdout().lock();
     if args.json {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&rows)?)?;
         return Ok(ExitCode::SUCCESS);
+    }
+    if !unfinished.is_empty() {
+        // Calls put on record before they ran whose end never was: their
+        // process stopped, or the end could not be written.
+        writeln!(stdout, "Began and never ended (outcome unknown):")?;
+        for start in &unfinished {
+            writeln!(
+                stdout,
+                "{:19}  {:6}  {}  {}",
+                db::table_time(start.started_at),
+                start.source.as_str(),
+                start.tool,
+                truncate_chars(&call_summary(&start.tool, &start.input), INPUT_CHARS),
+            )?;
+        }
+        writeln!(stdout)?;
     }
     if rows.is_empty() {
         tracing::warn!("no recorded tool calls match");

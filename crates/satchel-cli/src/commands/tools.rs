@@ -14,11 +14,14 @@ use satchel_tools::external::{
 use satchel_tools::format::truncate_chars;
 use satchel_tools::{
     BuiltinDeps, LiveRegistry, Registry, Style, ToolContext, ToolSource, UserInitiated,
-    builtin_tools, dispatch,
+    builtin_tools, dispatch, not_recorded,
 };
 use serde_json::{Value, json};
 
-use satchel_store::{AuditSource, Clock, NewToolCall, SystemClock, ToolCallStore};
+use satchel_store::{
+    AuditSource, AuditStore, Clock, NewCallStart, NewToolCall, SystemClock, Timestamp,
+    ToolCallStore,
+};
 
 use super::project::{PROJECT_TOOLS, Project};
 use super::prompt;
@@ -187,10 +190,6 @@ fn print_list(
 
 async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow::Result<ExitCode> {
     let input = read_input(args.input.as_deref())?;
-    // The database opens while the tool runs; a failure to open costs the
-    // record, never the result.
-    let opening = project.store.clone();
-    tokio::spawn(async move { opening.get().await.map(drop) });
     let ctx = ToolContext::standalone(
         format!("cli-{}", std::process::id()),
         project.root.clone(),
@@ -210,22 +209,29 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
     // The user typed this call: "ask" rules need no further consent, but
     // deny rules and rate limits hold.
     let started_at = SystemClock.now();
-    let dispatched = dispatch(registry, &project.policy, &UserInitiated, &call, &ctx).await;
-    let record = NewToolCall {
-        source: AuditSource::Cli,
-        conversation_id: None,
-        statement_id: None,
-        turn: None,
-        call: call.clone(),
-        output: dispatched.output.clone(),
-        decision: dispatched.decision_label(),
-        started_at,
-        finished_at: SystemClock.now(),
-        duration_us: u64::try_from(dispatched.duration.as_micros()).unwrap_or(u64::MAX),
+    // Nothing runs that is not on record: a call whose start cannot be
+    // written is refused, with the cause.
+    let output = match begin_call(project, &call, started_at).await {
+        Err(reason) => not_recorded(&reason),
+        Ok(start) => {
+            let dispatched = dispatch(registry, &project.policy, &UserInitiated, &call, &ctx).await;
+            let record = NewToolCall {
+                source: AuditSource::Cli,
+                conversation_id: None,
+                statement_id: None,
+                turn: None,
+                call: call.clone(),
+                output: dispatched.output.clone(),
+                decision: dispatched.decision_label(),
+                started_at,
+                finished_at: SystemClock.now(),
+                duration_us: u64::try_from(dispatched.duration.as_micros()).unwrap_or(u64::MAX),
+            };
+            // Recorded before printing, so that a closed stdout cannot lose the record.
+            record_call(project, record, start).await;
+            dispatched.output
+        }
     };
-    // Recorded before printing, so that a closed stdout cannot lose the record.
-    record_call(project, record).await;
-    let output = dispatched.output;
 
     let mut stdout = std::io::stdout().lock();
     if args.json {
@@ -271,15 +277,39 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
     })
 }
 
-/// Records a finished call; any failure is a warning, never an error.
-async fn record_call(project: &Project, record: NewToolCall) {
-    match project.store.get().await {
-        Ok(store) => {
-            if let Err(error) = store.record_tool_call(record).await {
-                tracing::warn!("this call was not recorded: {error}");
-            }
-        }
-        Err(reason) => tracing::warn!("this call was not recorded: {reason}"),
+/// Puts a call on record before it runs; the error says why it could not.
+async fn begin_call(
+    project: &Project,
+    call: &ToolCall,
+    started_at: Timestamp,
+) -> Result<String, String> {
+    let store = project.store.get().await?;
+    store
+        .begin_call(NewCallStart {
+            source: AuditSource::Cli,
+            call: call.clone(),
+            conversation_id: None,
+            started_at,
+        })
+        .await
+        .map_err(|error| error.to_string())
+}
+
+/// Records a finished call and ends its start; a failure now is a warning
+/// (the call ran; its start stays on record as unfinished).
+async fn record_call(project: &Project, record: NewToolCall, start: String) {
+    let recorded = match project.store.get().await {
+        Ok(store) => match store.record_tool_call(record).await {
+            Ok(_) => store
+                .end_calls(vec![start])
+                .await
+                .map_err(|e| e.to_string()),
+            Err(error) => Err(error.to_string()),
+        },
+        Err(reason) => Err(reason),
+    };
+    if let Err(reason) = recorded {
+        tracing::warn!("this call ran but its end was not recorded: {reason}");
     }
 }
 

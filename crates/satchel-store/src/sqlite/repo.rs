@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
-use satchel_core::{Content, ErrorCode, ToolOutput, ToolResults};
+use satchel_core::{Content, ErrorCode, ToolCall, ToolOutput, ToolResults};
 use serde_json::Value;
 
 use crate::redact::Redactor;
@@ -11,11 +11,11 @@ use crate::sqlite::failure::{Failure, column_error};
 use crate::sqlite::writer::WriteCtx;
 use crate::sqlite::{Redact, SqliteStore};
 use crate::{
-    AuditQuery, AuditRecord, AuditSource, AuditStore, Conversation, ConversationDump,
-    ConversationSearch, ConversationStore, ConversationSummary, LlmMessage, LogEntry, LogKind,
-    LogStore, MessageStore, NewAudit, NewConversation, NewLlmMessage, NewLogEntry, NewStatement,
-    NewToolCall, SearchHit, Statement, StatementStore, StoreError, Timestamp, ToolCallRecord,
-    ToolCallStore,
+    AuditQuery, AuditRecord, AuditSource, AuditStore, CallStartRecord, Conversation,
+    ConversationDump, ConversationSearch, ConversationStore, ConversationSummary, LlmMessage,
+    LogEntry, LogKind, LogStore, MessageStore, NewAudit, NewCallStart, NewConversation,
+    NewLlmMessage, NewLogEntry, NewStatement, NewToolCall, SearchHit, Statement, StatementStore,
+    StoreError, Timestamp, ToolCallRecord, ToolCallStore,
 };
 
 const CONVERSATION_COLUMNS: &str = "id, title, goal, created_at, updated_at";
@@ -138,6 +138,18 @@ impl Redact for NewToolCall {
         };
         self.decision = self.decision.redact(redactor);
         self
+    }
+}
+
+impl Redact for NewCallStart {
+    fn redact(self, redactor: &Redactor) -> NewCallStart {
+        NewCallStart {
+            call: ToolCall {
+                input: self.call.input.redact(redactor),
+                ..self.call
+            },
+            ..self
+        }
     }
 }
 
@@ -844,6 +856,73 @@ impl AuditStore for SqliteStore {
                 new.duration_us,
             ])?;
             Ok(id)
+        })
+        .await
+    }
+
+    async fn begin_call(&self, start: NewCallStart) -> Result<String, StoreError> {
+        self.write(start, |tx, ctx, start| {
+            let id = ctx.new_id();
+            tx.prepare_cached(
+                "INSERT INTO call_starts (id, source, tool, call_id, input, conversation_id, started_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                id,
+                start.source.as_str(),
+                start.call.name,
+                start.call.id,
+                serde_json::to_string(&start.call.input)?,
+                start.conversation_id,
+                start.started_at.as_millis(),
+            ])?;
+            Ok(id)
+        })
+        .await
+    }
+
+    async fn end_calls(&self, ids: Vec<String>) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.write(ids, |tx, _ctx, ids| {
+            let mut delete = tx.prepare_cached("DELETE FROM call_starts WHERE id = ?1")?;
+            for id in ids {
+                delete.execute(params![id])?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn unfinished_calls(&self) -> Result<Vec<CallStartRecord>, StoreError> {
+        self.read(|conn| {
+            all(
+                conn,
+                "SELECT id, source, tool, call_id, input, conversation_id, started_at
+                 FROM call_starts ORDER BY started_at, id",
+                [],
+                |row| {
+                    let source: String = row.get(1)?;
+                    Ok(CallStartRecord {
+                        id: row.get(0)?,
+                        source: AuditSource::parse(&source).ok_or_else(|| {
+                            column_error(
+                                1,
+                                UnknownName {
+                                    what: "audit source",
+                                    value: source.clone(),
+                                },
+                            )
+                        })?,
+                        tool: row.get(2)?,
+                        call_id: row.get(3)?,
+                        input: json(row, 4)?,
+                        conversation_id: row.get(5)?,
+                        started_at: timestamp(row, 6)?,
+                    })
+                },
+            )
         })
         .await
     }

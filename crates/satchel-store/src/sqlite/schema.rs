@@ -22,7 +22,7 @@ use crate::sqlite::{Access, StoreOptions};
 pub const APPLICATION_ID: i32 = 0x5341_4348;
 
 /// The schema version this build creates and reads.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// One embedded migration.
 pub(crate) struct Migration {
@@ -65,6 +65,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         version: 6,
         name: "memory_index",
         sql: include_str!("../../migrations/0006_memory_index.sql"),
+    },
+    Migration {
+        version: 7,
+        name: "call_starts",
+        sql: include_str!("../../migrations/0007_call_starts.sql"),
     },
 ];
 
