@@ -1,18 +1,21 @@
 //! [`HotConfig`]: agent.json read again whenever it changes, so the next
 //! turn runs with the new values and no restart.
 //!
-//! Each file's last good object is kept: a file saved with a syntax error
-//! gives a warning that names the file and position, and the session goes
-//! on with what that file said before (or defaults, at start-up).
+//! Each file's last good version is kept: a file saved with a syntax
+//! error, invalid `permissions` or that is no longer a small regular file
+//! gives a loud warning that names the file and position, and the session
+//! goes on with what that file said before, its permission rules included
+//! (never defaults, never fewer rules). At start-up the same problems are
+//! an error: there is no good version to keep.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use satchel_llm::LlmConfig;
+use satchel_tools::config::{ConfigError, Layer, read_config_file};
 use satchel_tools::policy::Policy;
 use satchel_tools::{Settings, ToolsConfig};
-use serde_json::{Map, Value};
 
 use crate::AgentConfig;
 
@@ -35,17 +38,21 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// Builds every section from `settings`; returns what was ignored.
-    pub fn from_settings(settings: Settings, generation: u64) -> (Snapshot, Vec<String>) {
+    /// Invalid `permissions` is an error (see [`Policy::from_settings`]).
+    pub fn from_settings(
+        settings: Settings,
+        generation: u64,
+    ) -> Result<(Snapshot, Vec<String>), ConfigError> {
         let mut warnings = settings.warnings.clone();
+        let (policy, policy_warnings) = Policy::from_settings(&settings)?;
         let (agent, agent_warnings) = AgentConfig::from_settings(&settings);
         let (tools, tools_warnings) = ToolsConfig::from_settings(&settings);
-        let (policy, policy_warnings) = Policy::from_settings(&settings);
         let (llm, llm_warning) = settings.section::<LlmConfig>("llm");
         warnings.extend(agent_warnings);
         warnings.extend(tools_warnings);
         warnings.extend(policy_warnings);
         warnings.extend(llm_warning);
-        (
+        Ok((
             Snapshot {
                 settings,
                 agent,
@@ -55,7 +62,7 @@ impl Snapshot {
                 generation,
             },
             warnings,
-        )
+        ))
     }
 }
 
@@ -64,6 +71,8 @@ impl Snapshot {
 enum FileState {
     Missing,
     Read(String),
+    /// Refused unread, with the reason (warned about once).
+    Refused(ConfigError),
 }
 
 /// Told the new settings after a reload that changed something; returns
@@ -77,7 +86,7 @@ pub struct HotConfig {
     paths: Vec<PathBuf>,
     env: BTreeMap<String, String>,
     seen: Vec<Option<FileState>>,
-    good: Vec<Option<Map<String, Value>>>,
+    good: Vec<Option<Layer>>,
     current: Arc<Snapshot>,
     listeners: Vec<ReloadListener>,
 }
@@ -94,19 +103,39 @@ impl std::fmt::Debug for HotConfig {
 
 impl HotConfig {
     /// Reads `paths` (lowest precedence first); `env` holds the variables
-    /// settings may name (API keys). Returns the warnings of the reading.
-    pub fn load(paths: Vec<PathBuf>, env: BTreeMap<String, String>) -> (HotConfig, Vec<String>) {
-        let count = paths.len();
-        let mut hot = HotConfig {
+    /// settings may name (API keys). Returns the warnings of the reading; a
+    /// file that cannot be used (see [`Settings::load`]) is an error, as
+    /// there is no earlier version of it to keep.
+    pub fn load(
+        paths: Vec<PathBuf>,
+        env: BTreeMap<String, String>,
+    ) -> Result<(HotConfig, Vec<String>), ConfigError> {
+        let mut seen = Vec::with_capacity(paths.len());
+        let mut good = Vec::with_capacity(paths.len());
+        for path in &paths {
+            match read_config_file(path)? {
+                None => {
+                    seen.push(Some(FileState::Missing));
+                    good.push(None);
+                }
+                Some(text) => {
+                    good.push(Some(Layer::parse(path, text.clone())?));
+                    seen.push(Some(FileState::Read(text)));
+                }
+            }
+        }
+        let settings =
+            Settings::from_parsed(good.iter().flatten().cloned().collect()).with_env(env.clone());
+        let (snapshot, warnings) = Snapshot::from_settings(settings, 1)?;
+        let hot = HotConfig {
             paths,
             env,
-            seen: vec![None; count],
-            good: vec![None; count],
-            current: Arc::new(Snapshot::from_settings(Settings::default(), 0).0),
+            seen,
+            good,
+            current: Arc::new(snapshot),
             listeners: Vec::new(),
         };
-        let warnings = hot.refresh().unwrap_or_default();
-        (hot, warnings)
+        Ok((hot, warnings))
     }
 
     /// Calls `listener` with the settings after every reload that changes
@@ -122,43 +151,34 @@ impl HotConfig {
 
     /// Reads the files again; when one changed, rebuilds the snapshot and
     /// returns its warnings (`Some(vec![])` for a clean reload). `None`
-    /// when nothing changed.
+    /// when nothing changed. A file that cannot be used keeps its last good
+    /// version, permission rules included, and the warning says so.
     pub fn refresh(&mut self) -> Option<Vec<String>> {
         let mut changed = false;
         let mut warnings = Vec::new();
         for (index, path) in self.paths.iter().enumerate() {
-            let state = match std::fs::read_to_string(path) {
-                Ok(text) => FileState::Read(text),
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => FileState::Missing,
-                Err(error) => {
-                    // Unreadable now: keep what it said before.
-                    warnings.push(format!(
-                        "{}: cannot read: {error}; keeping its last good values",
-                        path.display()
-                    ));
-                    continue;
-                }
+            let state = match read_config_file(path) {
+                Ok(Some(text)) => FileState::Read(text),
+                Ok(None) => FileState::Missing,
+                Err(error) => FileState::Refused(error),
             };
             if self.seen[index].as_ref() == Some(&state) {
                 continue;
             }
-            changed = true;
             match &state {
-                FileState::Missing => self.good[index] = None,
-                FileState::Read(text) => match serde_json::from_str::<Value>(text) {
-                    Ok(Value::Object(object)) => self.good[index] = Some(object),
-                    Ok(_) => warnings.push(format!(
-                        "{}: must hold a JSON object; {}",
-                        path.display(),
-                        self.fallback(index)
-                    )),
-                    Err(error) => warnings.push(format!(
-                        "{}:{}:{}: invalid JSON ({error}); {}",
-                        path.display(),
-                        error.line(),
-                        error.column(),
-                        self.fallback(index)
-                    )),
+                FileState::Refused(error) => {
+                    warnings.push(not_applied(error, self.good[index].is_some()))
+                }
+                FileState::Missing => {
+                    changed = true;
+                    self.good[index] = None;
+                }
+                FileState::Read(text) => match Layer::parse(path, text.clone()) {
+                    Ok(layer) => {
+                        changed = true;
+                        self.good[index] = Some(layer);
+                    }
+                    Err(error) => warnings.push(not_applied(&error, self.good[index].is_some())),
                 },
             }
             self.seen[index] = Some(state);
@@ -170,15 +190,17 @@ impl HotConfig {
                 Some(warnings)
             };
         }
-        let layers = self
-            .paths
-            .iter()
-            .zip(&self.good)
-            .filter_map(|(path, object)| Some((path.clone(), object.clone()?)))
-            .collect();
-        let settings = Settings::from_layers(layers).with_env(self.env.clone());
+        let layers = self.good.iter().flatten().cloned().collect();
+        let settings = Settings::from_parsed(layers).with_env(self.env.clone());
         let (snapshot, section_warnings) =
-            Snapshot::from_settings(settings, self.current.generation + 1);
+            match Snapshot::from_settings(settings, self.current.generation + 1) {
+                Ok(built) => built,
+                Err(error) => {
+                    // Cannot happen with layers that parsed; kept safe anyway.
+                    warnings.push(not_applied(&error, true));
+                    return Some(warnings);
+                }
+            };
         warnings.extend(section_warnings);
         for listener in &self.listeners {
             warnings.extend(listener(&snapshot.settings));
@@ -186,14 +208,19 @@ impl HotConfig {
         self.current = Arc::new(snapshot);
         Some(warnings)
     }
+}
 
-    fn fallback(&self, index: usize) -> &'static str {
-        if self.good[index].is_some() {
-            "keeping its last good values"
-        } else {
-            "using defaults for it"
-        }
-    }
+/// The loud warning for a file whose new version is refused.
+fn not_applied(error: &ConfigError, had_good: bool) -> String {
+    let kept = if had_good {
+        "its last good version stays in force, permission rules included"
+    } else {
+        "it is left out, as before"
+    };
+    format!(
+        "NOT RELOADED: {error}\n{} was not applied; {kept}. Fix it to apply changes.",
+        error.path().display()
+    )
 }
 
 #[cfg(test)]
@@ -205,7 +232,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("agent.json");
         std::fs::write(&path, r#"{"maxTurns": 7}"#).unwrap();
-        let (mut hot, warnings) = HotConfig::load(vec![path.clone()], BTreeMap::new());
+        let (mut hot, warnings) = HotConfig::load(vec![path.clone()], BTreeMap::new()).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(hot.current().agent.max_turns, 7);
         assert!(hot.refresh().is_none(), "nothing changed");
@@ -222,6 +249,7 @@ mod tests {
             warnings[0].contains("agent.json:2:") && warnings[0].contains("last good"),
             "{warnings:?}"
         );
+        assert!(hot.refresh().is_none(), "told once, not at every turn");
         assert_eq!(hot.current().agent.max_turns, 3);
 
         std::fs::remove_file(&path).unwrap();
@@ -234,7 +262,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("agent.json");
         std::fs::write(&path, r#"{"memory": {"recall": {"bm25K1": 1.0}}}"#).unwrap();
-        let (mut hot, _) = HotConfig::load(vec![path.clone()], BTreeMap::new());
+        let (mut hot, _) = HotConfig::load(vec![path.clone()], BTreeMap::new()).unwrap();
         let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
         let log = Arc::clone(&heard);
         hot.on_reload(Box::new(move |settings| {
@@ -252,14 +280,117 @@ mod tests {
         assert_eq!(heard[0].as_ref().unwrap()["recall"]["bm25K1"], 1.5);
     }
 
+    /// Issue #30: a file that cannot be read in full at start-up is an
+    /// error (it used to mean defaults and a warning, deny rules gone).
     #[test]
-    fn a_broken_file_at_start_up_means_defaults_and_a_warning() {
+    fn a_broken_file_at_start_up_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("agent.json");
         std::fs::write(&path, "{").unwrap();
-        let (hot, warnings) = HotConfig::load(vec![path], BTreeMap::new());
-        assert_eq!(warnings.len(), 1);
-        assert!(warnings[0].contains("using defaults"), "{warnings:?}");
-        assert_eq!(hot.current().agent, AgentConfig::default());
+        let error = HotConfig::load(vec![path.clone()], BTreeMap::new()).unwrap_err();
+        assert!(
+            error.to_string().contains("agent.json:1:1: invalid JSON"),
+            "{error}"
+        );
+        std::fs::write(&path, r#"{"permissions": {"denny": ["bash"]}}"#).unwrap();
+        let error = HotConfig::load(vec![path], BTreeMap::new()).unwrap_err();
+        assert!(
+            error.to_string().contains("did you mean `deny`?"),
+            "{error}"
+        );
+    }
+
+    /// Issue #30: a permissions edit that does not parse, while running,
+    /// keeps the last good rules (never defaults, never fewer rules) and
+    /// says so; fixing the file applies it.
+    #[test]
+    fn a_broken_permissions_edit_keeps_the_last_good_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user.json");
+        let path = dir.path().join("agent.json");
+        std::fs::write(&user, r#"{"permissions": {"allow": ["bash(ls*)"]}}"#).unwrap();
+        std::fs::write(
+            &path,
+            r#"{"maxTurns": 4, "permissions": {"deny": ["bash(rm *)"], "mode": "readonly"}}"#,
+        )
+        .unwrap();
+        let (mut hot, warnings) =
+            HotConfig::load(vec![user, path.clone()], BTreeMap::new()).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let rules = |hot: &HotConfig| {
+            let snapshot = hot.current();
+            let texts: Vec<String> = snapshot
+                .policy
+                .rules()
+                .iter()
+                .map(|rule| format!("{} {}", rule.kind, rule.text))
+                .collect();
+            (texts, snapshot.policy.mode().to_string())
+        };
+        let good = (
+            vec!["deny bash(rm *)".to_owned(), "allow bash(ls*)".to_owned()],
+            "readonly".to_owned(),
+        );
+        assert_eq!(rules(&hot), good);
+
+        for broken in [
+            r#"{"maxTurns": 9, "permissions": {"denny": ["bash(rm *)"]}}"#,
+            r#"{"maxTurns": 9, "permissions": {"deny": "bash(rm *)"}}"#,
+            r#"{"maxTurns": 9, "permissions": {"deny": ["bash(rm *"]}}"#,
+            "{\"maxTurns\": 9, \"permissions\": {\"deny\": [\"bash(rm *)\",]}}",
+        ] {
+            std::fs::write(&path, broken).unwrap();
+            let warnings = hot.refresh().unwrap();
+            assert_eq!(warnings.len(), 1, "{warnings:?}");
+            assert!(
+                warnings[0].starts_with("NOT RELOADED: ")
+                    && warnings[0].contains("agent.json:1:")
+                    && warnings[0].contains("permission rules included"),
+                "{warnings:?}"
+            );
+            assert_eq!(rules(&hot), good, "{broken}");
+            assert_eq!(hot.current().agent.max_turns, 4, "the whole file is kept");
+        }
+
+        // Replaced by a directory: refused unread, rules kept.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        let warnings = hot.refresh().unwrap();
+        assert!(warnings[0].contains("directory"), "{warnings:?}");
+        assert_eq!(rules(&hot), good);
+        std::fs::remove_dir(&path).unwrap();
+
+        std::fs::write(
+            &path,
+            r#"{"permissions": {"deny": ["bash(rm *)", "bash(dd *)"]}}"#,
+        )
+        .unwrap();
+        assert_eq!(hot.refresh(), Some(vec![]));
+        assert_eq!(rules(&hot).0.len(), 3);
+        assert_eq!(rules(&hot).1, "default");
+    }
+
+    /// FACTS (2026-11-25): an unknown key under `llm` used to drop the
+    /// whole block (`baseUrl` and `model` included) after one warning.
+    #[test]
+    fn an_unknown_llm_key_is_a_warning_that_keeps_the_rest_of_llm() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agent.json");
+        std::fs::write(
+            &path,
+            "{\"llm\": {\"model\": \"m1\", \"baseUrl\": \"http://127.0.0.1:9/v1\",\n  \"constrainedRepliez\": true}}",
+        )
+        .unwrap();
+        let (hot, warnings) = HotConfig::load(vec![path], BTreeMap::new()).unwrap();
+        assert_eq!(hot.current().llm.model.as_deref(), Some("m1"));
+        assert_eq!(
+            hot.current().llm.base_url.as_deref(),
+            Some("http://127.0.0.1:9/v1")
+        );
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("agent.json:2:3: `llm.constrainedRepliez`: unknown field"),
+            "{warnings:?}"
+        );
     }
 }

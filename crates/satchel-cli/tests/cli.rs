@@ -207,20 +207,26 @@ fn project_config_sets_output_limits() {
     );
 }
 
+/// Issue #30: this used to be a warning, and the call ran with defaults
+/// (any deny rules in the file gone). Now nothing runs.
 #[test]
-fn invalid_config_warns_and_falls_back_to_defaults() {
+fn invalid_config_stops_the_command_naming_the_line() {
     let sandbox = Sandbox::new();
     sandbox.write_config("{\n  \"exec\": oops\n}");
     let output = sandbox.run(&[
         "tools",
         "call",
         "bash",
-        r#"{"command": "echo still works"}"#,
+        r#"{"command": "echo must not run"}"#,
     ]);
-    assert!(output.status.success());
-    assert_eq!(stdout_json(&output)["stdout"], "still works\n");
-    let warning = stderr(&output);
-    assert!(warning.contains(".agents/agent.json:2:"), "{warning}");
+    assert!(!output.status.success());
+    assert!(
+        output.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let error = stderr(&output);
+    assert!(error.contains(".agents/agent.json:2:"), "{error}");
 }
 
 #[test]

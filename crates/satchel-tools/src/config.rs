@@ -2,14 +2,23 @@
 //!
 //! The project's `.agents/agent.json` wins over the user's
 //! `$XDG_CONFIG_HOME/satchel/agent.json`, which wins over defaults; objects
-//! merge key by key. A missing file or key means defaults. A file that is
-//! not valid JSON, or a section of the wrong shape, gives a warning naming
-//! the file and line, and defaults: bad config never stops Satchel.
+//! merge key by key. A missing file or key means defaults.
+//!
+//! Configuration fails closed where it guards something: a file that is not
+//! a regular file of at most [`MAX_CONFIG_BYTES`], is not valid JSON, or
+//! whose `permissions` section has an unknown key, a value of the wrong
+//! type or a rule that does not parse is a [`ConfigError`] (file, line,
+//! column), never defaults: its deny rules cannot be known. Elsewhere an
+//! unknown key or a value of the wrong type is a warning naming the file,
+//! line and key, and the rest of its section still applies.
 //!
 //! Paths are passed in, never read from the environment here.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use satchel_exec::{OutputConfig, RunnerConfig, SpillConfig};
@@ -20,6 +29,451 @@ use serde_json::{Map, Value};
 /// The project's config file, relative to the project root.
 pub const PROJECT_CONFIG: &str = ".agents/agent.json";
 
+/// The largest config file read (1 MiB); a larger one is refused unread.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// The top-level keys of agent.json, each read by its owner: the loop's
+/// keys (`satchel-agent`), sections of tools, policy, model, memory and
+/// redaction. Any other top-level key is a warning.
+pub const TOP_LEVEL_KEYS: &[&str] = &[
+    "$schema",
+    "maxTurns",
+    "contextThreshold",
+    "keepRecentStatements",
+    "systemPrompt",
+    "sideRequests",
+    "sideRequestTiming",
+    "toolResultMaxLength",
+    "exec",
+    "externalTools",
+    "search",
+    "code",
+    "llm",
+    "memory",
+    "redaction",
+    "permissions",
+    "rateLimits",
+    "maxConcurrentProcesses",
+    "processWaitMs",
+];
+
+/// Configuration that cannot be used. Callers stop at start-up; a reload
+/// keeps the file's last good version. Not retryable until the file is
+/// fixed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// From [`read_config_file`]: the path exists but is not a regular file
+    /// of at most [`MAX_CONFIG_BYTES`] (a FIFO, a device, a directory, a
+    /// dangling symlink, too large), or cannot be read.
+    Unusable {
+        /// The file.
+        path: PathBuf,
+        /// Why, in words.
+        reason: String,
+    },
+    /// From [`Layer::parse`]: the file is not JSON, or not a JSON object.
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column of the error.
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// From [`Layer::parse`] and [`crate::policy::Policy::from_settings`]:
+    /// the file's `permissions` section has unknown keys, values of the
+    /// wrong type or rules that do not parse.
+    Permissions {
+        /// The file.
+        path: PathBuf,
+        /// Every problem found: where (line, column; `None` when the
+        /// file's text is not known) and what.
+        problems: Vec<(Option<(usize, usize)>, String)>,
+    },
+}
+
+impl ConfigError {
+    /// The file the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            ConfigError::Unusable { path, .. }
+            | ConfigError::Syntax { path, .. }
+            | ConfigError::Permissions { path, .. } => path,
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Unusable { path, reason } => {
+                write!(f, "{}: refused: {reason}", path.display())
+            }
+            ConfigError::Syntax {
+                path,
+                line,
+                column,
+                message,
+            } => write!(f, "{}:{line}:{column}: {message}", path.display()),
+            ConfigError::Permissions { path, problems } => {
+                for (index, (at, message)) in problems.iter().enumerate() {
+                    if index > 0 {
+                        f.write_str("\n")?;
+                    }
+                    write!(f, "{}: {message}", located(path, *at))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// `file:line:column`, or `file` when the position is unknown.
+fn located(path: &Path, at: Option<(usize, usize)>) -> String {
+    match at {
+        Some((line, column)) => format!("{}:{line}:{column}", path.display()),
+        None => path.display().to_string(),
+    }
+}
+
+/// Reads a config file: `Ok(None)` when nothing is there. Anything but a
+/// regular file of at most [`MAX_CONFIG_BYTES`] is refused before it is
+/// opened (a FIFO would block, `/dev/zero` would never end), and the read
+/// itself is bounded, so a file that grows meanwhile is refused too.
+pub fn read_config_file(path: &Path) -> Result<Option<String>, ConfigError> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let refuse = |reason: String| ConfigError::Unusable {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return match std::fs::symlink_metadata(path) {
+                // A symlink to nothing: the user meant some file.
+                Ok(_) => Err(refuse(
+                    "a symbolic link to a file that does not exist".into(),
+                )),
+                Err(_) => Ok(None),
+            };
+        }
+        Err(error) => return Err(refuse(format!("cannot read it: {error}"))),
+    };
+    let kind = meta.file_type();
+    let not_regular = if kind.is_dir() {
+        Some("a directory")
+    } else if kind.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if kind.is_char_device() {
+        Some("a character device")
+    } else if kind.is_block_device() {
+        Some("a block device")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if !kind.is_file() {
+        Some("not a regular file")
+    } else {
+        None
+    };
+    if let Some(what) = not_regular {
+        return Err(refuse(format!(
+            "it is {what}; a config file must be a regular file"
+        )));
+    }
+    let too_large = |size: u64| {
+        refuse(format!(
+            "it is {size} bytes, over the {MAX_CONFIG_BYTES}-byte limit for a config file"
+        ))
+    };
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(too_large(meta.len()));
+    }
+    // Non-blocking, in case the path became a FIFO since: then the open
+    // returns at once and the type check below refuses it.
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let nonblock = i32::try_from(rustix::fs::OFlags::NONBLOCK.bits()).unwrap_or(0);
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nonblock)
+            .open(path)
+            .map_err(|error| refuse(format!("cannot open it: {error}")))?
+    };
+    match file.metadata() {
+        Ok(meta) if meta.is_file() => {}
+        Ok(_) => return Err(refuse("it stopped being a regular file while read".into())),
+        Err(error) => return Err(refuse(format!("cannot read it: {error}"))),
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|error| refuse(format!("cannot read it: {error}")))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(too_large(bytes.len() as u64));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|error| refuse(format!("it is not UTF-8 text ({error})")))
+}
+
+/// One step of a path into a JSON document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonStep {
+    /// An object's key.
+    Key(String),
+    /// An array's item.
+    Index(usize),
+}
+
+impl JsonStep {
+    /// A key step.
+    pub fn key(key: &str) -> JsonStep {
+        JsonStep::Key(key.to_owned())
+    }
+}
+
+/// `permissions.deny[2]`: a path as users read it.
+pub fn dotted(path: &[JsonStep]) -> String {
+    let mut text = String::new();
+    for step in path {
+        match step {
+            JsonStep::Key(key) => {
+                if !text.is_empty() {
+                    text.push('.');
+                }
+                text.push_str(key);
+            }
+            JsonStep::Index(index) => text.push_str(&format!("[{index}]")),
+        }
+    }
+    text
+}
+
+/// The value at `path` in `value`, if there is one.
+fn value_at<'v>(value: &'v Value, path: &[JsonStep]) -> Option<&'v Value> {
+    path.iter().try_fold(value, |value, step| match step {
+        JsonStep::Key(key) => value.get(key),
+        JsonStep::Index(index) => value.get(index),
+    })
+}
+
+/// One config file as read: its path, its object and its text (for line
+/// numbers; `None` when built from an object).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layer {
+    /// The file.
+    pub path: PathBuf,
+    /// Its top-level object.
+    pub object: Map<String, Value>,
+    /// Its text, when it was read from a file.
+    pub text: Option<Arc<str>>,
+}
+
+impl Layer {
+    /// Parses a file's text: it must be a JSON object whose `permissions`
+    /// section (if any) is valid; anything else is an error, as the file's
+    /// permissions cannot be known.
+    pub fn parse(path: &Path, text: String) -> Result<Layer, ConfigError> {
+        let object = match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(object)) => object,
+            Ok(other) => {
+                return Err(ConfigError::Syntax {
+                    path: path.to_path_buf(),
+                    line: 1,
+                    column: 1,
+                    message: format!(
+                        "agent.json must hold a JSON object, not {}",
+                        json_type(&other)
+                    ),
+                });
+            }
+            Err(error) => {
+                let suffix = format!(" at line {} column {}", error.line(), error.column());
+                let full = error.to_string();
+                return Err(ConfigError::Syntax {
+                    path: path.to_path_buf(),
+                    line: error.line(),
+                    column: error.column(),
+                    message: format!(
+                        "invalid JSON: {}",
+                        full.strip_suffix(&suffix).unwrap_or(&full)
+                    ),
+                });
+            }
+        };
+        let layer = Layer {
+            path: path.to_path_buf(),
+            object,
+            text: Some(Arc::from(text)),
+        };
+        crate::policy::Permissions::from_layer(&layer)?;
+        Ok(layer)
+    }
+
+    /// Line and column where `path` starts in the file: a key's name, or an
+    /// array item. `None` when the text is unknown or the path absent.
+    pub fn locate(&self, path: &[JsonStep]) -> Option<(usize, usize)> {
+        let text = self.text.as_deref()?;
+        let offset = locate_offset(text.as_bytes(), path)?;
+        let before = text.as_bytes().get(..offset)?;
+        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |at| at + 1);
+        Some((line, offset - line_start + 1))
+    }
+
+    /// `file:line:column` of `path`, or `file` when it cannot be placed.
+    pub fn describe(&self, path: &[JsonStep]) -> String {
+        located(&self.path, self.locate(path))
+    }
+}
+
+/// The name of a JSON value's type, for messages.
+pub fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The known name nearest to `unknown`, when one is close enough to be a
+/// likely typo.
+pub fn nearest<'k>(unknown: &str, known: &[&'k str]) -> Option<&'k str> {
+    known
+        .iter()
+        .map(|key| {
+            let distance =
+                strsim::levenshtein(&unknown.to_ascii_lowercase(), &key.to_ascii_lowercase());
+            (distance, *key)
+        })
+        .filter(|(distance, key)| *distance <= (key.len() / 3).max(2))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, key)| key)
+}
+
+/// Byte offset where `path` starts in `text`, which is valid JSON (it
+/// parsed). Where a key repeats, the last one counts, as in the parse.
+fn locate_offset(text: &[u8], path: &[JsonStep]) -> Option<usize> {
+    let mut at = skip_space(text, 0);
+    let mut found = at;
+    for step in path {
+        match (text.get(at)?, step) {
+            (b'{', JsonStep::Key(key)) => {
+                let mut i = skip_space(text, at + 1);
+                let mut hit = None;
+                while text.get(i) == Some(&b'"') {
+                    let end = skip_string(text, i)?;
+                    let name = text.get(i..end)?;
+                    let matches = match name.contains(&b'\\') {
+                        false => name.get(1..name.len() - 1) == Some(key.as_bytes()),
+                        true => {
+                            serde_json::from_slice::<String>(name).ok().as_deref()
+                                == Some(key.as_str())
+                        }
+                    };
+                    let colon = skip_space(text, end);
+                    let value = skip_space(text, colon + 1);
+                    if matches {
+                        hit = Some((i, value));
+                    }
+                    let after = skip_space(text, skip_value(text, value)?);
+                    i = match text.get(after)? {
+                        b',' => skip_space(text, after + 1),
+                        _ => break,
+                    };
+                }
+                let (key_at, value_at) = hit?;
+                found = key_at;
+                at = value_at;
+            }
+            (b'[', JsonStep::Index(index)) => {
+                let mut i = skip_space(text, at + 1);
+                for _ in 0..*index {
+                    let after = skip_space(text, skip_value(text, i)?);
+                    if text.get(after)? != &b',' {
+                        return None;
+                    }
+                    i = skip_space(text, after + 1);
+                }
+                if text.get(i)? == &b']' {
+                    return None;
+                }
+                found = i;
+                at = i;
+            }
+            _ => return None,
+        }
+    }
+    Some(found)
+}
+
+fn skip_space(text: &[u8], mut i: usize) -> usize {
+    while matches!(text.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// The offset just past the string starting at `i` (on its quote).
+fn skip_string(text: &[u8], mut i: usize) -> Option<usize> {
+    i += 1;
+    loop {
+        match text.get(i)? {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+}
+
+/// The offset just past the value starting at `i`; iterative, so depth
+/// costs no stack.
+fn skip_value(text: &[u8], start: usize) -> Option<usize> {
+    let mut i = start;
+    match text.get(i)? {
+        b'"' => skip_string(text, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            loop {
+                match text.get(i)? {
+                    b'"' => {
+                        i = skip_string(text, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth = depth.checked_sub(1)?;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => {
+            while !matches!(
+                text.get(i),
+                None | Some(b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+            ) {
+                i += 1;
+            }
+            Some(i)
+        }
+    }
+}
+
 /// Merged configuration and what went wrong reading it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
@@ -27,10 +481,12 @@ pub struct Settings {
     pub value: Map<String, Value>,
     /// Files that were read, lowest precedence first.
     pub sources: Vec<PathBuf>,
-    /// Each file's own object, lowest precedence first: for settings that
-    /// add up across files (permission rules) rather than override.
-    pub layers: Vec<(PathBuf, Map<String, Value>)>,
-    /// Problems found, each naming its file (and line, for syntax errors).
+    /// Each file as read, lowest precedence first: for settings that add
+    /// up across files (permission rules) rather than override, and for
+    /// the line numbers of warnings.
+    pub layers: Vec<Layer>,
+    /// Problems that did not stop the reading (unknown top-level keys),
+    /// each naming its file, line and key.
     pub warnings: Vec<String>,
     /// The environment variables settings may refer to (API keys named in
     /// config); given by the caller, never read here.
@@ -50,50 +506,54 @@ impl Settings {
         paths
     }
 
-    /// Reads and merges `paths`, later ones winning.
-    pub fn load(paths: &[PathBuf]) -> Settings {
-        let mut settings = Settings::default();
+    /// Reads and merges `paths`, later ones winning; missing files are
+    /// skipped. A file that cannot be read or parsed, or whose
+    /// `permissions` are invalid, is an error: nothing is merged.
+    pub fn load(paths: &[PathBuf]) -> Result<Settings, ConfigError> {
+        let mut layers = Vec::new();
         for path in paths {
-            let text = match std::fs::read_to_string(path) {
-                Ok(text) => text,
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(error) => {
-                    settings.warnings.push(format!(
-                        "{}: cannot read: {error}; using defaults",
-                        path.display()
-                    ));
-                    continue;
-                }
-            };
-            match serde_json::from_str::<Value>(&text) {
-                Ok(Value::Object(object)) => {
-                    settings.layers.push((path.clone(), object.clone()));
-                    merge(&mut settings.value, object);
-                    settings.sources.push(path.clone());
-                }
-                Ok(_) => settings.warnings.push(format!(
-                    "{}: must hold a JSON object; ignored",
-                    path.display()
-                )),
-                Err(error) => settings.warnings.push(format!(
-                    "{}:{}:{}: invalid JSON ({error}); ignoring this file",
-                    path.display(),
-                    error.line(),
-                    error.column()
-                )),
+            if let Some(text) = read_config_file(path)? {
+                layers.push(Layer::parse(path, text)?);
             }
         }
-        settings
+        Ok(Settings::from_parsed(layers))
     }
 
-    /// Settings made of already-parsed files (lowest precedence first), for
-    /// callers that keep each file's last good object (hot reload).
+    /// Settings made of already-parsed objects (lowest precedence first),
+    /// without their text (warnings then give no line numbers).
     pub fn from_layers(layers: Vec<(PathBuf, Map<String, Value>)>) -> Settings {
+        Settings::from_parsed(
+            layers
+                .into_iter()
+                .map(|(path, object)| Layer {
+                    path,
+                    object,
+                    text: None,
+                })
+                .collect(),
+        )
+    }
+
+    /// Settings made of files already read (lowest precedence first), for
+    /// callers that keep each file's last good version (hot reload).
+    pub fn from_parsed(layers: Vec<Layer>) -> Settings {
         let mut settings = Settings::default();
-        for (path, object) in layers {
-            merge(&mut settings.value, object.clone());
-            settings.sources.push(path.clone());
-            settings.layers.push((path, object));
+        for layer in layers {
+            for key in layer.object.keys() {
+                if TOP_LEVEL_KEYS.contains(&key.as_str()) {
+                    continue;
+                }
+                let hint = nearest(key, TOP_LEVEL_KEYS)
+                    .map(|near| format!(" (did you mean `{near}`?)"))
+                    .unwrap_or_default();
+                settings.warnings.push(format!(
+                    "{}: `{key}` is not a key Satchel reads{hint}; ignored",
+                    layer.describe(&[JsonStep::key(key)])
+                ));
+            }
+            merge(&mut settings.value, layer.object.clone());
+            settings.sources.push(layer.path.clone());
+            settings.layers.push(layer);
         }
         settings
     }
@@ -104,29 +564,97 @@ impl Settings {
         self
     }
 
+    /// Where the value at `path` (in the merged object) was written: the
+    /// last file that sets it, as `file:line:column`; every file when none
+    /// does.
+    pub fn describe(&self, path: &[JsonStep]) -> String {
+        let layer = self.layers.iter().rev().find(|layer| {
+            let (first, rest) = match path.split_first() {
+                Some((JsonStep::Key(first), rest)) => (first, rest),
+                _ => return false,
+            };
+            layer
+                .object
+                .get(first)
+                .and_then(|value| value_at(value, rest))
+                .is_some()
+        });
+        match layer {
+            Some(layer) => layer.describe(path),
+            None => self
+                .sources
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+
     /// Deserialises the section under `key`; a missing section is the
-    /// default, a malformed one is the default plus a warning.
+    /// default. An unknown key or a value of the wrong type inside it is
+    /// left out with a warning (file, line, key) and the rest of the
+    /// section applies; a section that still does not fit is the default
+    /// plus a warning. The warnings come joined, one per line.
     pub fn section<T: DeserializeOwned + Default>(&self, key: &str) -> (T, Option<String>) {
+        /// Keys left out before the whole section is given up.
+        const MAX_LEFT_OUT: usize = 32;
         let Some(value) = self.value.get(key) else {
             return (T::default(), None);
         };
-        match T::deserialize(value) {
-            Ok(section) => (section, None),
-            Err(error) => {
-                let files = self
-                    .sources
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                (
-                    T::default(),
-                    Some(format!(
-                        "`{key}` in {files}: {error}; using defaults for `{key}`"
-                    )),
-                )
+        let mut value = value.clone();
+        let mut warnings = Vec::new();
+        let joined = |warnings: Vec<String>| (!warnings.is_empty()).then(|| warnings.join("\n"));
+        for _ in 0..=MAX_LEFT_OUT {
+            let error = match serde_path_to_error::deserialize::<_, T>(&value) {
+                Ok(section) => return (section, joined(warnings)),
+                Err(error) => error,
+            };
+            let inner: Vec<JsonStep> = error
+                .path()
+                .iter()
+                .filter_map(|segment| match segment {
+                    serde_path_to_error::Segment::Map { key } => Some(JsonStep::Key(key.clone())),
+                    serde_path_to_error::Segment::Seq { index } => Some(JsonStep::Index(*index)),
+                    serde_path_to_error::Segment::Enum { .. }
+                    | serde_path_to_error::Segment::Unknown => None,
+                })
+                .collect();
+            let mut full = vec![JsonStep::key(key)];
+            full.extend(inner.iter().cloned());
+            let location = self.describe(&full);
+            let message = error.into_inner();
+            if !inner.is_empty() && remove_at(&mut value, &inner) {
+                warnings.push(format!(
+                    "{location}: `{}`: {message}; ignored, the rest of `{key}` applies",
+                    dotted(&full)
+                ));
+                continue;
             }
+            warnings.push(format!(
+                "{location}: `{key}`: {message}; using defaults for `{key}`"
+            ));
+            break;
         }
+        (T::default(), joined(warnings))
+    }
+}
+
+/// Removes what `path` points at from `value`; false when it is not there.
+fn remove_at(value: &mut Value, path: &[JsonStep]) -> bool {
+    let Some((last, parent)) = path.split_last() else {
+        return false;
+    };
+    let parent = parent.iter().try_fold(value, |value, step| match step {
+        JsonStep::Key(key) => value.get_mut(key),
+        JsonStep::Index(index) => value.get_mut(index),
+    });
+    match (parent, last) {
+        (Some(Value::Object(map)), JsonStep::Key(key)) => map.shift_remove(key).is_some(),
+        (Some(Value::Array(list)), JsonStep::Index(index)) if *index < list.len() => {
+            list.remove(*index);
+            true
+        }
+        _ => false,
     }
 }
 
@@ -381,7 +909,8 @@ mod tests {
     #[test]
     fn missing_files_mean_defaults() {
         let dir = tempfile::tempdir().unwrap();
-        let settings = Settings::load(&Settings::default_paths(dir.path(), Some(dir.path())));
+        let settings =
+            Settings::load(&Settings::default_paths(dir.path(), Some(dir.path()))).unwrap();
         assert_eq!(settings, Settings::default());
         let (config, warnings) = ToolsConfig::from_settings(&settings);
         assert_eq!(config, ToolsConfig::default());
@@ -401,7 +930,7 @@ mod tests {
             "project.json",
             r#"{"exec": {"stdoutLimitBytes": 200}}"#,
         );
-        let settings = Settings::load(&[user, project]);
+        let settings = Settings::load(&[user, project]).unwrap();
         let (config, warnings) = ToolsConfig::from_settings(&settings);
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(config.runner.stdout.limit_bytes, 200);
@@ -409,7 +938,7 @@ mod tests {
     }
 
     #[test]
-    fn invalid_json_is_a_warning_with_file_and_line() {
+    fn invalid_json_in_any_layer_is_an_error_with_file_line_and_column() {
         let dir = tempfile::tempdir().unwrap();
         let good = write(
             dir.path(),
@@ -421,29 +950,177 @@ mod tests {
             "agent.json",
             "{\n  \"exec\": {\n    \"stdoutLimitBytes\": 1,,\n  }\n}",
         );
-        let settings = Settings::load(&[good, bad.clone()]);
-        assert_eq!(settings.warnings.len(), 1);
-        let warning = &settings.warnings[0];
+        let error = Settings::load(&[good, bad.clone()]).unwrap_err();
+        let message = error.to_string();
         assert!(
-            warning.starts_with(&format!("{}:3:", bad.display())),
-            "{warning}"
+            message.starts_with(&format!("{}:3:27: invalid JSON: ", bad.display())),
+            "{message}"
         );
-        // The good file still counts.
+        let array = write(dir.path(), "array.json", "[]");
+        let error = Settings::load(&[array]).unwrap_err().to_string();
+        assert!(error.contains("must hold a JSON object"), "{error}");
+    }
+
+    #[test]
+    fn files_that_are_not_small_regular_files_are_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let refused = |path: &Path| {
+            let started = std::time::Instant::now();
+            let error = Settings::load(&[path.to_path_buf()]).unwrap_err();
+            assert!(started.elapsed() < Duration::from_secs(5), "{error}");
+            assert!(
+                matches!(&error, ConfigError::Unusable { path: p, .. } if p == path),
+                "{error:?}"
+            );
+            error.to_string()
+        };
+        // A symlink to /dev/zero would never end.
+        let zero = dir.path().join("zero.json");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert!(refused(&zero).contains("character device"));
+        // A FIFO would block the reader until someone writes.
+        let fifo = dir.path().join("fifo.json");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert!(refused(&fifo).contains("FIFO"));
+        let directory = dir.path().join("dir.json");
+        std::fs::create_dir(&directory).unwrap();
+        assert!(refused(&directory).contains("directory"));
+        let large = write(
+            dir.path(),
+            "large.json",
+            &format!("{{\"systemPrompt\": \"{}\"}}", "x".repeat(2 << 20)),
+        );
+        assert!(refused(&large).contains("1048576-byte limit"));
+        let dangling = dir.path().join("dangling.json");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
+        assert!(refused(&dangling).contains("does not exist"));
+        // Exactly at the limit is fine; a missing file is no file.
+        let padded = format!("{{}}{}", " ".repeat(MAX_CONFIG_BYTES as usize - 2));
+        let at_limit = write(dir.path(), "limit.json", &padded);
+        assert!(read_config_file(&at_limit).unwrap().is_some());
+        assert_eq!(read_config_file(&dir.path().join("missing.json")), Ok(None));
+    }
+
+    #[test]
+    fn permissions_errors_name_file_line_column_and_the_nearest_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "agent.json",
+            "{\n  \"permissions\": {\n    \"denny\": [\"bash(rm *)\"],\n    \"allow\": \"bash\",\n    \"ask\": [\"bash(oops\", 3],\n    \"mode\": \"trusted\",\n    \"zzzzzz\": 1\n  }\n}",
+        );
+        let error = Settings::load(std::slice::from_ref(&path)).unwrap_err();
+        let file = path.display();
+        let lines: Vec<String> = error.to_string().lines().map(str::to_owned).collect();
         assert_eq!(
-            ToolsConfig::from_settings(&settings)
-                .0
-                .runner
-                .stdout
-                .limit_bytes,
-            100
+            lines,
+            [
+                format!("{file}:3:5: `denny` is not a key of `permissions`; did you mean `deny`?"),
+                format!(
+                    "{file}:4:5: `permissions.allow` must be a list of rules like [\"bash(rm *)\"], not a string"
+                ),
+                format!(
+                    "{file}:5:13: `permissions.ask[0]`: rule `bash(oops` opens a parenthesis it does not close"
+                ),
+                format!(
+                    "{file}:5:26: `permissions.ask[1]` must be a rule (a string), not a number"
+                ),
+                format!(
+                    "{file}:6:5: `permissions.mode` must be one of \"default\", \"readonly\", \"trust\", not \"trusted\""
+                ),
+                format!(
+                    "{file}:7:5: `zzzzzz` is not a key of `permissions`; its keys are `allow`, `ask`, `deny` and `mode`"
+                ),
+            ]
         );
+        let not_object = write(dir.path(), "p.json", r#"{"permissions": ["bash"]}"#);
+        let error = Settings::load(&[not_object]).unwrap_err().to_string();
+        assert!(
+            error.contains(":1:2: `permissions` must be an object"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_elsewhere_are_warnings_that_keep_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "agent.json",
+            "{\n  \"toolCalling\": true,\n  \"maxTurn\": 3,\n  \"exec\": {\"stdoutLimitBytes\": 7, \"stdoutLimt\": 5, \"killGraceMs\": \"soon\"}\n}",
+        );
+        let settings = Settings::load(std::slice::from_ref(&path)).unwrap();
+        let file = path.display();
+        assert_eq!(
+            settings.warnings,
+            [
+                format!("{file}:2:3: `toolCalling` is not a key Satchel reads; ignored"),
+                format!(
+                    "{file}:3:3: `maxTurn` is not a key Satchel reads (did you mean `maxTurns`?); ignored"
+                ),
+            ]
+        );
+        let (config, warnings) = ToolsConfig::from_settings(&settings);
+        assert_eq!(
+            config.runner.stdout.limit_bytes, 7,
+            "the rest of `exec` applies"
+        );
+        assert_eq!(config.runner.kill_grace, RunnerConfig::default().kill_grace);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let lines: Vec<&str> = warnings[0].lines().collect();
+        assert_eq!(lines.len(), 2, "{warnings:?}");
+        assert!(
+            lines[0].starts_with(&format!(
+                "{file}:4:35: `exec.stdoutLimt`: unknown field `stdoutLimt`"
+            )),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].starts_with(&format!("{file}:4:52: `exec.killGraceMs`: invalid type")),
+            "{}",
+            lines[1]
+        );
+    }
+
+    #[test]
+    fn positions_follow_the_last_duplicate_and_escaped_keys() {
+        let layer = Layer::parse(
+            Path::new("a.json"),
+            "{\"a\": {\"b\": 1}, \"a\": {\"x\": [1, {\"c\\u0064\": [true]}], \"b\": 2}}".to_owned(),
+        )
+        .unwrap();
+        let key = JsonStep::key;
+        assert_eq!(layer.locate(&[key("a"), key("b")]), Some((1, 54)));
+        assert_eq!(
+            layer.locate(&[
+                key("a"),
+                key("x"),
+                JsonStep::Index(1),
+                key("cd"),
+                JsonStep::Index(0)
+            ]),
+            Some((1, 45))
+        );
+        assert_eq!(
+            layer.locate(&[key("a"), key("x"), JsonStep::Index(2)]),
+            None
+        );
+        assert_eq!(layer.locate(&[key("nope")]), None);
     }
 
     #[test]
     fn malformed_section_falls_back_to_defaults_with_a_warning() {
         let dir = tempfile::tempdir().unwrap();
         let path = write(dir.path(), "agent.json", r#"{"exec": {"stdoutLimt": 5}}"#);
-        let (config, warnings) = ToolsConfig::from_settings(&Settings::load(&[path]));
+        let (config, warnings) = ToolsConfig::from_settings(&Settings::load(&[path]).unwrap());
         assert_eq!(config, ToolsConfig::default());
         assert_eq!(warnings.len(), 1);
         assert!(
@@ -451,17 +1128,24 @@ mod tests {
             "{}",
             warnings[0]
         );
+        let shape = write(dir.path(), "shape.json", r#"{"exec": "big"}"#);
+        let (config, warnings) = ToolsConfig::from_settings(&Settings::load(&[shape]).unwrap());
+        assert_eq!(config, ToolsConfig::default());
+        assert!(
+            warnings[0].contains("using defaults for `exec`"),
+            "{warnings:?}"
+        );
     }
 
     #[test]
     fn tool_result_max_length_is_a_top_level_key() {
         let dir = tempfile::tempdir().unwrap();
         let set = write(dir.path(), "set.json", r#"{"toolResultMaxLength": 80}"#);
-        let (config, warnings) = ToolsConfig::from_settings(&Settings::load(&[set]));
+        let (config, warnings) = ToolsConfig::from_settings(&Settings::load(&[set]).unwrap());
         assert_eq!(config.tool_result_max_length, 80);
         assert!(warnings.is_empty(), "{warnings:?}");
         let bad = write(dir.path(), "bad.json", r#"{"toolResultMaxLength": "long"}"#);
-        let (config, warnings) = ToolsConfig::from_settings(&Settings::load(&[bad]));
+        let (config, warnings) = ToolsConfig::from_settings(&Settings::load(&[bad]).unwrap());
         assert_eq!(
             config.tool_result_max_length,
             DEFAULT_TOOL_RESULT_MAX_LENGTH
@@ -479,7 +1163,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let off = write(dir.path(), "off.json", r#"{"exec": {"spill": false}}"#);
         assert_eq!(
-            ToolsConfig::from_settings(&Settings::load(&[off]))
+            ToolsConfig::from_settings(&Settings::load(&[off]).unwrap())
                 .0
                 .runner
                 .spill
@@ -491,7 +1175,7 @@ mod tests {
             "moved.json",
             r#"{"exec": {"spillDir": "/var/tmp/x"}}"#,
         );
-        let dir = ToolsConfig::from_settings(&Settings::load(&[moved]))
+        let dir = ToolsConfig::from_settings(&Settings::load(&[moved]).unwrap())
             .0
             .runner
             .spill

@@ -15,7 +15,7 @@ fn policy(config: Value) -> Policy {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("agent.json");
     std::fs::write(&path, config.to_string()).unwrap();
-    let (policy, warnings) = Policy::from_settings(&Settings::load(&[path]));
+    let (policy, warnings) = Policy::from_settings(&Settings::load(&[path]).unwrap()).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     policy
 }
@@ -250,12 +250,15 @@ fn rules_add_up_across_files_and_remember_where_they_came_from() {
     let user = dir.path().join("user.json");
     let project = dir.path().join("project.json");
     std::fs::write(&user, r#"{"permissions": {"deny": ["bash(rm *)"]}}"#).unwrap();
-    std::fs::write(&project, r#"{"permissions": {"allow": ["bash(*)"], "deny": ["bash(shutdown*)", "bash(oops"]}, "rateLimits": {"search": "often"}}"#).unwrap();
+    std::fs::write(&project, r#"{"permissions": {"allow": ["bash(*)"], "deny": ["bash(shutdown*)"]}, "rateLimits": {"search": "often"}}"#).unwrap();
     let (policy, warnings) =
-        Policy::from_settings(&Settings::load(&[user.clone(), project.clone()]));
-    assert_eq!(warnings.len(), 2, "{warnings:?}");
-    assert!(warnings[0].contains("does not close"));
-    assert!(warnings[1].contains("rateLimits.search"));
+        Policy::from_settings(&Settings::load(&[user.clone(), project.clone()]).unwrap()).unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with(&format!("{}:1:", project.display()))
+            && warnings[0].contains("rateLimits.search"),
+        "{warnings:?}"
+    );
     let decision = bash(&policy, "rm -rf /");
     assert_eq!(
         decision.verdict,
@@ -267,6 +270,50 @@ fn rules_add_up_across_files_and_remember_where_they_came_from() {
         Some(PathBuf::from(&user))
     );
     assert_eq!(bash(&policy, "shutdown now").verdict, Verdict::Deny);
+}
+
+/// Issue #30: a rule that does not parse, a mistyped key or a wrong type in
+/// `permissions` used to be a warning, and the deny rules it meant were
+/// gone. Now the whole configuration is refused, naming where.
+#[test]
+fn a_broken_permissions_section_is_an_error_not_a_lost_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = dir.path().join("user.json");
+    let project = dir.path().join("project.json");
+    std::fs::write(&user, r#"{"permissions": {"deny": ["bash(rm *)"]}}"#).unwrap();
+    for (text, expected) in [
+        (
+            r#"{"permissions": {"deny": ["bash(shutdown*)", "bash(oops"]}}"#,
+            "1:46: `permissions.deny[1]`: rule `bash(oops` opens a parenthesis it does not close",
+        ),
+        (
+            r#"{"permissions": {"denny": ["bash(curl*)"]}}"#,
+            "1:18: `denny` is not a key of `permissions`; did you mean `deny`?",
+        ),
+        (
+            r#"{"permissions": {"deny": "bash"}}"#,
+            "1:18: `permissions.deny` must be a list of rules",
+        ),
+    ] {
+        std::fs::write(&project, text).unwrap();
+        let error = Settings::load(&[user.clone(), project.clone()]).unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message.starts_with(&format!("{}:{expected}", project.display())),
+            "{message}"
+        );
+        // Settings built without the loader's check are refused the same way.
+        let layers = vec![(
+            project.clone(),
+            serde_json::from_str::<Value>(text)
+                .unwrap()
+                .as_object()
+                .unwrap()
+                .clone(),
+        )];
+        let unchecked = Settings::from_layers(layers);
+        assert!(Policy::from_settings(&unchecked).is_err(), "{text}");
+    }
 }
 
 #[test]

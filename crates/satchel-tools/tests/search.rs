@@ -34,7 +34,8 @@ fn config(search: Value, env: &[(&str, &str)]) -> Arc<ToolsConfig> {
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
-    let (config, warnings) = ToolsConfig::from_settings(&Settings::load(&[path]).with_env(env));
+    let (config, warnings) =
+        ToolsConfig::from_settings(&Settings::load(&[path]).unwrap().with_env(env));
     assert!(warnings.is_empty(), "{warnings:?}");
     Arc::new(config)
 }
@@ -425,6 +426,7 @@ async fn environment_alone_enables_backends() {
     let base = serve(searxng_router(Arc::new(AtomicUsize::new(0)))).await;
     let dir = tempfile::tempdir().unwrap();
     let settings = Settings::load(&[dir.path().join("missing.json")])
+        .unwrap()
         .with_env([("SEARXNG_URL".to_owned(), base)]);
     let (config, _) = ToolsConfig::from_settings(&settings);
     assert_eq!(config.search.backend_names(), ["searxng"]);

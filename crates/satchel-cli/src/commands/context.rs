@@ -30,7 +30,7 @@ pub(crate) async fn run(args: ContextArgs, project: &Project) -> anyhow::Result<
     let deps = AgentDeps {
         store,
         tools: Arc::new(project.tools(false).await?),
-        config: hot_config(project),
+        config: hot_config(project)?,
         consent: Arc::new(NonInteractive),
         source: AuditSource::Cli,
         working_dir: project.root.clone(),

@@ -32,7 +32,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(path) => Some(std::path::absolute(path)?),
         None => paths::default_db(),
     };
-    let project = Project::load(&root, db);
+    let project = Project::load(&root, db)?;
     match cli.command {
         Command::Chat(args) => chat::run(args, &project).await,
         Command::Run(args) => run::run(args, &project).await,

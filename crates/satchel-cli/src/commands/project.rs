@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use satchel_memory::{MemoryConfig, MemorySettings, Summarizer};
 use satchel_tools::code::{CodeGenerator, GeneratorConfig, JobTracker};
+use satchel_tools::config::ConfigError;
 use satchel_tools::external::{SpecCache, ToolDirs};
 use satchel_tools::policy::Policy;
 use satchel_tools::{BuiltinDeps, LiveRegistry, Settings, ToolsConfig, builtin_tools};
@@ -19,7 +20,8 @@ use crate::paths;
 /// The project's tools directory, relative to the project.
 pub(crate) const PROJECT_TOOLS: &str = ".agents/tools";
 
-/// Configuration read once per command; problems are logged as warnings.
+/// Configuration read once per command; problems are logged as warnings,
+/// except those that stop the command (see [`read_settings`]).
 pub(crate) struct Project {
     /// The project directory (absolute).
     pub(crate) root: PathBuf,
@@ -45,11 +47,12 @@ pub(crate) struct Project {
 }
 
 impl Project {
-    /// Reads the agent.json layers for `root`.
-    pub(crate) fn load(root: &Path, db: Option<PathBuf>) -> Project {
-        let settings = read_settings(root);
+    /// Reads the agent.json layers for `root`; fails when one cannot be
+    /// used (see [`read_settings`]).
+    pub(crate) fn load(root: &Path, db: Option<PathBuf>) -> anyhow::Result<Project> {
+        let settings = read_settings(root)?;
+        let (policy, policy_warnings) = Policy::from_settings(&settings).map_err(refused)?;
         let (tools_config, tools_warnings) = ToolsConfig::from_settings(&settings);
-        let (policy, policy_warnings) = Policy::from_settings(&settings);
         let (memory, memory_warnings) = memory_config(root, &settings);
         let redactor = db::redactor(&settings);
         let warnings: Vec<String> = settings
@@ -78,7 +81,7 @@ impl Project {
             _ => None,
         };
         let store = Arc::new(LazyStore::new(db.clone(), redactor));
-        Project {
+        Ok(Project {
             root: root.to_path_buf(),
             model_generator,
             code_jobs: JobTracker::default(),
@@ -92,7 +95,7 @@ impl Project {
             db,
             tools_config: Arc::new(tools_config),
             policy: Arc::new(policy),
-        }
+        })
     }
 
     /// The three tools directories.
@@ -142,14 +145,26 @@ impl Project {
 
 /// The agent.json layers for `root` (user, then project), with the
 /// environment variables settings may name (API keys are never in files).
-pub(crate) fn read_settings(root: &Path) -> Settings {
-    Settings::load(&Settings::default_paths(
+/// A layer that is not a small regular file, is not JSON or has invalid
+/// `permissions` is an error: Satchel does not run without knowing every
+/// deny rule.
+pub(crate) fn read_settings(root: &Path) -> anyhow::Result<Settings> {
+    let settings = Settings::load(&Settings::default_paths(
         root,
         paths::user_config_dir().as_deref(),
     ))
-    .with_env(
+    .map_err(refused)?;
+    Ok(settings.with_env(
         std::env::vars_os()
             .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?))),
+    ))
+}
+
+/// The command's error for configuration that cannot be used.
+pub(crate) fn refused(error: ConfigError) -> anyhow::Error {
+    anyhow::anyhow!(
+        "configuration refused: {error}\nnothing was run: fix {} (its permissions cannot be known otherwise)",
+        error.path().display()
     )
 }
 

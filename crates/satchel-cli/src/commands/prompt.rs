@@ -112,7 +112,7 @@ pub(crate) fn run(
 /// The configured model. Nothing is sent, so a missing API key does not
 /// matter here: the settings are resolved as if it were set.
 fn model_config(project: &Project) -> anyhow::Result<ModelConfig> {
-    let settings = read_settings(&project.root);
+    let settings = read_settings(&project.root)?;
     let (config, warning) = settings.section::<LlmConfig>("llm");
     if let Some(warning) = warning {
         tracing::warn!("{warning}");

@@ -10,7 +10,7 @@ use satchel_mcp::client::McpManager;
 use satchel_store::{AuditSource, Store};
 use satchel_tools::{Consent, LiveRegistry, Settings, Style};
 
-use super::project::{Project, memory_config};
+use super::project::{Project, memory_config, refused};
 use super::setup;
 use crate::paths;
 
@@ -42,7 +42,7 @@ pub(crate) async fn open(project: &Project, options: SessionOptions) -> anyhow::
     let live = Arc::new(project.tools(false).await?);
     live.spawn_watcher();
     let servers = setup::start_mcp_in_background(&live, &project.root);
-    let mut config = hot_config(project);
+    let mut config = hot_config(project)?;
     // The memory service is not part of the agent's snapshot: hand it
     // each new `memory` section.
     let (memory, root) = (project.memory.clone(), project.root.clone());
@@ -75,15 +75,16 @@ pub(crate) async fn open(project: &Project, options: SessionOptions) -> anyhow::
 }
 
 /// agent.json (user, then project) watched for changes; the warnings of
-/// the first reading were already logged by [`Project::load`].
-pub(crate) fn hot_config(project: &Project) -> HotConfig {
+/// the first reading were already logged by [`Project::load`]. A file that
+/// became unusable since is an error, as at start-up.
+pub(crate) fn hot_config(project: &Project) -> anyhow::Result<HotConfig> {
     let paths = Settings::default_paths(&project.root, paths::user_config_dir().as_deref());
     let env = std::env::vars_os()
         .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
         .collect();
-    let (config, warnings) = HotConfig::load(paths, env);
+    let (config, warnings) = HotConfig::load(paths, env).map_err(refused)?;
     for warning in warnings.iter().filter(|w| !project.warnings.contains(w)) {
         tracing::warn!("{warning}");
     }
-    config
+    Ok(config)
 }

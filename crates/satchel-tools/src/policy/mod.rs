@@ -3,7 +3,9 @@
 //!
 //! Rules come from `permissions: {allow, ask, deny, mode}` in every
 //! agent.json layer (lists add up across files; each rule remembers its
-//! file). A call is matched against deny rules, then ask, then allow; what
+//! file); a section with an unknown key, a value of the wrong type or a
+//! rule that does not parse is an error, never a rule silently dropped. A
+//! call is matched against deny rules, then ask, then allow; what
 //! no rule matches gets the mode's default: in `default` mode, `allow` for
 //! read-only tools and `ask` for destructive or open-world ones; `readonly`
 //! refuses everything that is not read-only; `trust` allows it. A bash
@@ -30,6 +32,7 @@ pub use rate::{Limit, ProcessSlots, RateLimiter};
 pub use rule::{Rule, RuleKind, glob_matches};
 
 use crate::Settings;
+use crate::config::{ConfigError, JsonStep, Layer, json_type, nearest};
 
 /// What a call may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -188,6 +191,117 @@ fn preview(script: &str) -> String {
     }
 }
 
+/// The keys of `permissions`.
+const PERMISSION_KEYS: &[&str] = &["allow", "ask", "deny", "mode"];
+
+/// One file's `permissions` section, checked: any problem in it is an
+/// error, never a warning, because a rule left out could be a deny rule.
+#[derive(Debug, Default)]
+pub(crate) struct Permissions {
+    /// Its rules, deny then ask then allow, each remembering the file.
+    rules: Vec<Rule>,
+    /// Its mode, when it sets one.
+    mode: Option<Mode>,
+}
+
+impl Permissions {
+    /// Reads `layer`'s `permissions`; every problem found is reported at
+    /// once, with its line and column.
+    pub(crate) fn from_layer(layer: &Layer) -> Result<Permissions, ConfigError> {
+        let mut found = Permissions::default();
+        let mut problems = Vec::new();
+        let section = JsonStep::key("permissions");
+        let Some(permissions) = layer.object.get("permissions") else {
+            return Ok(found);
+        };
+        let Some(permissions) = permissions.as_object() else {
+            problems.push((
+                layer.locate(std::slice::from_ref(&section)),
+                format!(
+                    "`permissions` must be an object with `allow`, `ask`, `deny` or `mode`, not {}",
+                    json_type(permissions)
+                ),
+            ));
+            return Err(ConfigError::Permissions {
+                path: layer.path.clone(),
+                problems,
+            });
+        };
+        for (key, value) in permissions {
+            let at = |tail: &[JsonStep]| {
+                let mut path = vec![section.clone(), JsonStep::key(key)];
+                path.extend(tail.iter().cloned());
+                layer.locate(&path)
+            };
+            let kind = match key.as_str() {
+                "deny" => RuleKind::Deny,
+                "ask" => RuleKind::Ask,
+                "allow" => RuleKind::Allow,
+                "mode" => {
+                    match value.as_str().and_then(Mode::parse) {
+                        Some(mode) => found.mode = Some(mode),
+                        None => problems.push((
+                            at(&[]),
+                            format!(
+                                "`permissions.mode` must be one of \"default\", \"readonly\", \"trust\", not {value}"
+                            ),
+                        )),
+                    }
+                    continue;
+                }
+                unknown => {
+                    let hint = match nearest(unknown, PERMISSION_KEYS) {
+                        Some(near) => format!("did you mean `{near}`?"),
+                        None => "its keys are `allow`, `ask`, `deny` and `mode`".to_owned(),
+                    };
+                    problems.push((
+                        at(&[]),
+                        format!("`{unknown}` is not a key of `permissions`; {hint}"),
+                    ));
+                    continue;
+                }
+            };
+            let Some(list) = value.as_array() else {
+                problems.push((
+                    at(&[]),
+                    format!(
+                        "`permissions.{key}` must be a list of rules like [\"bash(rm *)\"], not {}",
+                        json_type(value)
+                    ),
+                ));
+                continue;
+            };
+            for (index, item) in list.iter().enumerate() {
+                let Some(text) = item.as_str() else {
+                    problems.push((
+                        at(&[JsonStep::Index(index)]),
+                        format!(
+                            "`permissions.{key}[{index}]` must be a rule (a string), not {}",
+                            json_type(item)
+                        ),
+                    ));
+                    continue;
+                };
+                match Rule::parse(kind, text, Some(layer.path.clone())) {
+                    Ok(rule) => found.rules.push(rule),
+                    Err(error) => problems.push((
+                        at(&[JsonStep::Index(index)]),
+                        format!("`permissions.{key}[{index}]`: {error}"),
+                    )),
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(found)
+        } else {
+            Err(ConfigError::Permissions {
+                path: layer.path.clone(),
+                problems,
+            })
+        }
+    }
+}
+
 /// Rules, mode and limits, as configured.
 #[derive(Debug)]
 pub struct Policy {
@@ -235,91 +349,65 @@ impl Policy {
         }
     }
 
-    /// Reads `permissions`, `rateLimits`, `maxConcurrentProcesses` and
-    /// `processWaitMs`; what cannot be understood is a warning and left out.
-    pub fn from_settings(settings: &Settings) -> (Policy, Vec<String>) {
+    /// Reads `permissions` from every layer, then `rateLimits`,
+    /// `maxConcurrentProcesses` and `processWaitMs`. A layer's invalid
+    /// `permissions` is an error (its deny rules cannot be known); what
+    /// cannot be understood in the other keys is a warning (file, line,
+    /// key) and left out.
+    pub fn from_settings(settings: &Settings) -> Result<(Policy, Vec<String>), ConfigError> {
         let mut warnings = Vec::new();
         let mut rules = Vec::new();
-        for (path, layer) in &settings.layers {
-            let Some(permissions) = layer.get("permissions") else {
-                continue;
-            };
-            let Some(permissions) = permissions.as_object() else {
-                warnings.push(format!(
-                    "{}: `permissions` must be an object",
-                    path.display()
-                ));
-                continue;
-            };
-            for (key, kind) in [
-                ("deny", RuleKind::Deny),
-                ("ask", RuleKind::Ask),
-                ("allow", RuleKind::Allow),
-            ] {
-                let Some(list) = permissions.get(key) else {
-                    continue;
-                };
-                let Some(list) = list.as_array() else {
-                    warnings.push(format!(
-                        "{}: `permissions.{key}` must be a list of rules",
-                        path.display()
-                    ));
-                    continue;
-                };
-                for item in list {
-                    match item
-                        .as_str()
-                        .map(|text| Rule::parse(kind, text, Some(path.clone())))
-                    {
-                        Some(Ok(rule)) => rules.push(rule),
-                        Some(Err(error)) => {
-                            warnings.push(format!("{}: {error}; rule ignored", path.display()))
-                        }
+        let mut mode = Mode::Default;
+        for layer in &settings.layers {
+            let permissions = Permissions::from_layer(layer)?;
+            rules.extend(permissions.rules);
+            // Like every other key, the last file that sets it wins.
+            mode = permissions.mode.unwrap_or(mode);
+        }
+        let mut limits = Vec::new();
+        match settings.value.get("rateLimits") {
+            None => {}
+            Some(Value::Object(map)) => {
+                for (tool, limit) in map {
+                    let at = || settings.describe(&[JsonStep::key("rateLimits"), JsonStep::key(tool)]);
+                    match limit.as_str().map(Limit::parse) {
+                        Some(Ok(limit)) => limits.push((tool.clone(), limit)),
+                        Some(Err(error)) => warnings.push(format!(
+                            "{}: `rateLimits.{tool}`: {error}; no limit for `{tool}`",
+                            at()
+                        )),
                         None => warnings.push(format!(
-                            "{}: `permissions.{key}` holds {item}, not a rule",
-                            path.display()
+                            "{}: `rateLimits.{tool}`: {limit} is not a limit like \"10/min\"; no limit for `{tool}`",
+                            at()
                         )),
                     }
                 }
             }
+            Some(other) => warnings.push(format!(
+                "{}: `rateLimits` must be an object like {{\"search\": \"10/min\"}}, not {}; ignored",
+                settings.describe(&[JsonStep::key("rateLimits")]),
+                json_type(other)
+            )),
         }
-        let mode = match settings.value.get("permissions").and_then(|p| p.get("mode")) {
-            None => Mode::Default,
-            Some(value) => value.as_str().and_then(Mode::parse).unwrap_or_else(|| {
+        let mut count = |key: &str| match settings.value.get(key) {
+            None => None,
+            Some(value) => value.as_u64().or_else(|| {
                 warnings.push(format!(
-                    "permissions.mode {value} is not one of \"default\", \"readonly\", \"trust\"; using default"
+                    "{}: `{key}` must be a non-negative integer, not {value}; using the default",
+                    settings.describe(&[JsonStep::key(key)])
                 ));
-                Mode::Default
+                None
             }),
         };
-        let mut limits = Vec::new();
-        if let Some(map) = settings.value.get("rateLimits").and_then(Value::as_object) {
-            for (tool, limit) in map {
-                match limit.as_str().map(Limit::parse) {
-                    Some(Ok(limit)) => limits.push((tool.clone(), limit)),
-                    Some(Err(error)) => warnings.push(format!("rateLimits.{tool}: {error}")),
-                    None => warnings.push(format!(
-                        "rateLimits.{tool}: {limit} is not a limit like \"10/min\""
-                    )),
-                }
-            }
-        }
-        let max_processes = settings
-            .value
-            .get("maxConcurrentProcesses")
-            .and_then(Value::as_u64)
-            .map_or(DEFAULT_MAX_PROCESSES, |n| {
-                usize::try_from(n).unwrap_or(usize::MAX)
-            });
-        let process_wait = settings
-            .value
-            .get("processWaitMs")
-            .and_then(Value::as_u64)
-            .map_or(DEFAULT_PROCESS_WAIT, Duration::from_millis);
-        (
+        let max_processes = count("maxConcurrentProcesses").map_or(DEFAULT_MAX_PROCESSES, |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        });
+        let process_wait =
+            count("processWaitMs").map_or(DEFAULT_PROCESS_WAIT, Duration::from_millis);
+        Ok((
             Policy::new(rules, mode, limits, max_processes, process_wait),
             warnings,
-        )
+        ))
     }
 
     /// The mode for unmatched calls.
