@@ -2,8 +2,10 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use satchel_mcp::http::HttpLimits;
 
 /// Satchel: tools, memory and a notebook for LLM agents.
 #[derive(Debug, Parser)]
@@ -586,7 +588,8 @@ Examples:
   claude mcp add satchel -- satchel -C ~/src/project mcp serve
   satchel mcp serve --http 127.0.0.1:8765
   SATCHEL_MCP_TOKEN=$(openssl rand -hex 16) satchel mcp serve --http 0.0.0.0:8765
-  satchel mcp serve --http 127.0.0.1:8765 --allow-origin https://app.example.com";
+  satchel mcp serve --http 127.0.0.1:8765 --allow-origin https://app.example.com
+  satchel mcp serve --http 127.0.0.1:8765 --max-sessions 32 --session-idle 10m";
 
 const SERVERS_EXAMPLES: &str = "\
 Examples:
@@ -607,6 +610,90 @@ pub(crate) struct ServeArgs {
     /// Also serve `echo`, a diagnostic tool that returns its input (for latency checks).
     #[arg(long)]
     pub(crate) echo_tool: bool,
+    /// HTTP: most live sessions. Over it, a new client takes the place of
+    /// the idlest session (whose client gets 404 and initializes again);
+    /// when every session has a request in flight, `initialize` gets 503.
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = HttpLimits::DEFAULT.max_sessions,
+          value_parser = parse_count)]
+    pub(crate) max_sessions: usize,
+    /// HTTP: close a session unused for this long (e.g. 90s, 30m, 2h) [default: 30m].
+    #[arg(long, value_name = "DURATION", requires = "http", value_parser = parse_duration)]
+    pub(crate) session_idle: Option<Duration>,
+    /// HTTP: most open connections; more wait to be accepted.
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = HttpLimits::DEFAULT.max_connections,
+          value_parser = parse_count)]
+    pub(crate) max_connections: usize,
+    /// HTTP: time a client has to send a request's headers, and then its
+    /// body (e.g. 10s, 500ms); idle keep-alive connections are closed after
+    /// it too [default: 10s].
+    #[arg(long, value_name = "DURATION", requires = "http", value_parser = parse_duration)]
+    pub(crate) read_timeout: Option<Duration>,
+    /// HTTP: largest request body in bytes; larger ones get 413.
+    #[arg(long, value_name = "BYTES", requires = "http",
+          default_value_t = HttpLimits::DEFAULT.max_body_bytes,
+          value_parser = parse_count)]
+    pub(crate) max_body_bytes: usize,
+}
+
+impl ServeArgs {
+    /// The HTTP limits these arguments ask for.
+    pub(crate) fn limits(&self) -> HttpLimits {
+        let defaults = HttpLimits::DEFAULT;
+        HttpLimits {
+            max_sessions: self.max_sessions,
+            session_idle: self.session_idle.unwrap_or(defaults.session_idle),
+            max_connections: self.max_connections,
+            read_timeout: self.read_timeout.unwrap_or(defaults.read_timeout),
+            max_body_bytes: self.max_body_bytes,
+        }
+    }
+}
+
+/// A count of at least 1.
+fn parse_count(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(count) if count > 0 => Ok(count),
+        _ => Err(format!("`{text}` is not a whole number of at least 1")),
+    }
+}
+
+/// A positive duration: `500ms`, `30s`, `15m`, `2h`.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let error = || format!("`{text}` is not a duration like 500ms, 30s, 15m or 2h");
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(error)?;
+    let (digits, unit) = text.split_at(split);
+    let count: u64 = digits.parse().map_err(|_| error())?;
+    let millis: u64 = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => return Err(error()),
+    };
+    match count.checked_mul(millis) {
+        Some(total) if total > 0 => Ok(Duration::from_millis(total)),
+        _ => Err(error()),
+    }
+}
+
+#[cfg(test)]
+mod serve_args_tests {
+    use super::*;
+
+    #[test]
+    fn durations_need_a_number_and_a_unit() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("15m"), Ok(Duration::from_secs(900)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        for bad in ["", "30", "0s", "s", "1.5s", "-1s", "3d"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_count("256"), Ok(256));
+        assert!(parse_count("0").is_err());
+    }
 }
 
 #[derive(Debug, Subcommand)]

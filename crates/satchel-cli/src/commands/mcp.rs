@@ -67,6 +67,7 @@ async fn serve(args: ServeArgs, project: &Project) -> anyhow::Result<ExitCode> {
     let served = match args.http {
         None => serve_stdio(server, shutdown.clone()).await,
         Some(addr) => {
+            let limits = args.limits();
             let options = HttpOptions {
                 addr,
                 token: args.token,
@@ -74,6 +75,7 @@ async fn serve(args: ServeArgs, project: &Project) -> anyhow::Result<ExitCode> {
             };
             match http::bind(server, options, shutdown.clone()).await {
                 Ok(bound) => {
+                    let bound = bound.with_limits(limits);
                     let local = bound.local_addr()?;
                     // stderr: stdout stays free for results.
                     eprintln!("satchel: serving MCP at http://{local}{}", http::ENDPOINT);
