@@ -32,6 +32,48 @@ fn main() -> ExitCode {
     }
 }
 
+/// Secrets replaced in every log line, at every verbosity: from the
+/// environment's conventional names at start, widened with agent.json's
+/// `redaction` once a project is read ([`set_log_redactor`]).
+static LOG_REDACTOR: std::sync::LazyLock<std::sync::RwLock<satchel_core::redact::Redactor>> =
+    std::sync::LazyLock::new(|| {
+        let env = std::env::vars_os().filter_map(|(name, value)| {
+            Some((name.into_string().ok()?, value.into_string().ok()?))
+        });
+        std::sync::RwLock::new(satchel_core::redact::Redactor::from_env(
+            &satchel_core::redact::RedactionConfig::default(),
+            env,
+        ))
+    });
+
+/// Makes every later log line redact what `redactor` does.
+pub(crate) fn set_log_redactor(redactor: satchel_core::redact::Redactor) {
+    if let Ok(mut current) = LOG_REDACTOR.write() {
+        *current = redactor;
+    }
+}
+
+/// Stderr for logs, with secrets replaced: tracing writes each event
+/// whole, so a secret is never split across two writes.
+struct RedactingStderr;
+
+impl std::io::Write for RedactingStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let redacted = match LOG_REDACTOR.read() {
+            Ok(redactor) => redactor.redact_str(&text).into_owned(),
+            // A writer that panicked mid-update: say nothing rather than leak.
+            Err(_) => return Ok(buf.len()),
+        };
+        std::io::stderr().write_all(redacted.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
 /// Logs go to stderr; stdout is for results. `RUST_LOG` overrides `-v`.
 fn init_tracing(verbose: u8) {
     use std::io::IsTerminal;
@@ -45,7 +87,7 @@ fn init_tracing(verbose: u8) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| RedactingStderr)
         .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .with_target(false)
         .without_time()

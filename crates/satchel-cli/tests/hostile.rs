@@ -279,8 +279,14 @@ struct Stdio_ {
 
 impl Stdio_ {
     fn start(sandbox: &Sandbox) -> Stdio_ {
+        Stdio_::start_with(sandbox, &[])
+    }
+
+    /// The server with these variables in its environment.
+    fn start_with(sandbox: &Sandbox, env: &[(&str, &str)]) -> Stdio_ {
         let mut child = sandbox
             .command(&["mcp", "serve"])
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -366,6 +372,31 @@ fn hostile_input_over_stdio_never_takes_the_server_down() {
     drop(server.stdin);
     let status = server.child.wait().unwrap();
     assert!(status.success(), "{status}");
+}
+
+/// A secret in a command's output or in the command itself never leaves in
+/// an MCP response: the runner redacts the output before it is cut or
+/// sent, whatever the client asked.
+#[test]
+fn secrets_never_leave_in_an_mcp_response() {
+    const SECRET: &str = "sk-mcp-0123456789abcdef";
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.project().join(".agents/agent.json"),
+        r#"{"permissions": {"allow": ["bash(echo *)"]}}"#,
+    )
+    .unwrap();
+    let mut server = Stdio_::start_with(&sandbox, &[("SERVICE_API_KEY", SECRET)]);
+    for (id, command) in [
+        (1, "echo $SERVICE_API_KEY".to_owned()),
+        (2, format!("echo {SECRET}")),
+    ] {
+        server.send(&with_id(&bash_call(&command), id));
+        let answer = server.answer(id).expect("no answer");
+        let text = answer.to_string();
+        assert!(!text.contains(SECRET), "{text}");
+        assert!(text.contains("[redacted]"), "{text}");
+    }
 }
 
 /// `satchel mcp serve --http 127.0.0.1:0` and the address it serves at.

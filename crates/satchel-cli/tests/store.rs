@@ -217,35 +217,71 @@ fn db_flag_and_satchel_db_choose_the_file() {
 }
 
 #[test]
-fn secrets_are_redacted_in_the_record_but_not_in_the_result() {
+fn secrets_are_redacted_in_the_result_the_spill_file_the_logs_and_the_record() {
     let sandbox = Sandbox::new();
     std::fs::write(
         sandbox.path("project/.agents/agent.json"),
-        r#"{"redaction": {"env": ["DEPLOY_URL"]}}"#,
+        r#"{"redaction": {"env": ["DEPLOY_URL"]}, "exec": {"stdoutLimitBytes": 200}}"#,
     )
     .unwrap();
     let api_key = "sk-e2e-0123456789abcdef";
     let deploy = "https://user:pa55word@deploy.example";
+    let pin = "4711";
     let output = sandbox
         .command(&[
+            "-vv",
             "tools",
             "call",
             "bash",
-            r#"{"command": "echo $SANDBOX_API_KEY $DEPLOY_URL"}"#,
+            // The last word is the key itself: the -vv log prints the
+            // parsed command.
+            &json!({"command": format!(
+                "echo $SANDBOX_API_KEY $DEPLOY_URL $VAULT_PASSWORD; seq 1 300; echo {api_key}"
+            )})
+            .to_string(),
         ])
         .env("SANDBOX_API_KEY", api_key)
         .env("DEPLOY_URL", deploy)
+        .env("VAULT_PASSWORD", pin)
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
-    // The caller gets the real output...
-    assert_eq!(json_of(&output)["stdout"], format!("{api_key} {deploy}\n"));
-    // ...the record never holds the values.
+    let secrets = [api_key, deploy, pin];
+    // The result (what the model reads): redacted before it was cut.
+    let result = json_of(&output);
+    let text = result["stdout"].as_str().unwrap();
+    assert!(
+        text.starts_with("[redacted] [redacted] [redacted]\n1\n"),
+        "{text}"
+    );
+    assert!(text.ends_with("300\n[redacted]\n"), "{text}");
+    // The spill file with the whole output.
+    let response = result.to_string();
+    let uid = rustix::process::getuid().as_raw();
+    let spill_dir = sandbox.path(&format!("satchel-{uid}/spill"));
+    let spill: String = spill_dir
+        .read_dir()
+        .unwrap_or_else(|error| panic!("no spill directory ({error}): {response}"))
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert!(spill.contains("[redacted]"), "{spill}");
+    // The -vv log, and the record.
+    let log = stderr(&output);
+    assert!(log.contains("DEBUG"), "{log}");
+    assert!(
+        log.contains("[redacted]"),
+        "the log never saw the key: {log}"
+    );
     let bytes = database_bytes(&sandbox.default_db());
     assert!(!bytes.is_empty());
-    assert!(!contains(&bytes, api_key), "API key stored");
-    assert!(!contains(&bytes, deploy), "configured secret stored");
-    assert!(contains(&bytes, "[redacted] [redacted]"));
+    for secret in secrets {
+        assert!(!text.contains(secret), "{secret} in the result");
+        assert!(!spill.contains(secret), "{secret} in the spill file");
+        assert!(!log.contains(secret), "{secret} in the log");
+        assert!(!contains(&bytes, secret), "{secret} in the record");
+    }
+    assert!(contains(&bytes, "[redacted] [redacted] [redacted]"));
 }
 
 /// The call was refused before it ran because it could not be put on

@@ -3,6 +3,8 @@
 
 use std::collections::VecDeque;
 
+use satchel_core::redact::{Redactor, StreamRedactor};
+
 use crate::spill::SpillWriter;
 use crate::text::{clean_terminal_text, complete_prefix_len, continuation_prefix_len};
 use crate::{Captured, SpillConfig};
@@ -19,6 +21,8 @@ pub(crate) struct Capture {
     stream: &'static str,
     spill_config: SpillConfig,
     spill: Spill,
+    /// Secrets are replaced before anything is kept or spilled.
+    redact: StreamRedactor,
 }
 
 enum Spill {
@@ -31,7 +35,12 @@ enum Spill {
 
 impl Capture {
     /// A capture keeping `limit` bytes (half head, half tail) of `stream`.
-    pub(crate) fn new(limit: usize, stream: &'static str, spill_config: SpillConfig) -> Capture {
+    pub(crate) fn new(
+        limit: usize,
+        stream: &'static str,
+        spill_config: SpillConfig,
+        redactor: &Redactor,
+    ) -> Capture {
         let tail_cap = limit / 2;
         let head_cap = limit - tail_cap;
         Capture {
@@ -44,11 +53,18 @@ impl Capture {
             stream,
             spill_config,
             spill: Spill::NotNeeded,
+            redact: redactor.stream(),
         }
     }
 
     /// Takes the next chunk the child wrote.
     pub(crate) fn push(&mut self, chunk: &[u8]) {
+        let redacted = self.redact.feed(chunk);
+        self.keep(&redacted);
+    }
+
+    /// Keeps a chunk already redacted: counted, spilled, head and tail.
+    fn keep(&mut self, chunk: &[u8]) {
         let total = self.total + chunk.len() as u64;
         if matches!(self.spill, Spill::NotNeeded) && total > self.limit as u64 {
             // Until now head + tail held every byte: they start the file.
@@ -89,7 +105,9 @@ impl Capture {
     /// The kept text: head and tail cut on character boundaries, decoded
     /// (invalid UTF-8 replaced), cleaned, joined by a marker when bytes were
     /// left out.
-    pub(crate) fn finish(self, strip_ansi: bool, collapse_cr: bool) -> Captured {
+    pub(crate) fn finish(mut self, strip_ansi: bool, collapse_cr: bool) -> Captured {
+        let rest = self.redact.finish();
+        self.keep(&rest);
         let mut head = self.head;
         let mut tail: Vec<u8> = self.tail.into();
         let cut = self.total > (head.len() + tail.len()) as u64;
@@ -138,7 +156,7 @@ mod tests {
     }
 
     fn capture(limit: usize, chunks: &[&[u8]]) -> Captured {
-        let mut capture = Capture::new(limit, "stdout", no_spill());
+        let mut capture = Capture::new(limit, "stdout", no_spill(), &Redactor::none());
         for chunk in chunks {
             capture.push(chunk);
         }
@@ -198,7 +216,7 @@ mod tests {
             dir: Some(dir.path().to_path_buf()),
             ..SpillConfig::default()
         };
-        let mut capture = Capture::new(4, "stdout", config);
+        let mut capture = Capture::new(4, "stdout", config, &Redactor::none());
         capture.push(b"ab");
         capture.push(b"cd");
         capture.push(b"efgh");

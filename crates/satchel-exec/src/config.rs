@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use satchel_core::redact::Redactor;
+
 /// Limits and behaviour shared by every run of a runner.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunnerConfig {
@@ -25,6 +27,10 @@ pub struct RunnerConfig {
     pub collapse_carriage_returns: bool,
     /// Where cut output is kept in full.
     pub spill: SpillConfig,
+    /// Secrets replaced in the output as it arrives, before it is cut to
+    /// head and tail or spilled: the model, the spill file and every
+    /// record downstream see `[redacted]`.
+    pub redactor: Redactor,
 }
 
 impl Default for RunnerConfig {
@@ -42,6 +48,7 @@ impl Default for RunnerConfig {
             strip_ansi: true,
             collapse_carriage_returns: true,
             spill: SpillConfig::default(),
+            redactor: Redactor::none(),
         }
     }
 }

@@ -132,11 +132,21 @@ pub async fn run(
         });
     let stop_reading = CancellationToken::new();
     let stdout = child.stdout.take().map(|pipe| {
-        let capture = Capture::new(config.stdout.limit_bytes, "stdout", config.spill.clone());
+        let capture = Capture::new(
+            config.stdout.limit_bytes,
+            "stdout",
+            config.spill.clone(),
+            &config.redactor,
+        );
         tokio::spawn(pump(pipe, capture, stop_reading.clone()))
     });
     let stderr = child.stderr.take().map(|pipe| {
-        let capture = Capture::new(config.stderr.limit_bytes, "stderr", config.spill.clone());
+        let capture = Capture::new(
+            config.stderr.limit_bytes,
+            "stderr",
+            config.spill.clone(),
+            &config.redactor,
+        );
         tokio::spawn(pump(pipe, capture, stop_reading.clone()))
     });
 

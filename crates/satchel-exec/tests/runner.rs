@@ -8,6 +8,7 @@ use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
+use satchel_core::redact::Redactor;
 use satchel_exec::{ExecOutcome, ExecRequest, Exit, OutputConfig, RunnerConfig, SpillConfig, run};
 use tokio_util::sync::CancellationToken;
 
@@ -372,6 +373,51 @@ async fn cut_output_is_spilled_in_full() {
     let expected: String = (1..=10000).map(|n| format!("{n}\n")).collect();
     assert_eq!(std::fs::read_to_string(&spill.path).unwrap(), expected);
     assert!(out.stderr.spill.is_none());
+}
+
+/// Reproduces a report: output was cut before it was redacted, so a
+/// secret at the cut survived in part, and spill files were not redacted
+/// at all. Whatever the cut, no four characters of the secret are kept.
+#[tokio::test]
+async fn secrets_are_redacted_before_the_output_is_cut_or_spilled() {
+    const SECRET: &str = "sk-live-0123456789abcdef";
+    let redactor = Redactor::new([("OPENAI_API_KEY".to_owned(), SECRET.to_owned())], 4);
+    let dir = tempfile::tempdir().unwrap();
+    // The head keeps 50 bytes: the secret starts at every offset around the
+    // cut, and once in the tail, in small writes that split it.
+    for before in 30..60 {
+        let cfg = RunnerConfig {
+            stdout: OutputConfig { limit_bytes: 100 },
+            spill: SpillConfig {
+                dir: Some(dir.path().to_path_buf()),
+                ..SpillConfig::default()
+            },
+            redactor: redactor.clone(),
+            ..config()
+        };
+        let script = format!(
+            "printf '%0{before}d' 0; for part in sk-live- 0123 456789 abcdef; do printf %s $part; done; \
+             printf '%0300d' 0; printf ' {SECRET} end'"
+        );
+        let out = bounded(run(
+            &sh(&script, Duration::from_secs(10)),
+            &cfg,
+            &CancellationToken::new(),
+        ))
+        .await
+        .unwrap();
+        let spill = std::fs::read_to_string(&out.stdout.spill.unwrap().path).unwrap();
+        assert_eq!(spill.matches("[redacted]").count(), 2, "{spill}");
+        for kept in [&out.stdout.text, &spill] {
+            for window in SECRET.as_bytes().windows(4) {
+                let piece = std::str::from_utf8(window).unwrap();
+                assert!(
+                    !kept.contains(piece),
+                    "`{piece}` survived at offset {before}: {kept}"
+                );
+            }
+        }
+    }
 }
 
 #[tokio::test]

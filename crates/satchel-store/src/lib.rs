@@ -37,7 +37,7 @@
 mod code;
 mod error;
 pub mod records;
-pub mod redact;
+pub use satchel_core::redact;
 mod sqlite;
 mod store;
 mod time;

@@ -886,6 +886,8 @@ impl ExecSettings {
                 max_total_bytes: self.spill_max_total_bytes,
                 max_age: Duration::from_secs(self.spill_max_age_hours * 3600),
             },
+            // Set by the host from the environment and `redaction`.
+            redactor: satchel_core::redact::Redactor::none(),
         }
     }
 }

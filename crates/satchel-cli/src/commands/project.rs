@@ -52,9 +52,13 @@ impl Project {
     pub(crate) fn load(root: &Path, db: Option<PathBuf>) -> anyhow::Result<Project> {
         let settings = read_settings(root)?;
         let (policy, policy_warnings) = Policy::from_settings(&settings).map_err(refused)?;
-        let (tools_config, tools_warnings) = ToolsConfig::from_settings(&settings);
+        let (mut tools_config, tools_warnings) = ToolsConfig::from_settings(&settings);
         let (memory, memory_warnings) = memory_config(root, &settings);
         let redactor = db::redactor(&settings);
+        crate::set_log_redactor(redactor.clone());
+        // Children's output is redacted as it arrives, before it is cut,
+        // spilled or shown to anyone.
+        tools_config.runner.redactor = redactor.clone();
         let warnings: Vec<String> = settings
             .warnings
             .iter()

@@ -17,10 +17,11 @@ use crate::paths;
 /// used is an error (see [`read_settings`]).
 pub(crate) fn load_config(project: &Path) -> anyhow::Result<Arc<ToolsConfig>> {
     let settings = read_settings(project)?;
-    let (config, warnings) = ToolsConfig::from_settings(&settings);
+    let (mut config, warnings) = ToolsConfig::from_settings(&settings);
     for warning in settings.warnings.iter().chain(&warnings) {
         tracing::warn!("{warning}");
     }
+    config.runner.redactor = super::db::redactor(&settings);
     Ok(Arc::new(config))
 }
 

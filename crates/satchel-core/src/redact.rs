@@ -1,5 +1,9 @@
-//! Keeping secrets out of the record: [`Redactor`] replaces known secret
-//! values with `[redacted]` in every string the store writes.
+//! Keeping secrets out of everything Satchel writes: [`Redactor`] replaces
+//! known secret values with `[redacted]` in strings and JSON (the store's
+//! record, logs), and [`StreamRedactor`] does it to a byte stream as it
+//! arrives (a child's output, before it is cut to head and tail or
+//! spilled), so a secret split across chunks or cut by truncation never
+//! survives in part.
 //!
 //! The secrets are given as explicit `(name, value)` pairs; the binary
 //! passes the process environment through [`Redactor::from_env`], tests
@@ -15,9 +19,10 @@ use serde_json::Value;
 /// The text that replaces a secret.
 pub const REDACTED: &str = "[redacted]";
 
-/// Values shorter than this are not redacted by default: redacting `1` or
-/// `true` everywhere would destroy the record and protect nothing.
-pub const DEFAULT_MIN_LENGTH: usize = 8;
+/// Values shorter than this are not redacted: redacting `1` or `true`
+/// everywhere would destroy the record and protect nothing. Four
+/// characters covers short PINs and keys; the config may raise it.
+pub const DEFAULT_MIN_LENGTH: usize = 4;
 
 /// Endings of environment-variable names that hold secrets by convention.
 const SECRET_NAME_ENDINGS: [&str; 10] = [
@@ -36,7 +41,7 @@ const SECRET_NAME_ENDINGS: [&str; 10] = [
 /// The `redaction` section of agent.json.
 ///
 /// ```json
-/// {"redaction": {"env": ["DATABASE_URL"], "commonNames": true, "minLength": 8}}
+/// {"redaction": {"env": ["DATABASE_URL"], "commonNames": true, "minLength": 4}}
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
@@ -61,6 +66,7 @@ impl Default for RedactionConfig {
 }
 
 /// One secret: its name (for diagnostics) and the texts to look for.
+#[derive(PartialEq, Eq)]
 struct Secret {
     name: String,
     /// The value, and its JSON-escaped form when that differs (a secret
@@ -68,8 +74,9 @@ struct Secret {
     needles: Vec<String>,
 }
 
-/// Replaces secret values with [`REDACTED`]; cheap to clone.
-#[derive(Clone, Default)]
+/// Replaces secret values with [`REDACTED`]; cheap to clone. Two are
+/// equal when they replace the same values.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Redactor {
     /// Longest needle first, so a secret containing another is replaced whole.
     secrets: Arc<[Secret]>,
@@ -126,6 +133,11 @@ impl Redactor {
                 || (config.common_names && is_secret_name(name))
         });
         Redactor::new(chosen, config.min_length)
+    }
+
+    /// A redactor for a child's output stream (see [`StreamRedactor`]).
+    pub fn stream(&self) -> StreamRedactor {
+        StreamRedactor::new(self)
     }
 
     /// Names of the secrets this redactor replaces.
@@ -188,6 +200,89 @@ impl Redactor {
     }
 }
 
+/// Redacts a byte stream chunk by chunk: what it returns never holds a
+/// secret, even one split across chunks, because the last bytes that could
+/// begin one are held back until the next chunk (or [`StreamRedactor::finish`])
+/// shows whether they do.
+pub struct StreamRedactor {
+    finders: Vec<memchr::memmem::Finder<'static>>,
+    /// Bytes held back: the end of what came, which may begin a secret.
+    pending: Vec<u8>,
+    longest: usize,
+}
+
+impl StreamRedactor {
+    fn new(redactor: &Redactor) -> StreamRedactor {
+        // Longest first: a secret that contains another is replaced whole.
+        let mut needles: Vec<&str> = redactor
+            .secrets
+            .iter()
+            .flat_map(|secret| secret.needles.iter().map(String::as_str))
+            .collect();
+        needles.sort_by_key(|needle| std::cmp::Reverse(needle.len()));
+        needles.dedup();
+        StreamRedactor {
+            longest: needles.first().map_or(0, |needle| needle.len()),
+            finders: needles
+                .iter()
+                .map(|needle| memchr::memmem::Finder::new(needle.as_bytes()).into_owned())
+                .collect(),
+            pending: Vec::new(),
+        }
+    }
+
+    /// The next part of the stream, redacted; borrowed when there are no
+    /// secrets to look for.
+    pub fn feed<'a>(&mut self, chunk: &'a [u8]) -> Cow<'a, [u8]> {
+        if self.finders.is_empty() {
+            return Cow::Borrowed(chunk);
+        }
+        self.pending.extend_from_slice(chunk);
+        // A secret that starts before `limit` is whole in `pending` if it is
+        // there at all; one that starts later may still be arriving.
+        let limit = self.pending.len().saturating_sub(self.longest - 1);
+        Cow::Owned(self.release(limit))
+    }
+
+    /// The rest of the stream, redacted, once it has ended.
+    pub fn finish(&mut self) -> Vec<u8> {
+        let end = self.pending.len();
+        self.release(end)
+    }
+
+    /// Replaces every secret that starts before `limit`, and returns the
+    /// bytes up to `limit` (or past it, to the end of a secret replaced).
+    fn release(&mut self, limit: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(limit + REDACTED.len());
+        let mut at = 0;
+        while let Some((start, end)) = self.earliest(at, limit) {
+            out.extend_from_slice(&self.pending[at..start]);
+            out.extend_from_slice(REDACTED.as_bytes());
+            at = end;
+        }
+        let upto = limit.max(at);
+        out.extend_from_slice(&self.pending[at..upto]);
+        self.pending.drain(..upto);
+        out
+    }
+
+    /// The earliest secret starting in `from..limit`, longest at a tie.
+    fn earliest(&self, from: usize, limit: usize) -> Option<(usize, usize)> {
+        let haystack = &self.pending[from..];
+        let mut best: Option<(usize, usize)> = None;
+        for finder in &self.finders {
+            if let Some(offset) = finder.find(haystack) {
+                let start = from + offset;
+                let end = start + finder.needle().len();
+                if start < limit && best.is_none_or(|(s, _)| start < s) {
+                    best = Some((start, end));
+                }
+            }
+        }
+        best
+    }
+}
+
 /// True for names that hold secrets by convention (`OPENAI_API_KEY`,
 /// `GITHUB_TOKEN`, `DB_PASSWORD`...), case-insensitively.
 pub fn is_secret_name(name: &str) -> bool {
@@ -224,6 +319,38 @@ mod tests {
             redactor.redact_str("nothing here"),
             Cow::Borrowed(_)
         ));
+    }
+
+    #[test]
+    fn a_stream_never_lets_a_secret_through_however_it_is_cut() {
+        let redactor = Redactor::new(
+            pairs(&[
+                ("KEY", "sk-live-123456"),
+                ("PIN", "4321"),
+                ("OTHER", "sk-live"),
+            ]),
+            4,
+        );
+        let text = b"a sk-live-123456 b 4321 c sk-live d sk-live-12345 e 43214321";
+        let expected =
+            "a [redacted] b [redacted] c [redacted] d [redacted]-12345 e [redacted][redacted]";
+        for piece in 1..=text.len() {
+            let mut stream = redactor.stream();
+            let mut out = Vec::new();
+            for chunk in text.chunks(piece) {
+                out.extend_from_slice(&stream.feed(chunk));
+            }
+            out.extend_from_slice(&stream.finish());
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                expected,
+                "pieces of {piece}"
+            );
+        }
+        // Nothing to look for: the chunk goes through untouched.
+        let mut none = Redactor::none().stream();
+        assert!(matches!(none.feed(b"sk-live-123456"), Cow::Borrowed(_)));
+        assert!(none.finish().is_empty());
     }
 
     #[test]
@@ -312,7 +439,7 @@ mod tests {
             RedactionConfig {
                 env: vec!["X".into()],
                 common_names: true,
-                min_length: 8
+                min_length: 4
             }
         );
         assert!(serde_json::from_value::<RedactionConfig>(json!({"envs": []})).is_err());
