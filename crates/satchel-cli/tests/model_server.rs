@@ -27,10 +27,9 @@ use support::project::{Project, log_entries, merge};
 fn project(server: &ModelServer, extra: Value) -> Project {
     let mut config = json!({
         "llm": {"provider": "openai", "baseUrl": server.base_url(), "model": MODEL,
-                "temperature": 0, "maxOutputTokens": 160, "requestTimeoutSecs": 120,
-                "toolCalling": "native"},
+                "temperature": 0, "maxOutputTokens": 160, "requestTimeoutSecs": 120},
         "permissions": {"allow": ["bash"]},
-        "maxTurns": 3
+        "maxTurns": 2
     });
     merge(&mut config, extra);
     Project::new(&config)
@@ -81,10 +80,12 @@ fn usage<'a>(transcript: &'a Value, purpose: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-/// The report's case: default settings, native tools, streaming, side
-/// requests on, several statements. Every one answers; every request's
-/// estimate is stored, and the side requests' reported usage beside it;
-/// `satchel context` calibrates the estimate from that usage.
+/// The report's case: default settings (for an unknown local model:
+/// prompted tools with constrained replies, streaming, side requests on),
+/// several statements. Every one ends in an answer or a loud error, never
+/// an empty success; every request's estimate is stored, and the side
+/// requests' reported usage beside it; `satchel context` calibrates the
+/// estimate from that usage.
 #[test]
 fn statements_with_default_side_requests_end_in_answers_and_the_record_matches() {
     let server = ModelServer::start();
@@ -97,22 +98,23 @@ fn statements_with_default_side_requests_end_in_answers_and_the_record_matches()
     let mut conversation: Option<String> = None;
     for prompt in prompts {
         let (transcript, output) = project.run(prompt, conversation.as_deref());
-        assert!(
-            assert_answer_or_loud_error(&transcript, &output),
-            "{prompt}: no answer: {transcript}"
-        );
+        assert_answer_or_loud_error(&transcript, &output);
         conversation = transcript["conversation_id"].as_str().map(str::to_owned);
         let turns = usage(&transcript, "turn");
         assert!(!turns.is_empty());
         for turn in &turns {
             assert!(turn["estimate_tokens"].as_u64().unwrap() > 0, "{turn}");
-            assert!(turn["error"].is_null(), "{turn}");
             assert_ne!(turn["stop_reason"], "interrupted", "{turn}");
         }
+        // Nothing interrupted the answers: no turn failed on the wire.
+        assert!(turns.iter().all(|t| t["error"].is_null()), "{transcript}");
         let objectives = usage(&transcript, "objective");
         assert!(!objectives.is_empty(), "{transcript}");
         for side in objectives {
-            assert!(side["input_tokens"].as_u64().unwrap() > 0, "{side}");
+            assert!(
+                side["input_tokens"].as_u64().is_some_and(|t| t > 0),
+                "{side}"
+            );
             assert!(side["estimate_tokens"].as_u64().unwrap() > 0, "{side}");
         }
     }
@@ -189,7 +191,8 @@ fn an_answer_cut_off_by_a_parallel_side_request_is_an_error_not_a_success() {
     let server = ModelServer::start();
     let project = project(
         &server,
-        json!({"sideRequestTiming": "parallel", "llm": {"maxOutputTokens": 300}}),
+        json!({"sideRequestTiming": "parallel",
+               "llm": {"maxOutputTokens": 300, "toolCalling": "native"}}),
     );
     let (transcript, output) = project.run(
         "Write a long story about a cat who learns to sail, in many paragraphs.",

@@ -145,13 +145,13 @@ impl McpConfig {
     ) -> McpConfig {
         let mut config = McpConfig::default();
         for path in paths {
-            let text = match std::fs::read_to_string(path) {
-                Ok(text) => text,
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+            // Like agent.json: only a regular file of at most 1 MiB is read,
+            // so a FIFO or a link to /dev/zero is refused, never hung on.
+            let text = match satchel_tools::config::read_config_file(path) {
+                Ok(Some(text)) => text,
+                Ok(None) => continue,
                 Err(error) => {
-                    config
-                        .warnings
-                        .push(format!("{}: cannot read: {error}", path.display()));
+                    config.warnings.push(error.to_string());
                     continue;
                 }
             };
@@ -355,6 +355,29 @@ mod tests {
             server.declared_in = PathBuf::from(server.declared_in.file_name().unwrap());
         }
         config
+    }
+
+    /// A FIFO or a link to /dev/zero as mcp.json is refused at once with a
+    /// warning, never read (it would hang or exhaust memory).
+    #[test]
+    fn an_mcp_json_that_is_not_a_small_regular_file_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.json");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .unwrap();
+        let zero = dir.path().join("zero.json");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let started = std::time::Instant::now();
+        let config = McpConfig::load(&[fifo, zero], Path::new("/project"), &env);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(config.warnings.len(), 2, "{:?}", config.warnings);
+        assert!(config.servers.is_empty());
     }
 
     #[test]
