@@ -17,14 +17,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::mcp_http::{address_of, message_in, post, spawn_http};
 
 /// How long one answer may take (a debug build parses a 1 MB word in
 /// under a second; this is for a loaded CI machine).
@@ -401,122 +403,32 @@ fn secrets_never_leave_in_an_mcp_response() {
 
 /// `satchel mcp serve --http 127.0.0.1:0` and the address it serves at.
 fn serve_http(sandbox: &Sandbox) -> (Child, String) {
-    let mut child = sandbox
-        .command(&["mcp", "serve", "--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("satchel exited before serving")
-            .unwrap();
-        if let Some(at) = line.find("http://") {
-            break line[at..].trim().to_owned();
-        }
-    };
-    // Keep draining stderr so the server never blocks on it.
-    std::thread::spawn(move || for _ in lines {});
-    let address = url
-        .strip_prefix("http://")
-        .and_then(|rest| rest.split('/').next())
-        .unwrap()
-        .to_owned();
-    (child, address)
+    let (child, url) = spawn_http(sandbox.command(&["mcp", "serve", "--http", "127.0.0.1:0"]));
+    (child, address_of(&url))
 }
 
-/// One HTTP/1.1 exchange: status, headers (lower-case names) and body,
-/// de-chunked.
-fn post(
+/// One exchange: status, headers and body.
+fn exchange(
     address: &str,
     session: Option<&str>,
     body: &[u8],
 ) -> (u16, Vec<(String, String)>, Vec<u8>) {
-    let mut stream = TcpStream::connect(address).unwrap();
-    stream.set_read_timeout(Some(ANSWER_TIMEOUT)).unwrap();
-    let mut head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    if let Some(session) = session {
-        head.push_str(&format!(
-            "Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-06-18\r\n"
-        ));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body).unwrap();
-    let mut response = Vec::new();
-    // A server that drops the connection mid-answer shows as a short read.
-    let _ = stream.read_to_end(&mut response);
-    let split = response
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no HTTP head in {:?}", String::from_utf8_lossy(&response)));
-    let head = String::from_utf8_lossy(&response[..split]).into_owned();
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|line| line.split_whitespace().nth(1))
-        .and_then(|code| code.parse().ok())
-        .unwrap();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
-        .collect();
-    let mut body = response[split + 4..].to_vec();
-    if headers
-        .iter()
-        .any(|(name, value)| name == "transfer-encoding" && value.contains("chunked"))
-    {
-        body = dechunk(&body);
-    }
-    (status, headers, body)
-}
-
-fn dechunk(mut raw: &[u8]) -> Vec<u8> {
-    let mut body = Vec::new();
-    while let Some(end) = raw.windows(2).position(|w| w == b"\r\n") {
-        let size_text = String::from_utf8_lossy(&raw[..end]);
-        let size = usize::from_str_radix(size_text.split(';').next().unwrap().trim(), 16).unwrap();
-        if size == 0 {
-            break;
-        }
-        let start = end + 2;
-        body.extend_from_slice(&raw[start..(start + size).min(raw.len())]);
-        raw = &raw[(start + size + 2).min(raw.len())..];
-    }
-    body
-}
-
-/// The JSON-RPC message with this id in a JSON or server-sent-events body.
-fn find_answer(body: &[u8], id: u64) -> Option<Value> {
-    let text = String::from_utf8_lossy(body);
-    if let Ok(message) = serde_json::from_str::<Value>(&text) {
-        return (message["id"] == id).then_some(message);
-    }
-    text.lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-        .find(|message| message["id"] == id)
+    let answer = post(address, session, body, ANSWER_TIMEOUT);
+    (answer.status, answer.headers, answer.body)
 }
 
 #[test]
 fn hostile_input_over_http_never_takes_the_server_down() {
     let sandbox = Sandbox::new();
     let (mut child, address) = serve_http(&sandbox);
-    let (status, headers, body) = post(&address, None, initialize().to_string().as_bytes());
+    let (status, headers, body) = exchange(&address, None, initialize().to_string().as_bytes());
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     let session = headers
         .iter()
         .find(|(name, _)| name == "mcp-session-id")
         .map(|(_, value)| value.clone())
         .expect("no session id");
-    let (status, _, _) = post(
+    let (status, _, _) = exchange(
         &address,
         Some(&session),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -527,8 +439,8 @@ fn hostile_input_over_http_never_takes_the_server_down() {
     let started = Instant::now();
     let mut id = 1;
     for hostile in corpus() {
-        let (status, _, body) = post(&address, Some(&session), &with_id(&hostile.message, id));
-        let answer = find_answer(&body, id);
+        let (status, _, body) = exchange(&address, Some(&session), &with_id(&hostile.message, id));
+        let answer = message_in(&body, id);
         if !matches!(hostile.expect, Expect::Nothing) {
             assert_eq!(
                 status,
@@ -545,7 +457,7 @@ fn hostile_input_over_http_never_takes_the_server_down() {
                 hostile.name
             );
         }
-        let (status, _, body) = post(&address, Some(&session), &echo_ok(id + 1));
+        let (status, _, body) = exchange(&address, Some(&session), &echo_ok(id + 1));
         assert_eq!(
             status,
             200,
@@ -553,7 +465,7 @@ fn hostile_input_over_http_never_takes_the_server_down() {
             hostile.name,
             String::from_utf8_lossy(&body)
         );
-        let ok = find_answer(&body, id + 1).unwrap_or_else(|| {
+        let ok = message_in(&body, id + 1).unwrap_or_else(|| {
             panic!(
                 "no answer to `echo ok` after {}: {}",
                 hostile.name,

@@ -16,12 +16,13 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::mcp_http::{Answer, address_of, post, read_answer, spawn_http};
 use support::project::Project;
 
 /// How long an answer may take on a loaded machine.
@@ -38,7 +39,8 @@ struct Server {
 impl Server {
     fn start(args: &[&str]) -> Server {
         let project = Project::new(&json!({"permissions": {"allow": ["bash(echo ok)"]}}));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_satchel"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_satchel"));
+        command
             .args(["mcp", "serve", "--http", "127.0.0.1:0"])
             .args(args)
             .current_dir(project.path("project"))
@@ -49,29 +51,9 @@ impl Server {
             .env("TMPDIR", project.path(""))
             .env_remove("SATCHEL_DB")
             .env_remove("SATCHEL_MCP_TOKEN")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let url = loop {
-            let line = lines
-                .next()
-                .expect("satchel exited before serving")
-                .unwrap();
-            if let Some(at) = line.find("http://") {
-                break line[at..].trim().to_owned();
-            }
-        };
-        // Keep draining stderr so the server never blocks on it.
-        std::thread::spawn(move || for _ in lines {});
-        let address = url
-            .strip_prefix("http://")
-            .and_then(|rest| rest.split('/').next())
-            .unwrap()
-            .to_owned();
+            .env_remove("RUST_LOG");
+        let (child, url) = spawn_http(command);
+        let address = address_of(&url);
         Server {
             child,
             address,
@@ -109,23 +91,12 @@ impl Server {
     }
 
     fn post(&self, session: Option<&str>, message: &Value) -> Answer {
-        let mut stream = self.connect();
-        let body = message.to_string();
-        let mut head = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-            self.address,
-            body.len()
-        );
-        if let Some(session) = session {
-            head.push_str(&format!(
-                "Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-06-18\r\n"
-            ));
-        }
-        head.push_str("\r\n");
-        stream.write_all(head.as_bytes()).unwrap();
-        stream.write_all(body.as_bytes()).unwrap();
-        read_answer(&mut stream)
+        post(
+            &self.address,
+            session,
+            message.to_string().as_bytes(),
+            ANSWER_TIMEOUT,
+        )
     }
 
     fn connect(&self) -> TcpStream {
@@ -151,86 +122,6 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// One HTTP answer: status, headers (lower-case names), body de-chunked.
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<String> {
-        self.headers
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.clone())
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    /// The JSON-RPC message with this id, from a JSON or an SSE body.
-    fn message(&self, id: u64) -> Option<Value> {
-        let text = self.text();
-        if let Ok(message) = serde_json::from_str::<Value>(&text) {
-            return (message["id"] == id).then_some(message);
-        }
-        text.lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-            .find(|message| message["id"] == id)
-    }
-}
-
-/// Reads an answer to the end of the connection.
-fn read_answer(stream: &mut TcpStream) -> Answer {
-    let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response);
-    let split = response
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no HTTP head in {:?}", String::from_utf8_lossy(&response)));
-    let head = String::from_utf8_lossy(&response[..split]).into_owned();
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|line| line.split_whitespace().nth(1))
-        .and_then(|code| code.parse().ok())
-        .unwrap();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
-        .collect();
-    let mut body = response[split + 4..].to_vec();
-    if headers
-        .iter()
-        .any(|(name, value)| name == "transfer-encoding" && value.contains("chunked"))
-    {
-        body = dechunk(&body);
-    }
-    Answer {
-        status,
-        headers,
-        body,
-    }
-}
-
-fn dechunk(mut raw: &[u8]) -> Vec<u8> {
-    let mut body = Vec::new();
-    while let Some(end) = raw.windows(2).position(|w| w == b"\r\n") {
-        let size_text = String::from_utf8_lossy(&raw[..end]);
-        let size = usize::from_str_radix(size_text.split(';').next().unwrap().trim(), 16).unwrap();
-        if size == 0 {
-            break;
-        }
-        let start = end + 2;
-        body.extend_from_slice(&raw[start..(start + size).min(raw.len())]);
-        raw = &raw[(start + size + 2).min(raw.len())..];
-    }
-    body
 }
 
 fn initialize() -> Value {

@@ -11,7 +11,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
-use std::io::{BufRead, BufReader};
+mod support;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -19,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
+use support::mcp_http::spawn_http;
 
 /// A peer installed by the install script, or a failure that says how to get it.
 fn peer(relative: &str) -> PathBuf {
@@ -280,26 +282,7 @@ fn satchel_uses_the_reference_server_everything() {
 
 /// `satchel mcp serve --http 127.0.0.1:0` and the URL it serves at.
 fn serve_http(sandbox: &Sandbox) -> (Child, String) {
-    let mut child = sandbox
-        .satchel(&["mcp", "serve", "--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("satchel exited before serving")
-            .unwrap();
-        if let Some(at) = line.find("http://") {
-            break line[at..].trim().to_owned();
-        }
-    };
-    // Keep draining stderr so the server never blocks on it.
-    std::thread::spawn(move || for _ in lines {});
-    (child, url)
+    spawn_http(sandbox.satchel(&["mcp", "serve", "--http", "127.0.0.1:0"]))
 }
 
 #[test]

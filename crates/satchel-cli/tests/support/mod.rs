@@ -1,5 +1,6 @@
-//! What the end-to-end tests share: a temporary project, and a real model
-//! server.
+//! What the end-to-end tests share: a temporary project, a real model
+//! server, and a small MCP-over-HTTP client.
 
+pub mod mcp_http;
 pub mod model_server;
 pub mod project;

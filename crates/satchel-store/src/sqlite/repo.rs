@@ -261,19 +261,24 @@ fn tool_call_row(row: &Row<'_>) -> rusqlite::Result<ToolCallRecord> {
     })
 }
 
+/// The audit source in column `index`.
+fn audit_source(row: &Row<'_>, index: usize) -> rusqlite::Result<AuditSource> {
+    let source: String = row.get(index)?;
+    AuditSource::parse(&source).ok_or_else(|| {
+        column_error(
+            index,
+            UnknownName {
+                what: "audit source",
+                value: source,
+            },
+        )
+    })
+}
+
 fn audit_row(row: &Row<'_>) -> rusqlite::Result<AuditRecord> {
-    let source: String = row.get(1)?;
     Ok(AuditRecord {
         id: row.get(0)?,
-        source: AuditSource::parse(&source).ok_or_else(|| {
-            column_error(
-                1,
-                UnknownName {
-                    what: "audit source",
-                    value: source.clone(),
-                },
-            )
-        })?,
+        source: audit_source(row, 1)?,
         tool: row.get(2)?,
         input: json(row, 3)?,
         is_error: row.get(4)?,
@@ -903,18 +908,9 @@ impl AuditStore for SqliteStore {
                  FROM call_starts ORDER BY started_at, id",
                 [],
                 |row| {
-                    let source: String = row.get(1)?;
                     Ok(CallStartRecord {
                         id: row.get(0)?,
-                        source: AuditSource::parse(&source).ok_or_else(|| {
-                            column_error(
-                                1,
-                                UnknownName {
-                                    what: "audit source",
-                                    value: source.clone(),
-                                },
-                            )
-                        })?,
+                        source: audit_source(row, 1)?,
                         tool: row.get(2)?,
                         call_id: row.get(3)?,
                         input: json(row, 4)?,
