@@ -505,6 +505,10 @@ pub(crate) struct AuditArgs {
     /// Show at most this many (the most recent).
     #[arg(long, default_value_t = 50)]
     pub(crate) limit: usize,
+    /// Only calls that began and never ended: put on record before they
+    /// ran, whose process stopped or whose end could not be recorded.
+    #[arg(long)]
+    pub(crate) unfinished: bool,
     /// Print the rows as a JSON array.
     #[arg(long)]
     pub(crate) json: bool,

@@ -409,6 +409,10 @@ fn a_full_disk_after_the_start_keeps_the_call_on_record_as_unfinished() {
         "{text}"
     );
     assert!(text.contains("seq 1 2000"), "{text}");
+    let unfinished = json_of(&sandbox.run(&["audit", "--unfinished", "--json"]));
+    assert_eq!(unfinished.as_array().unwrap().len(), 1, "{unfinished}");
+    assert_eq!(unfinished[0]["tool"], "bash");
+    assert_eq!(unfinished[0]["source"], "cli");
 }
 
 /// Another process holds the database's write lock past the store's wait:

@@ -99,6 +99,10 @@ pub(crate) async fn audit(args: AuditArgs, env: &Project) -> anyhow::Result<Exit
         None => (Vec::new(), Vec::new()),
     };
     let mut stdout = std::io::stdout().lock();
+    if args.unfinished && args.json {
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&unfinished)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.json {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&rows)?)?;
         return Ok(ExitCode::SUCCESS);
@@ -118,6 +122,12 @@ pub(crate) async fn audit(args: AuditArgs, env: &Project) -> anyhow::Result<Exit
             )?;
         }
         writeln!(stdout)?;
+    }
+    if args.unfinished {
+        if unfinished.is_empty() {
+            tracing::warn!("no call began without ending");
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     if rows.is_empty() {
         tracing::warn!("no recorded tool calls match");
