@@ -1011,19 +1011,22 @@ impl Agent {
         if conversation.title.is_none() {
             kinds.push(SideKind::Title);
         }
-        kinds
-            .into_iter()
-            .map(|kind| {
-                let material = match (kind, &conversation.goal) {
-                    (SideKind::Objective, Some(goal)) if !first => {
-                        format!("Conversation goal: {goal}\n\nThe user's latest message:\n{text}")
-                    }
-                    _ => text.to_owned(),
-                };
-                (kind, material)
-            })
-            .collect::<Vec<_>>()
-            .into()
+        SidePlan(
+            kinds
+                .into_iter()
+                .map(|kind| {
+                    let material = match (kind, &conversation.goal) {
+                        (SideKind::Objective, Some(goal)) if !first => {
+                            format!(
+                                "Conversation goal: {goal}\n\nThe user's latest message:\n{text}"
+                            )
+                        }
+                        _ => text.to_owned(),
+                    };
+                    (kind, material)
+                })
+                .collect(),
+        )
     }
 
     /// Waits for the side requests and records what they wrote.
@@ -1623,12 +1626,6 @@ struct SidePrefix {
 
 /// The side requests a statement needs, each with its own material.
 struct SidePlan(Vec<(SideKind, String)>);
-
-impl From<Vec<(SideKind, String)>> for SidePlan {
-    fn from(kinds: Vec<(SideKind, String)>) -> SidePlan {
-        SidePlan(kinds)
-    }
-}
 
 impl SidePlan {
     /// Each as its own short request (beside the first turn).

@@ -12,7 +12,7 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -30,19 +30,8 @@ struct Ran {
 fn satchel(project: &Project, args: &[&str]) -> Ran {
     let out = project.path("stdout.txt");
     let err = project.path("stderr.txt");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_satchel"))
-        .args(args)
-        .current_dir(project.path("project"))
-        .env("XDG_CONFIG_HOME", project.path("config"))
-        .env("XDG_DATA_HOME", project.path("data"))
-        .env("XDG_CACHE_HOME", project.path("cache"))
-        .env("TMPDIR", project.path(""))
-        .env("NO_COLOR", "1")
-        .env_remove("SATCHEL_DB")
-        .env_remove("SATCHEL_MODEL")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("RUST_LOG")
+    let mut child = project
+        .command(args)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(&err).unwrap())

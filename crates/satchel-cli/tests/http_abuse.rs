@@ -18,7 +18,7 @@ mod support;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -39,19 +39,8 @@ struct Server {
 impl Server {
     fn start(args: &[&str]) -> Server {
         let project = Project::new(&json!({"permissions": {"allow": ["bash(echo ok)"]}}));
-        let mut command = Command::new(env!("CARGO_BIN_EXE_satchel"));
-        command
-            .args(["mcp", "serve", "--http", "127.0.0.1:0"])
-            .args(args)
-            .current_dir(project.path("project"))
-            .env("XDG_CONFIG_HOME", project.path("config"))
-            .env("XDG_DATA_HOME", project.path("data"))
-            .env("XDG_CACHE_HOME", project.path("cache"))
-            .env("SATCHEL_LIBEXEC_DIR", project.path("libexec"))
-            .env("TMPDIR", project.path(""))
-            .env_remove("SATCHEL_DB")
-            .env_remove("SATCHEL_MCP_TOKEN")
-            .env_remove("RUST_LOG");
+        let mut command = project.command(&["mcp", "serve", "--http", "127.0.0.1:0"]);
+        command.args(args);
         let (child, url) = spawn_http(command);
         let address = address_of(&url);
         Server {

@@ -16,7 +16,7 @@
 
 mod support;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{Value, json};
 use support::model_server::{MODEL, ModelServer};
@@ -213,19 +213,8 @@ fn an_answer_cut_off_by_a_parallel_side_request_is_an_error_not_a_success() {
 fn the_repl_answers_through_the_real_server() {
     let server = ModelServer::start();
     let project = project(&server, json!({}));
-    let mut command = Command::new(env!("CARGO_BIN_EXE_satchel"));
-    command
-        .arg("chat")
-        .current_dir(project.path("project"))
-        .env("XDG_CONFIG_HOME", project.path("config"))
-        .env("XDG_DATA_HOME", project.path("data"))
-        .env("XDG_CACHE_HOME", project.path("cache"))
-        .env("TMPDIR", project.path(""))
-        .env("NO_COLOR", "1")
-        .env("TERM", "xterm")
-        .env_remove("SATCHEL_DB")
-        .env_remove("SATCHEL_MODEL")
-        .env_remove("RUST_LOG");
+    let mut command = project.command(&["chat"]);
+    command.env("TERM", "xterm");
     let mut repl = rexpect::session::spawn_command(command, Some(180_000)).unwrap();
     repl.exp_string("/help for commands").unwrap();
     repl.send_line("say hello in five words").unwrap();

@@ -40,25 +40,33 @@ impl Project {
         self.dir.path().join(name)
     }
 
-    /// Runs `satchel ARGS` in the project, with no terminal and none of
-    /// the caller's model or database settings.
-    pub fn satchel(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_satchel"))
+    /// `satchel ARGS` in the project, with its own directories and none of
+    /// the caller's model, database, token or log settings; stdio as the
+    /// caller sets it.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_satchel"));
+        command
             .args(args)
             .current_dir(self.path("project"))
             .env("XDG_CONFIG_HOME", self.path("config"))
             .env("XDG_DATA_HOME", self.path("data"))
             .env("XDG_CACHE_HOME", self.path("cache"))
+            .env("SATCHEL_LIBEXEC_DIR", self.path("libexec"))
             .env("TMPDIR", self.dir.path())
             .env("NO_COLOR", "1")
             .env_remove("SATCHEL_DB")
             .env_remove("SATCHEL_MODEL")
+            .env_remove("SATCHEL_MCP_TOKEN")
             .env_remove("OPENAI_BASE_URL")
             .env_remove("OPENAI_API_KEY")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
+            .env_remove("RUST_LOG");
+        command
+    }
+
+    /// Runs `satchel ARGS` in the project with no terminal (see
+    /// [`Project::command`]).
+    pub fn satchel(&self, args: &[&str]) -> Output {
+        self.command(args).stdin(Stdio::null()).output().unwrap()
     }
 
     /// `satchel run --json PROMPT` (after `--resume ID` when given): the
