@@ -1164,6 +1164,8 @@ impl Agent {
                         reasoning: reasoning.clone(),
                     },
                     registry: Some(registry.clone()),
+                    // Set by dispatch from the policy's mode.
+                    confinement: satchel_tools::sandbox::Confinement::default(),
                 };
                 self.run_one(registry, snapshot, call, ctx, sink)
             });

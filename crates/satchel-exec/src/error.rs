@@ -22,6 +22,13 @@ pub enum ExecError {
         #[source]
         source: io::Error,
     },
+    /// A sandbox was asked for and this system cannot enforce it: the
+    /// command did not run (never unsandboxed in silence).
+    #[error("the command was not run: {reason}")]
+    SandboxUnavailable {
+        /// Why the kernel cannot sandbox it.
+        reason: String,
+    },
     /// Waiting for the child failed; should not happen on Linux.
     #[error("waiting for the child process failed: {0}")]
     Wait(#[source] io::Error),

@@ -20,7 +20,7 @@ mod config;
 mod error;
 mod outcome;
 mod run;
-mod sandbox;
+pub mod sandbox;
 mod spill;
 mod text;
 
@@ -28,5 +28,5 @@ pub use config::{OutputConfig, RunnerConfig, SpillConfig};
 pub use error::ExecError;
 pub use outcome::{Captured, ExecOutcome, Exit, SpillFile};
 pub use run::{ExecRequest, run};
-pub use sandbox::{SandboxReport, SandboxSpec};
+pub use sandbox::{Limits, SandboxReport, SandboxSpec};
 pub use text::{clean_terminal_text, collapse_carriage_returns, strip_ansi};

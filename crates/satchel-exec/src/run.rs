@@ -200,10 +200,17 @@ async fn spawn(request: &ExecRequest) -> Result<(Child, SandboxReport), ExecErro
     if request.clear_env {
         command.env_clear();
     }
-    let (mut ruleset, report) = match request.sandbox.as_ref().map(sandbox::prepare) {
+    let (mut plan, report) = match &request.sandbox {
         None => (None, SandboxReport::NotRequested),
-        Some(Ok((ruleset, report))) => (Some(ruleset), report),
-        Some(Err(reason)) => (None, SandboxReport::Unavailable { reason }),
+        Some(spec) => {
+            let prepared = sandbox::prepare(spec, &request.working_dir)
+                .map_err(|reason| ExecError::SandboxUnavailable { reason })?;
+            hide_secrets(&mut command, request, spec);
+            if let Some(tmpdir) = prepared.tmpdir {
+                command.env("TMPDIR", tmpdir);
+            }
+            (Some(prepared.plan), prepared.report)
+        }
     };
     command
         .args(&request.args)
@@ -221,10 +228,9 @@ async fn spawn(request: &ExecRequest) -> Result<(Child, SandboxReport), ExecErro
     let parent = rustix::process::getpid();
     // SAFETY: the closure runs between fork and exec and makes only
     // async-signal-safe system calls (setsid, prctl, getppid, and for the
-    // sandbox prctl(NO_NEW_PRIVS) and landlock_restrict_self on a ruleset
-    // built in the parent); it allocates nothing on the success path. The
-    // `take` happens in the child's copy of the closure, so a retried spawn
-    // is sandboxed too.
+    // sandbox `confine`, on a plan built in the parent); it allocates
+    // nothing on the success path. The plan is the child's copy, so a
+    // retried spawn is sandboxed too.
     unsafe {
         command.pre_exec(move || {
             rustix::process::setsid()?;
@@ -233,8 +239,8 @@ async fn spawn(request: &ExecRequest) -> Result<(Child, SandboxReport), ExecErro
             if rustix::process::getppid() != Some(parent) {
                 return Err(io::Error::other("parent exited during spawn"));
             }
-            if let Some(ruleset) = ruleset.take() {
-                ruleset.restrict_self().map_err(io::Error::other)?;
+            if let Some(plan) = plan.as_mut() {
+                sandbox::confine(plan)?;
             }
             Ok(())
         });
@@ -260,6 +266,23 @@ async fn spawn(request: &ExecRequest) -> Result<(Child, SandboxReport), ExecErro
                         source,
                     });
             }
+        }
+    }
+}
+
+/// Keeps variables named like secrets out of a sandboxed child, unless
+/// the spec passes them or the request sets them itself.
+fn hide_secrets(command: &mut Command, request: &ExecRequest, spec: &SandboxSpec) {
+    if request.clear_env {
+        return;
+    }
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        if satchel_core::redact::is_secret_name(name)
+            && !spec.pass_env.iter().any(|passed| passed == name)
+            && !request.env.iter().any(|(set, _)| set == name)
+        {
+            command.env_remove(name);
         }
     }
 }

@@ -142,6 +142,8 @@ impl SatchelServer {
             config: (inner.options.config)(),
             trace: satchel_tools::CallTrace::default(),
             registry: Some(registry.clone()),
+            // Set by dispatch from the policy's mode.
+            confinement: satchel_tools::sandbox::Confinement::default(),
         };
         let call = ToolCall {
             id: ctx.call_id.clone(),

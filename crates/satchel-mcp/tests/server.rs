@@ -222,7 +222,7 @@ async fn calls_return_text_and_structured_content() {
 async fn policy_gates_calls_and_nobody_can_consent_over_mcp() {
     bounded(async {
         let mut fx = Fixture::new().await;
-        fx.policy = policy(Mode::Default);
+        fx.policy = policy(Mode::Workspace);
         fx.live
             .set_extra_tools(diagnostic::GROUP, vec![Arc::new(EchoTool::new())])
             .unwrap();

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use satchel_core::{
     Capabilities, ErrorCode, Resource, ToolAnnotations, ToolOutput, ToolResults, ToolSpec,
 };
-use satchel_exec::{Captured, ExecError, ExecOutcome, ExecRequest};
+use satchel_exec::{Captured, ExecError, ExecOutcome, ExecRequest, Exit};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -46,14 +46,24 @@ struct BashInput {
     working_dir: Option<String>,
 }
 
+/// Words of stderr that mean the sandbox may have stopped a command.
+const SANDBOX_SIGNS: [&str; 4] = [
+    "Permission denied",
+    "Read-only file system",
+    "Operation not permitted",
+    "Cannot assign requested address",
+];
+
 fn spec() -> ToolSpec {
     ToolSpec {
         name: "bash".into(),
         title: Some("Bash".into()),
         description: "Run a bash command non-interactively: no stdin, no terminal, so prompts fail \
             at once (pass `-y` and the like). Long output keeps its head and tail; the full text is \
-            saved to a file named in the response. Background jobs end with the command; \
-            `setsid nohup CMD > FILE 2>&1 &` keeps one running."
+            saved to a file named in the response. Every process the command starts ends with it. \
+            Commands run in a sandbox: they read anywhere but write only in the project and /tmp, \
+            with no network unless configured. If a command needs more, call again with \
+            `sandbox: \"none\"` and a `justification`; the user decides."
             .into(),
         input_schema: json!({
             "type": "object",
@@ -66,6 +76,14 @@ fn spec() -> ToolSpec {
                 "working_dir": {
                     "type": "string", "default": ".",
                     "description": "Where to run, relative to the project"
+                },
+                "sandbox": {
+                    "type": "string", "enum": ["none"],
+                    "description": "Ask to run outside the sandbox (needs the user's consent)"
+                },
+                "justification": {
+                    "type": "string",
+                    "description": "Why the command needs to leave the sandbox, shown to the user"
                 }
             },
             "required": ["command"],
@@ -80,7 +98,8 @@ fn spec() -> ToolSpec {
                 "signal": {"type": "string", "description": "The signal that ended the command, if any"},
                 "truncated": {"type": "boolean"},
                 "timed_out": {"type": "boolean"},
-                "duration_ms": {"type": "integer"}
+                "duration_ms": {"type": "integer"},
+                "sandbox": {"type": "string", "description": "readonly, workspace or none"}
             },
             "required": ["stdout", "stderr", "exit_code", "truncated", "timed_out", "duration_ms"]
         })),
@@ -124,7 +143,7 @@ impl Tool for BashTool {
             env: Vec::new(),
             timeout: Duration::from_secs(timeout_secs),
             clear_env: false,
-            sandbox: None,
+            sandbox: crate::sandbox::spec_for(ctx),
         };
         let outcome =
             satchel_exec::run(&request, &ctx.config.runner, &ctx.cancel).await.map_err(|error| match error {
@@ -135,9 +154,30 @@ impl Tool for BashTool {
                         path.display()
                     ),
                 ),
+                ExecError::SandboxUnavailable { reason } => ToolError::new(
+                    ErrorCode::PermissionDenied,
+                    format!("{reason}. Call again with `sandbox: \"none\"` and a `justification` to ask the user to run it unsandboxed."),
+                ),
                 other => ToolError::new(ErrorCode::ToolCrashed, other.to_string()),
             })?;
-        Ok(output_of(&input.command, timeout_secs, &outcome))
+        let mut output = output_of(
+            &input.command,
+            timeout_secs,
+            &outcome,
+            ctx.confinement.as_str(),
+        );
+        if ctx.confinement.is_sandboxed() && outcome.exit != Exit::Code(0) {
+            let stderr = &outcome.stderr.text;
+            if SANDBOX_SIGNS.iter().any(|sign| stderr.contains(sign)) {
+                output = output.with_response(format!(
+                    "This may be the `{}` sandbox: it allows writes only in the project and /tmp, and no network{}. \
+                     If the task needs more, call again with `sandbox: \"none\"` and a `justification`; the user will be asked.",
+                    ctx.confinement.as_str(),
+                    if ctx.config.sandbox.network { " unless configured (it is)" } else { "" }
+                ));
+            }
+        }
+        Ok(output)
     }
 
     fn format_use(&self, input: &Value, style: Style) -> String {
@@ -233,7 +273,7 @@ fn human_duration(ms: u64) -> String {
 }
 
 /// Builds the model- and user-facing output of a finished run.
-fn output_of(command: &str, timeout_secs: u64, outcome: &ExecOutcome) -> ToolOutput {
+fn output_of(command: &str, timeout_secs: u64, outcome: &ExecOutcome, sandbox: &str) -> ToolOutput {
     let duration_ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
     let mut fields = json!({
         "stdout": outcome.stdout.text,
@@ -242,6 +282,7 @@ fn output_of(command: &str, timeout_secs: u64, outcome: &ExecOutcome) -> ToolOut
         "truncated": outcome.stdout.truncated() || outcome.stderr.truncated(),
         "timed_out": outcome.timed_out,
         "duration_ms": duration_ms,
+        "sandbox": sandbox,
     });
     if let (Some(signal), Value::Object(map)) = (outcome.exit.signal_name(), &mut fields) {
         map.insert("signal".into(), json!(signal));
@@ -251,7 +292,7 @@ fn output_of(command: &str, timeout_secs: u64, outcome: &ExecOutcome) -> ToolOut
             ErrorCode::ToolTimeout,
             format!(
                 "the command did not finish within {timeout_secs} s and was stopped; raise `timeout` (up to \
-                 {MAX_TIMEOUT_SECS}) or run it in the background with its output sent to a file"
+                 {MAX_TIMEOUT_SECS}) or split the work into shorter commands"
             ),
         ))
     } else if outcome.cancelled {

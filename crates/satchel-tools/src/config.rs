@@ -706,6 +706,9 @@ pub fn tool_result_max_length(settings: &Settings) -> (usize, Option<String>) {
 pub struct ToolsConfig {
     /// Limits for every child process (bash, external tools).
     pub runner: RunnerConfig,
+    /// The sandbox of commands (`exec.writable`, `network`, `passEnv`,
+    /// `limits`).
+    pub sandbox: crate::sandbox::SandboxConfig,
     /// Discovery and calls of external tools.
     pub external: ExternalConfig,
     /// Search backends and their limits.
@@ -721,6 +724,7 @@ impl Default for ToolsConfig {
     fn default() -> ToolsConfig {
         ToolsConfig {
             runner: RunnerConfig::default(),
+            sandbox: crate::sandbox::SandboxConfig::default(),
             external: ExternalConfig::default(),
             search: crate::search::SearchConfig::default(),
             code: crate::code::CodeConfig::default(),
@@ -739,6 +743,7 @@ impl ToolsConfig {
         let (code, code_warnings) = crate::code::CodeConfig::from_settings(settings);
         let (tool_result_max_length, length_warning) = tool_result_max_length(settings);
         let config = ToolsConfig {
+            sandbox: exec.sandbox(),
             runner: exec.into_runner(),
             external: external.into_config(),
             search,
@@ -839,6 +844,50 @@ struct ExecSettings {
     spill_max_file_bytes: u64,
     spill_max_total_bytes: u64,
     spill_max_age_hours: u64,
+    /// Writable paths besides the project, for sandboxed commands.
+    writable: Vec<PathBuf>,
+    /// Network for sandboxed commands in `workspace` mode.
+    network: bool,
+    /// Secret-named variables passed into sandboxed commands anyway.
+    pass_env: Vec<String>,
+    /// Resource limits of sandboxed commands.
+    limits: LimitSettings,
+}
+
+/// `exec.limits`: each absent key keeps its default, `null` removes the
+/// limit.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct LimitSettings {
+    memory_mb: Option<u64>,
+    processes: Option<u32>,
+    cpu_secs: Option<u64>,
+    file_size_mb: Option<u64>,
+}
+
+const MIB: u64 = 1024 * 1024;
+
+impl Default for LimitSettings {
+    fn default() -> LimitSettings {
+        let limits = satchel_exec::Limits::default();
+        LimitSettings {
+            memory_mb: limits.memory_bytes.map(|b| b / MIB),
+            processes: limits.processes,
+            cpu_secs: limits.cpu_secs,
+            file_size_mb: limits.file_size_bytes.map(|b| b / MIB),
+        }
+    }
+}
+
+impl LimitSettings {
+    fn into_limits(self) -> satchel_exec::Limits {
+        satchel_exec::Limits {
+            memory_bytes: self.memory_mb.map(|mb| mb.saturating_mul(MIB)),
+            processes: self.processes,
+            cpu_secs: self.cpu_secs,
+            file_size_bytes: self.file_size_mb.map(|mb| mb.saturating_mul(MIB)),
+        }
+    }
 }
 
 impl Default for ExecSettings {
@@ -857,11 +906,24 @@ impl Default for ExecSettings {
             spill_max_file_bytes: runner.spill.max_file_bytes,
             spill_max_total_bytes: runner.spill.max_total_bytes,
             spill_max_age_hours: runner.spill.max_age.as_secs() / 3600,
+            writable: Vec::new(),
+            network: false,
+            pass_env: Vec::new(),
+            limits: LimitSettings::default(),
         }
     }
 }
 
 impl ExecSettings {
+    fn sandbox(&self) -> crate::sandbox::SandboxConfig {
+        crate::sandbox::SandboxConfig {
+            writable: self.writable.clone(),
+            network: self.network,
+            pass_env: self.pass_env.clone(),
+            limits: self.limits.clone().into_limits(),
+        }
+    }
+
     fn into_runner(self) -> RunnerConfig {
         let default_dir = SpillConfig::default().dir;
         RunnerConfig {
@@ -1035,7 +1097,7 @@ mod tests {
                     "{file}:5:26: `permissions.ask[1]` must be a rule (a string), not a number"
                 ),
                 format!(
-                    "{file}:6:5: `permissions.mode` must be one of \"default\", \"readonly\", \"trust\", not \"trusted\""
+                    "{file}:6:5: `permissions.mode` must be one of \"readonly\", \"workspace\", \"trust\", not \"trusted\""
                 ),
                 format!(
                     "{file}:7:5: `zzzzzz` is not a key of `permissions`; its keys are `allow`, `ask`, `deny` and `mode`"

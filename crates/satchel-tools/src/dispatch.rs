@@ -10,9 +10,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
 use satchel_core::{ErrorCode, Resource, ToolCall, ToolOutput};
-use serde_json::{Map, json};
+use serde_json::{Map, Value, json};
 
 use crate::policy::{Decision, Policy, Verdict};
+use crate::sandbox::Confinement;
 use crate::{Registry, ToolContext, ToolSource};
 
 /// The user's answer to a consent request.
@@ -145,6 +146,22 @@ impl Dispatched {
     }
 }
 
+/// How an allowed call's processes are confined: the mode's sandbox,
+/// unless the call asked to leave it (and a rule or the user allowed
+/// that), or this system cannot sandbox (and a rule or the user allowed
+/// running unsandboxed).
+fn confinement_of(policy: &Policy, input: &Value, verdict: Verdict) -> Confinement {
+    let mode = policy.mode().confinement();
+    let allowed_out = verdict != Verdict::Deny
+        && (crate::sandbox::asks_to_leave(input)
+            || satchel_exec::sandbox::probe().available().is_err());
+    if allowed_out {
+        Confinement::Unconfined
+    } else {
+        mode
+    }
+}
+
 /// True for tools that start processes and so count against the cap.
 fn starts_process(source: &ToolSource, writes_execution: bool) -> bool {
     matches!(source, ToolSource::External { .. }) || writes_execution
@@ -237,6 +254,15 @@ pub async fn dispatch(
         Ok(permit) => permit,
         Err(output) => return finish(output, Some(decision), answer),
     };
-    let output = Registry::run_checked(tool, call, ctx).await;
+    let confinement = confinement_of(policy, &call.input, decision.verdict);
+    let output = if confinement == ctx.confinement {
+        Registry::run_checked(tool, call, ctx).await
+    } else {
+        let ctx = ToolContext {
+            confinement,
+            ..ctx.clone()
+        };
+        Registry::run_checked(tool, call, &ctx).await
+    };
     finish(output, Some(decision), answer)
 }

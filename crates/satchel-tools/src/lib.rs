@@ -28,6 +28,7 @@ pub mod memory;
 mod observer;
 pub mod policy;
 mod registry;
+pub mod sandbox;
 pub mod search;
 mod tool;
 pub mod usage;

@@ -118,6 +118,9 @@ pub struct ToolContext {
     /// for tools that describe other tools' calls (the `conversation`
     /// tool reads their capabilities).
     pub registry: Option<Arc<Registry>>,
+    /// How the call's processes are confined; [`crate::dispatch`] sets it
+    /// from the policy's mode and the user's consent.
+    pub confinement: crate::sandbox::Confinement,
 }
 
 /// What led to a call, as far as the caller knows it.
@@ -146,6 +149,7 @@ impl ToolContext {
             config,
             trace: CallTrace::default(),
             registry: None,
+            confinement: crate::sandbox::Confinement::default(),
         }
     }
 }

@@ -65,7 +65,7 @@ async fn output_has_the_documented_shape() {
     fields["duration_ms"] = json!(0);
     assert_eq!(
         fields,
-        json!({"stdout": "hi\n", "stderr": "err\n", "exit_code": 2, "truncated": false, "timed_out": false, "duration_ms": 0})
+        json!({"stdout": "hi\n", "stderr": "err\n", "exit_code": 2, "truncated": false, "timed_out": false, "duration_ms": 0, "sandbox": "workspace"})
     );
     assert!(
         out.user_message

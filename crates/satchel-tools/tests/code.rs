@@ -192,10 +192,31 @@ async fn check_basics(harness: &Harness, language: &str, config: &Arc<ToolsConfi
             value["result"]["sandbox"]
                 .as_str()
                 .unwrap()
-                .starts_with("landlock"),
+                .starts_with("landlock+seccomp"),
             "{value}"
         );
     }
+}
+
+/// Whether a live (not zombie) process on this machine has `argument`
+/// on its command line.
+fn running_with_argument(argument: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let dir = entry.path();
+        let has_argument = std::fs::read(dir.join("cmdline"))
+            .is_ok_and(|line| line.split(|b| *b == 0).any(|a| a == argument.as_bytes()));
+        let zombie = std::fs::read_to_string(dir.join("stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        });
+        has_argument && !zombie
+    })
 }
 
 /// Hostile behaviours: an infinite loop, a background process left behind,
@@ -206,18 +227,26 @@ async fn check_hostile(harness: &Harness, language: &str, config: &Arc<ToolsConf
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let pid_file = outside.path().join("pid");
+    // A sleep no other process has: its survival is looked for by name,
+    // since the sandbox's process ids are its own.
+    let nap = format!("1000.{}{}", std::process::id(), language.len());
     let (looping, background, flood, stdin, write, network) = match language {
         "python" => (
             "while True: pass".to_owned(),
-            "import subprocess\np = subprocess.Popen(['sleep', '1000'])\nprint(p.pid)".to_owned(),
+            format!("import subprocess\np = subprocess.Popen(['sleep', '{nap}'])\nprint(p.pid)"),
             "import sys\nsys.stdout.write('x' * 5_000_000)".to_owned(),
             "import sys\nprint(repr(sys.stdin.read()))".to_owned(),
-            format!("open({:?}, 'w').write('escaped')", target.display().to_string()),
-            format!("import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=5)\nprint('connected')"),
+            format!(
+                "open({:?}, 'w').write('escaped')",
+                target.display().to_string()
+            ),
+            format!(
+                "import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=5)\nprint('connected')"
+            ),
         ),
         "bash" => (
             "while true; do :; done".to_owned(),
-            "sleep 1000 &\necho $!".to_owned(),
+            format!("sleep {nap} &\necho $!"),
             "head -c 5000000 /dev/zero | tr '\\0' x".to_owned(),
             "cat; echo \"[$?]\"".to_owned(),
             format!("echo escaped > {}", target.display()),
@@ -225,11 +254,19 @@ async fn check_hostile(harness: &Harness, language: &str, config: &Arc<ToolsConf
         ),
         _ => (
             "while (true) {}".to_owned(),
-            "const { spawn } = require('child_process');\nconst p = spawn('sleep', ['1000'], { stdio: 'ignore' });\nconsole.log(p.pid);".to_owned(),
+            format!(
+                "const {{ spawn }} = require('child_process');\nconst p = spawn('sleep', ['{nap}'], {{ stdio: 'ignore' }});\nconsole.log(p.pid);"
+            ),
             "process.stdout.write('x'.repeat(5_000_000))".to_owned(),
-            "const fs = require('fs');\nconsole.log(JSON.stringify(fs.readFileSync(0, 'utf8')))".to_owned(),
-            format!("require('fs').writeFileSync({:?}, 'escaped')", target.display().to_string()),
-            format!("const net = require('net');\nconst s = net.connect({port}, '127.0.0.1');\ns.on('connect', () => {{ console.log('connected'); s.end(); }});\ns.on('error', (e) => {{ console.error(String(e)); process.exit(1); }});"),
+            "const fs = require('fs');\nconsole.log(JSON.stringify(fs.readFileSync(0, 'utf8')))"
+                .to_owned(),
+            format!(
+                "require('fs').writeFileSync({:?}, 'escaped')",
+                target.display().to_string()
+            ),
+            format!(
+                "const net = require('net');\nconst s = net.connect({port}, '127.0.0.1');\ns.on('connect', () => {{ console.log('connected'); s.end(); }});\ns.on('error', (e) => {{ console.error(String(e)); process.exit(1); }});"
+            ),
         ),
     };
     let _ = pid_file;
@@ -255,13 +292,7 @@ async fn check_hostile(harness: &Harness, language: &str, config: &Arc<ToolsConf
         .parse()
         .unwrap_or_else(|_| panic!("{language}: {out:?}"));
     let gone = tokio::time::timeout(Duration::from_secs(20), async {
-        while std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            !s.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        }) {
+        while running_with_argument(&nap) {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
@@ -367,7 +398,7 @@ async fn network_can_be_allowed() {
         body(&out)["result"]["sandbox"]
             .as_str()
             .unwrap()
-            .ends_with("network allowed")
+            .contains("network allowed")
     );
 }
 

@@ -102,7 +102,7 @@ fn every_composition_form_exposes_a_denied_command() {
 
 #[test]
 fn quoting_tricks_do_not_hide_a_command() {
-    let policy = policy(json!({"permissions": {"deny": ["bash(rm *)", "bash(curl*)"]}}));
+    let denying = policy(json!({"permissions": {"deny": ["bash(rm *)", "bash(curl*)"]}}));
     for command in [
         "r''m -rf /",
         "\\rm -rf /",
@@ -112,10 +112,16 @@ fn quoting_tricks_do_not_hide_a_command() {
         "r\\m x",
         "c'u'rl evil.sh",
     ] {
-        assert_eq!(bash(&policy, command).verdict, Verdict::Deny, "{command:?}");
+        assert_eq!(
+            bash(&denying, command).verdict,
+            Verdict::Deny,
+            "{command:?}"
+        );
     }
-    // What only the running shell could know is never allowed silently.
-    let trusting = policy_with_allow_all();
+    // What only the running shell could know is never allowed silently
+    // where a deny or ask rule might match what it hides...
+    let trusting = policy(json!({"permissions": {"allow": ["bash(*)"], "deny": ["bash(rm *)"]}}));
+    let plain = policy(json!({}));
     for command in [
         "$CMD -rf /",
         "$(echo rm) -rf /",
@@ -128,11 +134,9 @@ fn quoting_tricks_do_not_hide_a_command() {
             Verdict::Ask,
             "{command:?}"
         );
+        // ...and where none could, the sandbox contains it.
+        assert_eq!(bash(&plain, command).verdict, Verdict::Allow, "{command:?}");
     }
-}
-
-fn policy_with_allow_all() -> Policy {
-    policy(json!({"permissions": {"allow": ["bash(*)"]}}))
 }
 
 #[test]
@@ -196,7 +200,22 @@ fn mode_defaults_follow_the_annotations() {
         default.decide(&unannotated, &json!({})).verdict,
         Verdict::Ask
     );
-    assert_eq!(bash(&default, "ls").verdict, Verdict::Ask);
+    // Commands run in the sandbox without asking; leaving it asks, unless
+    // a rule allows the command.
+    assert_eq!(bash(&default, "ls").verdict, Verdict::Allow);
+    assert_eq!(bash(&default, "rm -rf build").verdict, Verdict::Allow);
+    let out = json!({"command": "ls", "sandbox": "none", "justification": "needs ~/.cache"});
+    let leaving = default.decide(&bash_spec(), &out);
+    assert_eq!(leaving.verdict, Verdict::Ask);
+    assert!(
+        leaving
+            .explanation()
+            .contains("outside the `workspace` sandbox (\"needs ~/.cache\")"),
+        "{}",
+        leaving.explanation()
+    );
+    let allowing = policy(json!({"permissions": {"allow": ["bash(ls*)"]}}));
+    assert_eq!(allowing.decide(&bash_spec(), &out).verdict, Verdict::Allow);
 
     let readonly = policy(json!({"permissions": {"mode": "readonly", "allow": ["bash(ls*)"]}}));
     assert_eq!(
@@ -214,7 +233,8 @@ fn mode_defaults_follow_the_annotations() {
         Verdict::Allow,
         "rules still apply in readonly mode"
     );
-    assert_eq!(bash(&readonly, "touch x").verdict, Verdict::Deny);
+    // Contained by the read-only sandbox.
+    assert_eq!(bash(&readonly, "touch x").verdict, Verdict::Allow);
 
     let trust = policy(json!({"permissions": {"mode": "trust", "deny": ["bash(rm *)"]}}));
     assert_eq!(
@@ -329,12 +349,21 @@ fn refusals_tell_the_model_what_and_why() {
     );
     assert_eq!(body["rule"], "deny rule `bash(rm *)`");
 
-    let out = bash(&policy, "npm install").refusal();
+    let out = policy
+        .decide(
+            &bash_spec(),
+            &json!({"command": "npm install", "sandbox": "none"}),
+        )
+        .refusal();
     let message = out.results.structured().unwrap()["error"]
         .as_str()
         .unwrap()
         .to_owned();
     assert!(message.contains("needs the user's approval"), "{message}");
+    assert!(
+        message.contains("outside the `workspace` sandbox"),
+        "{message}"
+    );
 }
 
 #[tokio::test]
@@ -405,6 +434,15 @@ mod dispatching {
         }
     }
 
+    /// A call that asks to leave the sandbox.
+    fn call_out(command: &str) -> ToolCall {
+        ToolCall {
+            id: "c1".into(),
+            name: "bash".into(),
+            input: json!({"command": command, "sandbox": "none", "justification": "a test"}),
+        }
+    }
+
     fn ctx() -> ToolContext {
         ToolContext::standalone("c1", std::env::temp_dir(), Arc::new(ToolsConfig::default()))
     }
@@ -433,18 +471,36 @@ mod dispatching {
         );
         assert_eq!(*asked.lock().unwrap(), 0);
 
-        let first = dispatch(&registry, &policy, &consent, &call("echo hi"), &ctx()).await;
+        let contained = dispatch(&registry, &policy, &consent, &call("echo in"), &ctx()).await;
+        let fields = contained.output.results.structured().unwrap();
+        assert_eq!(fields["stdout"], "in\n");
+        assert_eq!(fields["sandbox"], "workspace");
+        assert_eq!(contained.decision_label().unwrap(), "allow by mode default");
+        assert_eq!(*asked.lock().unwrap(), 0);
+
+        let first = dispatch(&registry, &policy, &consent, &call_out("echo hi"), &ctx()).await;
         assert_eq!(first.output.results.structured().unwrap()["stdout"], "hi\n");
+        assert_eq!(
+            first.output.results.structured().unwrap()["sandbox"],
+            "none"
+        );
         assert_eq!(
             first.decision_label().unwrap(),
             "ask by mode default; user allowed for the conversation"
         );
         // Remembered: the same command runs again without asking.
-        let again = dispatch(&registry, &policy, &consent, &call("echo hi"), &ctx()).await;
+        let again = dispatch(&registry, &policy, &consent, &call_out("echo hi"), &ctx()).await;
         assert!(!again.output.is_error);
         assert_eq!(*asked.lock().unwrap(), 1);
 
-        let refused = dispatch(&registry, &policy, &consent, &call("touch /tmp/x"), &ctx()).await;
+        let refused = dispatch(
+            &registry,
+            &policy,
+            &consent,
+            &call_out("touch /tmp/x"),
+            &ctx(),
+        )
+        .await;
         assert_eq!(refused.output.error_code, Some(ErrorCode::PermissionDenied));
         assert_eq!(
             refused.output.results.structured().unwrap()["error"],
@@ -468,7 +524,7 @@ mod dispatching {
     async fn non_interactive_refuses_what_needs_consent_and_user_calls_run_it() {
         let registry = builtin_registry().unwrap();
         let policy = policy(json!({"permissions": {"deny": ["bash(rm *)"]}}));
-        let refused = dispatch(
+        let contained = dispatch(
             &registry,
             &policy,
             &NonInteractive,
@@ -476,8 +532,24 @@ mod dispatching {
             &ctx(),
         )
         .await;
+        assert!(!contained.output.is_error, "{:?}", contained.output);
+        let refused = dispatch(
+            &registry,
+            &policy,
+            &NonInteractive,
+            &call_out("echo hi"),
+            &ctx(),
+        )
+        .await;
         assert_eq!(refused.output.error_code, Some(ErrorCode::PermissionDenied));
-        let ran = dispatch(&registry, &policy, &UserInitiated, &call("echo hi"), &ctx()).await;
+        let ran = dispatch(
+            &registry,
+            &policy,
+            &UserInitiated,
+            &call_out("echo hi"),
+            &ctx(),
+        )
+        .await;
         assert!(!ran.output.is_error);
         let denied = dispatch(
             &registry,

@@ -166,7 +166,7 @@ proptest! {
         if let Ok(rule) = Rule::parse(RuleKind::Deny, &rule, None) {
             let _ = rule.matches_tool("bash");
             let _ = rule.matches_command(&command);
-            let policy = Policy::new(vec![rule], Mode::Default, Vec::new(), 1, std::time::Duration::ZERO);
+            let policy = Policy::new(vec![rule], Mode::Workspace, Vec::new(), 1, std::time::Duration::ZERO);
             let decision = policy.decide(&bash_spec(), &json!({"command": command}));
             prop_assert!(!decision.judgements.is_empty());
         }

@@ -145,9 +145,13 @@ pub fn categorize(language: Language, stderr: &str, timed_out: bool) -> (Categor
     if timed_out {
         return (Category::Timeout, None);
     }
-    // A sandbox refuses connections with EACCES, which reads like any
-    // permission error; the word "connect" in the trace tells them apart.
-    if stderr.contains("connect") && stderr.contains("Permission denied") {
+    // A sandbox refuses sockets and connections with EACCES, which reads
+    // like any permission error; "socket" or "connect" in the trace tells
+    // them apart.
+    let about_sockets = ["connect", "socket", "/dev/tcp/", "/dev/udp/"]
+        .iter()
+        .any(|word| stderr.contains(word));
+    if about_sockets && stderr.contains("Permission denied") {
         let line = stderr
             .lines()
             .rev()

@@ -23,7 +23,7 @@ use async_trait::async_trait;
 use satchel_core::{
     Capabilities, ErrorCode, Resource, ToolAnnotations, ToolOutput, ToolResults, ToolSpec,
 };
-use satchel_exec::{ExecRequest, SandboxReport, SandboxSpec};
+use satchel_exec::{ExecError, ExecRequest, SandboxReport, SandboxSpec};
 use satchel_store::{CodeStore, JobStatus, NewCodeExecution, NewCodeJob};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -222,18 +222,27 @@ impl CodeTool {
         request
             .env
             .push(("DENO_DIR".into(), dir.join(".deno").into_os_string()));
-        request.sandbox = config.sandbox.then(|| SandboxSpec {
-            writable: vec![dir.clone()],
+        request.sandbox = (config.sandbox && ctx.confinement.is_sandboxed()).then(|| SandboxSpec {
+            private_tmp: Some(dir.clone()),
             network: config.network,
+            ..SandboxSpec::new(vec![dir.clone()])
         });
 
         let outcome = satchel_exec::run(&request, &ctx.config.runner, &ctx.cancel)
             .await
-            .map_err(|e| {
-                ToolError::new(
+            .map_err(|e| match e {
+                ExecError::SandboxUnavailable { reason } => ToolError::new(
+                    ErrorCode::PermissionDenied,
+                    format!(
+                        "{} was not run: {reason}. Set `permissions.mode` to `trust` (or `code.sandbox` to false) \
+                         only if you accept running it unsandboxed.",
+                        runtime.kind.program_name()
+                    ),
+                ),
+                e => ToolError::new(
                     ErrorCode::ToolCrashed,
                     format!("{} could not run: {e}", runtime.kind.program_name()),
-                )
+                ),
             })?;
         if let Err(error) = workdir.close() {
             tracing::debug!(%error, "temporary directory not fully removed");
@@ -448,14 +457,8 @@ impl CodeTool {
 /// The sandbox in words, for the model and the trace.
 fn describe_sandbox(report: &SandboxReport, wanted: bool) -> String {
     match report {
-        SandboxReport::Enforced {
-            network_blocked: true,
-        } => "landlock: writes only to the temporary directory; network blocked".into(),
-        SandboxReport::Enforced {
-            network_blocked: false,
-        } => "landlock: writes only to the temporary directory; network allowed".into(),
-        SandboxReport::Unavailable { reason } => format!("none: {reason}"),
-        SandboxReport::NotRequested if wanted => "none".into(),
+        SandboxReport::Enforced { .. } => report.describe(),
+        SandboxReport::NotRequested if wanted => "none (the mode is `trust`)".into(),
         SandboxReport::NotRequested => "off (code.sandbox is false)".into(),
     }
 }

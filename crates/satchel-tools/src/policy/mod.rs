@@ -55,25 +55,40 @@ impl fmt::Display for Verdict {
     }
 }
 
-/// The default for calls no rule matches.
+/// The default for calls no rule matches, and the sandbox of commands
+/// (see [`crate::sandbox`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Mode {
-    /// Read-only tools run; destructive or open-world ones ask.
-    #[default]
-    Default,
-    /// Only read-only tools run; the rest are refused.
+    /// Commands run in a sandbox that writes nowhere but a private `/tmp`;
+    /// other tools only if read-only.
     ReadOnly,
-    /// Everything runs.
+    /// Commands run in a sandbox that writes only in the project; other
+    /// tools that are read-only or change only Satchel's own records run,
+    /// the rest ask.
+    #[default]
+    Workspace,
+    /// Everything runs, unsandboxed.
     Trust,
 }
 
 impl Mode {
-    fn parse(text: &str) -> Option<Mode> {
+    /// The mode named `text`; `default` is the old name of `workspace`.
+    pub fn parse(text: &str) -> Option<Mode> {
         match text {
-            "default" => Some(Mode::Default),
+            "workspace" | "default" => Some(Mode::Workspace),
             "readonly" => Some(Mode::ReadOnly),
             "trust" => Some(Mode::Trust),
             _ => None,
+        }
+    }
+
+    /// How this mode confines a call's processes.
+    pub fn confinement(self) -> crate::sandbox::Confinement {
+        use crate::sandbox::Confinement;
+        match self {
+            Mode::ReadOnly => Confinement::ReadOnly,
+            Mode::Workspace => Confinement::Workspace,
+            Mode::Trust => Confinement::Unconfined,
         }
     }
 }
@@ -81,8 +96,8 @@ impl Mode {
 impl fmt::Display for Mode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Mode::Default => "default",
             Mode::ReadOnly => "readonly",
+            Mode::Workspace => "workspace",
             Mode::Trust => "trust",
         })
     }
@@ -243,7 +258,7 @@ impl Permissions {
                         None => problems.push((
                             at(&[]),
                             format!(
-                                "`permissions.mode` must be one of \"default\", \"readonly\", \"trust\", not {value}"
+                                "`permissions.mode` must be one of \"readonly\", \"workspace\", \"trust\", not {value}"
                             ),
                         )),
                     }
@@ -316,7 +331,7 @@ impl Default for Policy {
     fn default() -> Policy {
         Policy::new(
             Vec::new(),
-            Mode::Default,
+            Mode::default(),
             Vec::new(),
             DEFAULT_MAX_PROCESSES,
             DEFAULT_PROCESS_WAIT,
@@ -357,7 +372,7 @@ impl Policy {
     pub fn from_settings(settings: &Settings) -> Result<(Policy, Vec<String>), ConfigError> {
         let mut warnings = Vec::new();
         let mut rules = Vec::new();
-        let mut mode = Mode::Default;
+        let mut mode = Mode::default();
         for layer in &settings.layers {
             let permissions = Permissions::from_layer(layer)?;
             rules.extend(permissions.rules);
@@ -429,17 +444,22 @@ impl Policy {
             .then(|| input.get("command").and_then(Value::as_str))
             .flatten();
         match command.map(shell::simple_commands) {
-            None => judgements.push(self.judge(spec, tool, None)),
+            None => judgements.push(self.judge(spec, input, tool, None)),
             Some(Ok(commands)) if commands.is_empty() => {
-                judgements.push(self.judge(spec, tool, None))
+                judgements.push(self.judge(spec, input, tool, None))
             }
             Some(Ok(commands)) => {
                 for command in commands {
-                    judgements.push(self.judge(spec, &command.text(), Some(&command.text())));
+                    judgements.push(self.judge(
+                        spec,
+                        input,
+                        &command.text(),
+                        Some(&command.text()),
+                    ));
                 }
             }
             Some(Err(shell::ShellError::Opaque(why))) => {
-                judgements.push(self.judge_opaque(spec, command.unwrap_or_default(), why))
+                judgements.push(self.judge_opaque(spec, input, command.unwrap_or_default(), why))
             }
             Some(Err(shell::ShellError::BeyondLimits(why))) => {
                 judgements.push(Judgement {
@@ -464,7 +484,13 @@ impl Policy {
         }
     }
 
-    fn judge(&self, spec: &ToolSpec, subject: &str, command: Option<&str>) -> Judgement {
+    fn judge(
+        &self,
+        spec: &ToolSpec,
+        input: &Value,
+        subject: &str,
+        command: Option<&str>,
+    ) -> Judgement {
         let applies = |rule: &Rule| {
             rule.matches_tool(&spec.name)
                 && command.map_or(rule.is_tool_wide(), |c| rule.matches_command(c))
@@ -482,7 +508,7 @@ impl Policy {
                 rule: Some(rule.clone()),
             };
         }
-        let (verdict, why) = self.mode_default(spec);
+        let (verdict, why) = self.mode_default(spec, input);
         Judgement {
             subject: subject.to_owned(),
             verdict,
@@ -492,8 +518,9 @@ impl Policy {
     }
 
     /// A bash script the parser could not see through: only a tool-wide
-    /// deny (or the trust mode) can decide it; otherwise ask.
-    fn judge_opaque(&self, spec: &ToolSpec, script: &str, why: String) -> Judgement {
+    /// deny can refuse it; otherwise the mode decides, as for any command
+    /// (the sandbox contains what the parser cannot see).
+    fn judge_opaque(&self, spec: &ToolSpec, input: &Value, script: &str, why: String) -> Judgement {
         let subject = script.to_owned();
         if let Some(rule) = self
             .rules
@@ -507,27 +534,52 @@ impl Policy {
                 rule: Some(rule.clone()),
             };
         }
-        let verdict = match self.mode {
-            Mode::Trust => Verdict::Allow,
-            Mode::ReadOnly => Verdict::Deny,
-            Mode::Default => Verdict::Ask,
-        };
+        // A deny or ask rule for this tool might match what the script
+        // hides: only the user can tell.
+        if let Some(rule) = self
+            .rules
+            .iter()
+            .find(|r| r.kind != RuleKind::Allow && !r.is_tool_wide() && r.matches_tool(&spec.name))
+        {
+            return Judgement {
+                subject,
+                verdict: Verdict::Ask,
+                reason: format!(
+                    "the command cannot be checked before it runs ({why}), and the {rule} might match what it hides"
+                ),
+                rule: None,
+            };
+        }
+        let (verdict, how) = self.mode_default(spec, input);
         Judgement {
             subject,
             verdict,
             rule: None,
-            reason: format!("the command cannot be checked before it runs ({why})"),
+            reason: format!("the command cannot be checked before it runs ({why}); {how}"),
         }
     }
 
-    fn mode_default(&self, spec: &ToolSpec) -> (Verdict, String) {
+    fn mode_default(&self, spec: &ToolSpec, input: &Value) -> (Verdict, String) {
+        if let Some(decided) = self.sandbox_default(spec, input) {
+            return decided;
+        }
         let hints = &spec.annotations;
         let read_only = hints.read_only_hint == Some(true);
         // MCP's defaults: a tool not marked read-only may destroy and may reach out.
         let destructive = !read_only && hints.destructive_hint.unwrap_or(true);
         let open_world = hints.open_world_hint.unwrap_or(true);
+        // Memory and the record are Satchel's own: changing them touches
+        // no file of the user's and nothing outside.
+        let own_records = !open_world
+            && !spec.capabilities.writes.is_empty()
+            && spec
+                .capabilities
+                .writes
+                .iter()
+                .all(|resource| *resource == satchel_core::Resource::MEMORY);
         let nature = match (read_only, destructive, open_world) {
             (true, _, _) => "the tool is read-only".to_owned(),
+            _ if own_records => "the tool changes only Satchel's own memory".to_owned(),
             (false, true, true) => {
                 "the tool may change or destroy data and reach the outside world".to_owned()
             }
@@ -537,15 +589,48 @@ impl Policy {
         };
         let verdict = match self.mode {
             Mode::Trust => Verdict::Allow,
-            Mode::ReadOnly if read_only => Verdict::Allow,
+            Mode::ReadOnly | Mode::Workspace if read_only || own_records => Verdict::Allow,
             Mode::ReadOnly => Verdict::Deny,
-            Mode::Default if read_only || !(destructive || open_world) => Verdict::Allow,
-            Mode::Default => Verdict::Ask,
+            Mode::Workspace if !(destructive || open_world) => Verdict::Allow,
+            Mode::Workspace => Verdict::Ask,
         };
         (
             verdict,
             format!("{nature}, and the mode is `{}`", self.mode),
         )
+    }
+
+    /// For tools whose processes run in the sandbox (those that write
+    /// `execution`): contained calls run without asking; a call that asks
+    /// to leave the sandbox, or a system that cannot sandbox, asks.
+    fn sandbox_default(&self, spec: &ToolSpec, input: &Value) -> Option<(Verdict, String)> {
+        let runs_processes = spec
+            .capabilities
+            .writes
+            .contains(&satchel_core::Resource::EXECUTION);
+        if !runs_processes || self.mode == Mode::Trust {
+            return None;
+        }
+        if crate::sandbox::asks_to_leave(input) {
+            let why = input
+                .get("justification")
+                .and_then(Value::as_str)
+                .map_or_else(String::new, |j| format!(" (\"{j}\")"));
+            return Some((
+                Verdict::Ask,
+                format!(
+                    "the call asks to run outside the `{}` sandbox{why}",
+                    self.mode
+                ),
+            ));
+        }
+        Some(match satchel_exec::sandbox::probe().available() {
+            Ok(()) => (
+                Verdict::Allow,
+                format!("it runs in the `{}` sandbox", self.mode),
+            ),
+            Err(cause) => (Verdict::Ask, format!("it would run unsandboxed: {cause}")),
+        })
     }
 
     /// Admits a call under the rate limits and, for tools that start

@@ -1,0 +1,402 @@
+//! The half of the sandbox that runs in the child, between fork and exec.
+//!
+//! Everything is prepared in the parent ([`ChildPlan`]); here only
+//! async-signal-safe system calls run, on memory allocated before the fork.
+//!
+//! With namespaces the child (C1) enters new user, mount and PID
+//! namespaces, makes every mount read-only except the writable paths
+//! (so `chmod`, `chown` and times fail outside them too), binds its
+//! private temporary directory on `/tmp`, and forks. Its child (C2) is PID
+//! 1 of the new namespace; C2 forks C3, which mounts a `/proc` that shows
+//! only the namespace, confines itself and returns to exec the command.
+//! When the command ends, C2 passes its wait status to C1 and exits, and
+//! the kernel kills everything else in the namespace: `setsid` and
+//! double-forked processes end with the call. C1 waits and ends the same
+//! way the command did, so the runner sees the command's own status.
+//! Signals to the process group reach the command; C1 and C2 ignore the
+//! polite ones and die with SIGKILL like everything else.
+
+use std::ffi::CString;
+use std::io;
+
+use landlock::RulesetCreated;
+use seccompiler::BpfProgram;
+
+use super::limits::Resource;
+
+/// What the child does to confine itself.
+pub(crate) struct ChildPlan {
+    /// New namespaces, when the kernel allows them.
+    pub(crate) namespaces: Option<Namespaces>,
+    /// `setrlimit` calls.
+    pub(crate) rlimits: Vec<(Resource, u64)>,
+    /// The Landlock ruleset, taken by the child that applies it.
+    pub(crate) ruleset: Option<RulesetCreated>,
+    /// The seccomp filter.
+    pub(crate) filter: Option<BpfProgram>,
+}
+
+/// The namespace half of a plan, paths as C strings.
+pub(crate) struct Namespaces {
+    /// Lines for `/proc/self/uid_map` and `gid_map`.
+    pub(crate) uid_map: Vec<u8>,
+    pub(crate) gid_map: Vec<u8>,
+    /// Bound on themselves and left writable.
+    pub(crate) writable: Vec<CString>,
+    /// Bound on themselves read-only, after the writable ones (paths
+    /// inside a writable directory that must not change).
+    pub(crate) read_only: Vec<CString>,
+    /// Bound on `/tmp`.
+    pub(crate) private_tmp: Option<CString>,
+    /// The working directory, entered again once the mounts are in place.
+    pub(crate) cwd: CString,
+    /// Written to the namespace's `/proc/sys/kernel/pid_max`: its process
+    /// limit.
+    pub(crate) pid_max: Option<Vec<u8>>,
+}
+
+/// Confines the calling child. Returns in the process that goes on to
+/// exec the command; with namespaces the two processes forked on the way
+/// never return.
+///
+/// # Safety
+/// Call only between fork and exec, in a single-threaded child.
+pub(crate) unsafe fn confine(plan: &mut ChildPlan) -> io::Result<()> {
+    if let Some(namespaces) = &plan.namespaces {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            enter_namespaces(namespaces)?;
+            split_into_namespace()?;
+            mount_proc(namespaces.pid_max.as_deref())?;
+        }
+    }
+    for &(resource, value) in &plan.rlimits {
+        let limit = libc::rlimit {
+            rlim_cur: value,
+            rlim_max: value,
+        };
+        // SAFETY: a plain system call on a stack value.
+        check(unsafe { libc::setrlimit(resource, &limit) })?;
+    }
+    if let Some(ruleset) = plan.ruleset.take() {
+        ruleset.restrict_self().map_err(io::Error::other)?;
+    }
+    drop_capabilities();
+    match &plan.filter {
+        Some(filter) => seccompiler::apply_filter(filter).map_err(|error| match error {
+            seccompiler::Error::Seccomp(error) | seccompiler::Error::Prctl(error) => error,
+            other => io::Error::other(other),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// New user, mount and PID namespaces for the child, every mount
+/// read-only but the writable paths.
+unsafe fn enter_namespaces(ns: &Namespaces) -> io::Result<()> {
+    // SAFETY: system calls on C strings and buffers that outlive them.
+    unsafe {
+        check(libc::unshare(
+            libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID,
+        ))?;
+        // Needed before an unprivileged gid_map; absent on old kernels.
+        let _ = write_file(c"/proc/self/setgroups", b"deny");
+        write_file(c"/proc/self/uid_map", &ns.uid_map)?;
+        write_file(c"/proc/self/gid_map", &ns.gid_map)?;
+        let root = c"/";
+        check(libc::mount(
+            std::ptr::null(),
+            root.as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ))?;
+        set_read_only(root.as_ptr(), true)?;
+        // Held open across the bind on /tmp, which hides paths beneath it;
+        // their mount points inside the private /tmp were made by the
+        // parent.
+        let mut held = [-1; MAX_WRITABLE];
+        for (slot, path) in held.iter_mut().zip(&ns.writable) {
+            *slot = check(libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC))?;
+        }
+        if let Some(tmp) = &ns.private_tmp {
+            let target = c"/tmp";
+            bind(tmp.as_ptr(), target.as_ptr())?;
+            set_read_only(target.as_ptr(), false)?;
+        }
+        for (&fd, path) in held.iter().zip(&ns.writable) {
+            let mut buffer = [0u8; 32];
+            bind(fd_path(fd, &mut buffer), path.as_ptr())?;
+            set_read_only(path.as_ptr(), false)?;
+            libc::close(fd);
+        }
+        for path in &ns.read_only {
+            bind(path.as_ptr(), path.as_ptr())?;
+            set_read_only(path.as_ptr(), true)?;
+        }
+        // The old working directory is on the mount beneath the new ones.
+        check(libc::chdir(ns.cwd.as_ptr()))?;
+    }
+    Ok(())
+}
+
+/// Writable paths a sandbox can have (more are left read-only by
+/// [`super::prepare`], which refuses them).
+pub(crate) const MAX_WRITABLE: usize = 32;
+
+/// `/proc/self/fd/N` for `fd`, written into `buffer` as a C string.
+fn fd_path(fd: libc::c_int, buffer: &mut [u8; 32]) -> *const libc::c_char {
+    const PREFIX: &[u8] = b"/proc/self/fd/";
+    buffer[..PREFIX.len()].copy_from_slice(PREFIX);
+    let mut digits = [0u8; 10];
+    let mut n = fd.unsigned_abs();
+    let mut count = 0;
+    loop {
+        digits[count] = b'0' + (n % 10) as u8;
+        count += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for (i, digit) in digits[..count].iter().rev().enumerate() {
+        buffer[PREFIX.len() + i] = *digit;
+    }
+    buffer[PREFIX.len() + count] = 0;
+    buffer.as_ptr().cast()
+}
+
+/// Forks twice: the caller waits and relays, the first child is the
+/// namespace's PID 1, and the second returns to exec the command.
+unsafe fn split_into_namespace() -> io::Result<()> {
+    // SAFETY: fork in a single-threaded child; each branch below makes
+    // only async-signal-safe calls.
+    unsafe {
+        let mut status_pipe = [0; 2];
+        check(libc::pipe2(status_pipe.as_mut_ptr(), libc::O_CLOEXEC))?;
+        let init = check(libc::fork())?;
+        if init > 0 {
+            relay(init, status_pipe[0]);
+        }
+        check(libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+        ))?;
+        let command = check(libc::fork())?;
+        if command > 0 {
+            reap(command, status_pipe[1]);
+        }
+        check(libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+        ))?;
+        libc::close(status_pipe[0]);
+        libc::close(status_pipe[1]);
+    }
+    Ok(())
+}
+
+/// A `/proc` of the namespace's own, and its process limit.
+unsafe fn mount_proc(pid_max: Option<&[u8]>) -> io::Result<()> {
+    // SAFETY: system calls on static C strings.
+    unsafe {
+        check(libc::mount(
+            c"proc".as_ptr(),
+            c"/proc".as_ptr(),
+            c"proc".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            std::ptr::null(),
+        ))?;
+    }
+    if let Some(limit) = pid_max {
+        // Kernels before 6.14 keep one pid_max for all namespaces and
+        // refuse this write; the probe reports the limit as missing.
+        let _ = write_file(c"/proc/sys/kernel/pid_max", limit);
+    }
+    Ok(())
+}
+
+/// C1: waits for the namespace's PID 1, then ends as the command did.
+unsafe fn relay(init: libc::pid_t, status_read: libc::c_int) -> ! {
+    // SAFETY: async-signal-safe calls only; this process never returns.
+    unsafe {
+        keep_only_fd(status_read);
+        ignore_polite_signals();
+        let mut init_status = 0;
+        while libc::waitpid(init, &mut init_status, 0) < 0 && errno() == libc::EINTR {}
+        let mut bytes = [0u8; 4];
+        let read = libc::read(3, bytes.as_mut_ptr().cast(), bytes.len());
+        let status = if read == 4 {
+            i32::from_ne_bytes(bytes)
+        } else {
+            init_status
+        };
+        if libc::WIFSIGNALED(status) {
+            let signal = libc::WTERMSIG(status);
+            libc::signal(signal, libc::SIG_DFL);
+            let mut set = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, signal);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::kill(libc::getpid(), signal);
+            libc::_exit(128 + signal);
+        }
+        libc::_exit(if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            1
+        })
+    }
+}
+
+/// C2, PID 1 of the namespace: reaps orphans until the command ends, then
+/// passes on its status and exits, which ends the namespace.
+unsafe fn reap(command: libc::pid_t, status_write: libc::c_int) -> ! {
+    // SAFETY: async-signal-safe calls only; this process never returns.
+    unsafe {
+        keep_only_fd(status_write);
+        ignore_polite_signals();
+        loop {
+            let mut status = 0;
+            let pid = libc::waitpid(-1, &mut status, 0);
+            if pid == command {
+                let bytes = status.to_ne_bytes();
+                libc::write(3, bytes.as_ptr().cast(), bytes.len());
+                libc::_exit(0);
+            }
+            if pid < 0 && errno() != libc::EINTR {
+                libc::_exit(1);
+            }
+        }
+    }
+}
+
+/// Moves `fd` to 3 and closes every other descriptor above 2, among them
+/// the runner's exec-error pipe, which must close when the command execs.
+unsafe fn keep_only_fd(fd: libc::c_int) {
+    // SAFETY: descriptor calls on this process's own table.
+    unsafe {
+        if fd != 3 {
+            libc::dup2(fd, 3);
+        }
+        libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32);
+    }
+}
+
+/// SIGTERM and its kin are for the command: the processes that stand
+/// between it and the runner outlive them and end when it does.
+unsafe fn ignore_polite_signals() {
+    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
+        // SAFETY: setting a disposition is async-signal-safe.
+        unsafe {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+    }
+}
+
+/// Sandboxed commands run without capabilities, even as root: the bounding
+/// set is emptied so exec grants none. Fails quietly where the caller has
+/// none to drop.
+fn drop_capabilities() {
+    for capability in 0..64 {
+        // SAFETY: prctl with integer arguments.
+        unsafe {
+            libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0);
+        }
+    }
+    // SAFETY: prctl with integer arguments.
+    unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
+    }
+}
+
+unsafe fn bind(source: *const libc::c_char, target: *const libc::c_char) -> io::Result<()> {
+    // SAFETY: forwarded from the caller: valid C strings.
+    check(unsafe {
+        libc::mount(
+            source,
+            target,
+            std::ptr::null(),
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        )
+    })
+    .map(drop)
+}
+
+/// `struct mount_attr` of `mount_setattr(2)` (Linux 5.12).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+const MOUNT_ATTR_RDONLY: u64 = 1;
+
+/// Sets or clears read-only on the mount at `path` and every mount below.
+unsafe fn set_read_only(path: *const libc::c_char, read_only: bool) -> io::Result<()> {
+    let attr = MountAttr {
+        attr_set: if read_only { MOUNT_ATTR_RDONLY } else { 0 },
+        attr_clr: if read_only { 0 } else { MOUNT_ATTR_RDONLY },
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: a valid C string and a struct that outlives the call.
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path,
+            libc::AT_RECURSIVE,
+            &attr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    check(i32::try_from(result).unwrap_or(-1)).map(drop)
+}
+
+fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> io::Result<()> {
+    // SAFETY: open, write and close on a valid C string and buffer.
+    unsafe {
+        let fd = check(libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC))?;
+        let written = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+        let error = io::Error::last_os_error();
+        libc::close(fd);
+        if usize::try_from(written).ok() == Some(bytes.len()) {
+            Ok(())
+        } else {
+            Err(error)
+        }
+    }
+}
+
+fn check(result: libc::c_int) -> io::Result<libc::c_int> {
+    if result < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(result)
+    }
+}
+
+fn errno() -> libc::c_int {
+    io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fd_paths_are_c_strings() {
+        let mut buffer = [0u8; 32];
+        let path = super::fd_path(1203, &mut buffer);
+        // SAFETY: fd_path wrote a NUL-terminated string into buffer.
+        let text = unsafe { std::ffi::CStr::from_ptr(path) };
+        assert_eq!(text.to_str().unwrap(), "/proc/self/fd/1203");
+    }
+}

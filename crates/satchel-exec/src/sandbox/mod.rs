@@ -1,0 +1,390 @@
+//! The sandbox a child runs in: it may read everywhere but write only where
+//! it is told to, reach no network unless allowed, see and signal no
+//! process but its own, and takes every process it started with it when it
+//! ends.
+//!
+//! Layers, each built in the parent and applied by the child between fork
+//! and exec ([`child`]):
+//! - **Landlock** ([`rules`]): writes only beneath the writable paths; TCP
+//!   refused (ABI 4); signals and abstract unix sockets scoped to the
+//!   sandbox (ABI 6). Required: without Landlock nothing is sandboxed and
+//!   [`crate::run`] refuses to run the command ([`crate::ExecError::SandboxUnavailable`]).
+//! - **seccomp** ([`seccomp`]): every other socket family, and io_uring.
+//! - **Namespaces**, where the kernel allows them (see [`probe`]): new
+//!   user, mount and PID namespaces; every mount read-only but the
+//!   writable paths (so `chmod`, `chown` and times fail outside them), a
+//!   private `/tmp`, a `/proc` that shows only the sandbox, a process
+//!   limit, and the end of every process when the command ends.
+//! - **Limits** ([`Limits`]) and no capabilities, even as root.
+//! - **Environment**: variables named like secrets are removed unless
+//!   listed in [`SandboxSpec::pass_env`].
+
+mod child;
+mod limits;
+mod rules;
+mod seccomp;
+
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+pub(crate) use child::{ChildPlan, confine};
+pub use limits::Limits;
+
+/// What a sandboxed child may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSpec {
+    /// Directories (and files) it may write; everything else is read-only.
+    pub writable: Vec<PathBuf>,
+    /// Paths inside writable directories that stay read-only (a project's
+    /// `.git/hooks`, its `.agents`). Enforced where namespaces are
+    /// available.
+    pub read_only: Vec<PathBuf>,
+    /// A writable directory seen as `/tmp` (with namespaces) and named by
+    /// `TMPDIR`.
+    pub private_tmp: Option<PathBuf>,
+    /// Whether it may use IPv4 and IPv6 sockets (TCP and UDP).
+    pub network: bool,
+    /// Resource limits.
+    pub limits: Limits,
+    /// Secret-named variables passed in anyway.
+    pub pass_env: Vec<String>,
+}
+
+impl SandboxSpec {
+    /// Writes beneath `writable`, the default limits, no network, no
+    /// secrets.
+    pub fn new(writable: Vec<PathBuf>) -> SandboxSpec {
+        SandboxSpec {
+            writable,
+            read_only: Vec::new(),
+            private_tmp: None,
+            network: false,
+            limits: Limits::default(),
+            pass_env: Vec::new(),
+        }
+    }
+}
+
+/// What was enforced, told truthfully to the caller (and the model).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum SandboxReport {
+    /// No sandbox was asked for.
+    #[default]
+    NotRequested,
+    /// Landlock and seccomp confine writes and sockets.
+    Enforced {
+        /// No IPv4 or IPv6 sockets.
+        network_blocked: bool,
+        /// In namespaces of its own: processes, `/proc`, metadata outside
+        /// the writable paths, and every process ending with the command.
+        isolated: bool,
+    },
+}
+
+impl SandboxReport {
+    /// The sandbox in a few words, for the model and the record.
+    pub fn describe(&self) -> String {
+        match self {
+            SandboxReport::NotRequested => "none".to_owned(),
+            SandboxReport::Enforced {
+                network_blocked,
+                isolated,
+            } => format!(
+                "landlock+seccomp: writes only to the writable paths; {}; {}",
+                if *network_blocked {
+                    "no network"
+                } else {
+                    "network allowed"
+                },
+                if *isolated {
+                    "own process namespace (processes end with the command)"
+                } else {
+                    "no namespaces on this system (other processes visible)"
+                }
+            ),
+        }
+    }
+}
+
+/// What this kernel can enforce, found once per process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSupport {
+    /// Landlock's ABI version; 0 without Landlock.
+    pub landlock_abi: i32,
+    /// Whether new user, mount and PID namespaces can be made, or why not.
+    pub namespaces: Result<(), String>,
+    /// Whether a namespace can have its own process limit (Linux 6.14).
+    pub process_limit: bool,
+}
+
+impl SandboxSupport {
+    /// `Err` with the cause when nothing can be sandboxed here.
+    pub fn available(&self) -> Result<(), String> {
+        if self.landlock_abi >= 1 {
+            Ok(())
+        } else {
+            Err(
+                "this kernel has no Landlock (Linux 5.13 or later with Landlock enabled, \
+                 and not forbidden by the container), so commands cannot be sandboxed"
+                    .to_owned(),
+            )
+        }
+    }
+}
+
+/// Set to `landlock` or `namespaces` (comma-separated) to behave as if the
+/// kernel lacked them: for tests of the fallbacks, and for checking them.
+pub const DISABLE_ENV: &str = "SATCHEL_SANDBOX_DISABLE";
+
+/// What the kernel supports, probed on first use (a few milliseconds: one
+/// short process in new namespaces).
+pub fn probe() -> &'static SandboxSupport {
+    static SUPPORT: OnceLock<SandboxSupport> = OnceLock::new();
+    SUPPORT.get_or_init(|| {
+        let disabled = std::env::var(DISABLE_ENV).unwrap_or_default();
+        let disabled = |what: &str| disabled.split(',').any(|d| d.trim() == what);
+        let landlock_abi = if disabled("landlock") {
+            0
+        } else {
+            landlock_abi()
+        };
+        let (namespaces, process_limit) = if disabled("namespaces") {
+            (Err(format!("disabled by {DISABLE_ENV}")), false)
+        } else {
+            probe_namespaces()
+        };
+        SandboxSupport {
+            landlock_abi,
+            namespaces,
+            process_limit,
+        }
+    })
+}
+
+fn landlock_abi() -> i32 {
+    // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    // only returns the ABI version (or fails).
+    let version = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            1u32,
+        )
+    };
+    i32::try_from(version).unwrap_or(0).max(0)
+}
+
+/// The pid_max the probe asks for and then reads back.
+const PROBE_PID_MAX: &str = "4242";
+
+/// Runs `sh` in new namespaces with a pid_max of its own and reads it back.
+fn probe_namespaces() -> (Result<(), String>, bool) {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    let Ok(cwd) = CString::new("/") else {
+        return (Err("unreachable".to_owned()), false);
+    };
+    let mut plan = ChildPlan {
+        namespaces: Some(child::Namespaces {
+            uid_map: id_map(rustix::process::getuid().as_raw()),
+            gid_map: id_map(rustix::process::getgid().as_raw()),
+            writable: Vec::new(),
+            read_only: Vec::new(),
+            private_tmp: None,
+            cwd,
+            pid_max: Some(PROBE_PID_MAX.as_bytes().to_vec()),
+        }),
+        rlimits: Vec::new(),
+        ruleset: None,
+        filter: None,
+    };
+    let mut command = Command::new("/bin/sh");
+    command
+        .args([
+            "-c",
+            &format!("read m < /proc/sys/kernel/pid_max; [ \"$m\" = {PROBE_PID_MAX} ]"),
+        ])
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: `confine` makes only async-signal-safe calls on memory
+    // prepared above.
+    unsafe {
+        command.pre_exec(move || confine(&mut plan));
+    }
+    match command.status() {
+        Ok(status) => (Ok(()), status.success()),
+        Err(error) => (
+            Err(format!(
+                "cannot create user, mount and PID namespaces: {error}"
+            )),
+            false,
+        ),
+    }
+}
+
+/// The one line of `uid_map` or `gid_map`: the caller keeps its own id and
+/// every other id is unmapped (a process may map only itself once inside;
+/// root gets no power over files of other owners).
+fn id_map(id: u32) -> Vec<u8> {
+    format!("{id} {id} 1\n").into_bytes()
+}
+
+/// A spec turned into what the child applies and what the parent tells.
+pub(crate) struct Prepared {
+    pub(crate) plan: ChildPlan,
+    pub(crate) report: SandboxReport,
+    /// `TMPDIR` as the child sees it.
+    pub(crate) tmpdir: Option<OsString>,
+}
+
+/// Builds everything in the parent. `Err` explains why the kernel cannot
+/// sandbox (the caller refuses to run the command).
+pub(crate) fn prepare(spec: &SandboxSpec, cwd: &Path) -> Result<Prepared, String> {
+    let support = probe();
+    support.available()?;
+    let mut writable = spec.writable.clone();
+    writable.extend(spec.private_tmp.iter().cloned());
+    let ruleset = rules::ruleset(&writable, spec.network, support.landlock_abi)
+        .map_err(|error| format!("cannot build the Landlock ruleset: {error}"))?;
+    let filter = seccomp::filter(spec.network)?;
+    let isolated = support.namespaces.is_ok();
+    let namespaces = if isolated {
+        Some(namespaces_of(spec, cwd, support.process_limit)?)
+    } else {
+        None
+    };
+    let tmpdir = spec.private_tmp.as_ref().map(|tmp| {
+        if isolated {
+            OsString::from("/tmp")
+        } else {
+            tmp.clone().into_os_string()
+        }
+    });
+    Ok(Prepared {
+        plan: ChildPlan {
+            namespaces,
+            rlimits: spec.limits.rlimits(),
+            ruleset: Some(ruleset),
+            filter: Some(filter),
+        },
+        report: SandboxReport::Enforced {
+            network_blocked: !spec.network,
+            isolated,
+        },
+        tmpdir,
+    })
+}
+
+fn namespaces_of(
+    spec: &SandboxSpec,
+    cwd: &Path,
+    process_limit: bool,
+) -> Result<child::Namespaces, String> {
+    let c_path = |path: &Path| {
+        CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| format!("path `{}` contains a NUL byte", path.display()))
+    };
+    // Only existing directories and files can be bound; devices need no
+    // bind (writes to them pass read-only mounts).
+    let existing = |paths: &[PathBuf]| -> Vec<PathBuf> {
+        paths
+            .iter()
+            .filter(|path| path.is_dir() || path.is_file())
+            .cloned()
+            .collect()
+    };
+    let writable = existing(&spec.writable);
+    if writable.len() > child::MAX_WRITABLE {
+        return Err(format!(
+            "a sandbox can have at most {} writable paths, not {}",
+            child::MAX_WRITABLE,
+            writable.len()
+        ));
+    }
+    if let Some(tmp) = spec.private_tmp.as_deref().filter(|tmp| tmp.is_dir()) {
+        make_mount_points(tmp, &writable)?;
+    }
+    let bindable = |paths: &[PathBuf]| -> Result<Vec<CString>, String> {
+        paths.iter().map(|path| c_path(path)).collect()
+    };
+    Ok(child::Namespaces {
+        uid_map: id_map(rustix::process::getuid().as_raw()),
+        gid_map: id_map(rustix::process::getgid().as_raw()),
+        writable: bindable(&writable)?,
+        read_only: bindable(&existing(&spec.read_only))?,
+        private_tmp: spec
+            .private_tmp
+            .as_deref()
+            .filter(|tmp| tmp.is_dir())
+            .map(c_path)
+            .transpose()?,
+        cwd: c_path(cwd)?,
+        pid_max: spec
+            .limits
+            .processes
+            .filter(|_| process_limit)
+            // The kernel's floor for pid_max is 301.
+            .map(|n| n.saturating_add(1).max(301).to_string().into_bytes()),
+    })
+}
+
+/// Writable paths under `/tmp` are hidden once the private temporary
+/// directory is bound there; the child binds them again onto mount points
+/// made here, inside that directory.
+fn make_mount_points(private_tmp: &Path, writable: &[PathBuf]) -> Result<(), String> {
+    for path in writable {
+        let Ok(inside) = path.strip_prefix("/tmp") else {
+            continue;
+        };
+        let point = private_tmp.join(inside);
+        let made = if path.is_dir() {
+            std::fs::create_dir_all(&point)
+        } else {
+            point
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| {
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(&point)
+                        .map(drop)
+                })
+        };
+        made.map_err(|error| {
+            format!("cannot make the mount point `{}`: {error}", point.display())
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_prepares_or_explains() {
+        let spec = SandboxSpec::new(vec![std::env::temp_dir()]);
+        match prepare(&spec, Path::new("/")) {
+            Ok(prepared) => assert!(matches!(
+                prepared.report,
+                SandboxReport::Enforced {
+                    network_blocked: true,
+                    ..
+                }
+            )),
+            Err(reason) => assert!(reason.contains("Landlock"), "{reason}"),
+        }
+    }
+
+    #[test]
+    fn each_keeps_their_own_id() {
+        assert_eq!(id_map(0), b"0 0 1\n");
+        assert_eq!(id_map(1000), b"1000 1000 1\n");
+    }
+}

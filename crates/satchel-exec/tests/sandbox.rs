@@ -1,0 +1,382 @@
+//! The sandbox against real escapes: every way out we know of is tried by
+//! a real child (bash, Python, coreutils) and must fail, while the work a
+//! command is for (reading anywhere, writing in its workspace) succeeds.
+//!
+//! These tests need what Satchel needs to sandbox on Linux: Landlock and
+//! user namespaces. On a kernel without them they fail and say so, rather
+//! than pass without testing anything.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use satchel_exec::sandbox::probe;
+use satchel_exec::{
+    ExecOutcome, ExecRequest, Exit, Limits, RunnerConfig, SandboxReport, SandboxSpec, SpillConfig,
+    run,
+};
+use tokio_util::sync::CancellationToken;
+
+const TEST_BOUND: Duration = Duration::from_secs(60);
+
+struct Workspace {
+    project: tempfile::TempDir,
+    tmp: tempfile::TempDir,
+    outside: tempfile::TempDir,
+}
+
+impl Workspace {
+    fn new() -> Workspace {
+        let support = probe();
+        assert!(
+            support.landlock_abi >= 1 && support.namespaces.is_ok(),
+            "this machine cannot sandbox, so these tests cannot check it: {support:?}"
+        );
+        Workspace {
+            project: tempfile::tempdir().unwrap(),
+            tmp: tempfile::tempdir().unwrap(),
+            outside: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn project(&self) -> &Path {
+        self.project.path()
+    }
+
+    fn outside(&self) -> &Path {
+        self.outside.path()
+    }
+
+    fn spec(&self) -> SandboxSpec {
+        SandboxSpec {
+            private_tmp: Some(self.tmp.path().to_path_buf()),
+            read_only: vec![self.project().join(".agents")],
+            ..SandboxSpec::new(vec![self.project().to_path_buf()])
+        }
+    }
+
+    async fn run(&self, script: &str) -> ExecOutcome {
+        self.run_with(script, self.spec()).await
+    }
+
+    async fn run_with(&self, script: &str, spec: SandboxSpec) -> ExecOutcome {
+        self.run_for(script, spec, Duration::from_secs(20)).await
+    }
+
+    async fn run_for(&self, script: &str, spec: SandboxSpec, timeout: Duration) -> ExecOutcome {
+        let mut request = ExecRequest::new("/bin/bash", ["-c", script], self.project(), timeout);
+        request.sandbox = Some(spec);
+        let outcome = tokio::time::timeout(
+            TEST_BOUND,
+            run(&request, &config(), &CancellationToken::new()),
+        )
+        .await
+        .expect("the sandboxed run hung")
+        .unwrap();
+        assert!(
+            matches!(
+                outcome.sandbox,
+                SandboxReport::Enforced { isolated: true, .. }
+            ),
+            "{:?}",
+            outcome.sandbox
+        );
+        outcome
+    }
+}
+
+fn config() -> RunnerConfig {
+    RunnerConfig {
+        kill_grace: Duration::from_millis(300),
+        spill: SpillConfig {
+            dir: None,
+            ..SpillConfig::default()
+        },
+        ..RunnerConfig::default()
+    }
+}
+
+fn text(out: &ExecOutcome) -> String {
+    format!("{}{}", out.stdout.text, out.stderr.text)
+}
+
+#[tokio::test]
+async fn ordinary_work_runs_inside() {
+    let ws = Workspace::new();
+    std::fs::write(ws.project().join("notes.txt"), "hello\n").unwrap();
+    let out = ws
+        .run(
+            "ls && cat notes.txt && grep -c hello notes.txt && echo made > new.txt && \
+             mkdir -p sub/dir && chmod +x new.txt && touch -d 2001-01-01 new.txt && \
+             echo t > /tmp/scratch && cat /tmp/scratch && cat /etc/hostname > /dev/null && \
+             echo \"tmp=$TMPDIR\"",
+        )
+        .await;
+    assert_eq!(out.exit, Exit::Code(0), "{}", text(&out));
+    assert!(
+        out.stdout.text.contains("notes.txt\nhello\n1\n"),
+        "{}",
+        text(&out)
+    );
+    assert!(out.stdout.text.contains("t\ntmp=/tmp"), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string(ws.project().join("new.txt")).unwrap(),
+        "made\n"
+    );
+    // The private /tmp is the workspace's temporary directory.
+    assert!(ws.tmp.path().join("scratch").exists());
+}
+
+#[tokio::test]
+async fn writes_outside_are_refused_by_every_route() {
+    let ws = Workspace::new();
+    let outside = ws.outside().display().to_string();
+    std::fs::write(ws.outside().join("target"), "original\n").unwrap();
+    std::os::unix::fs::symlink(ws.outside(), ws.project().join("link")).unwrap();
+    // A hard link planted in the project before the command runs.
+    std::fs::hard_link(ws.outside().join("target"), ws.project().join("hard")).ok();
+    let relative = pathdiff(ws.outside(), ws.project());
+    let attempts = [
+        format!("echo x > {outside}/abs"),
+        format!("echo x > {relative}/dotdot"),
+        "echo x > link/through-symlink".to_owned(),
+        format!("cd / && echo x > {outside}/from-root"),
+        format!("echo x | tee {outside}/tee"),
+        format!("python3 -c 'open(\"{outside}/py\", \"w\").write(\"x\")'"),
+        format!("chmod 777 {outside}/target"),
+        format!("touch -d 2001-01-01 {outside}/target"),
+        format!("rm {outside}/target"),
+        format!("mv {outside}/target {outside}/moved"),
+        "echo '{\"permissions\":{\"mode\":\"trust\"}}' > .agents/agent.json".to_owned(),
+    ];
+    std::fs::create_dir(ws.project().join(".agents")).unwrap();
+    let before = std::fs::metadata(ws.outside().join("target")).unwrap();
+    for attempt in &attempts {
+        let out = ws.run(attempt).await;
+        assert_ne!(
+            out.exit,
+            Exit::Code(0),
+            "`{attempt}` escaped: {}",
+            text(&out)
+        );
+    }
+    let entries: Vec<_> = std::fs::read_dir(ws.outside())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(entries, vec!["target"], "files appeared outside");
+    let after = std::fs::metadata(ws.outside().join("target")).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(before.mode(), after.mode(), "mode changed outside");
+    assert_eq!(before.mtime(), after.mtime(), "times changed outside");
+    assert!(!ws.project().join(".agents/agent.json").exists());
+    // The hard link shares the outside file's inode; writing through it
+    // is refused too (Landlock checks the path's own hierarchy, and the
+    // outside file stays as it was).
+    if ws.project().join("hard").exists() {
+        let out = ws.run("echo changed > hard").await;
+        let _ = out;
+        assert_eq!(
+            std::fs::read_to_string(ws.outside().join("target")).unwrap(),
+            std::fs::read_to_string(ws.project().join("hard")).unwrap()
+        );
+    }
+}
+
+/// `to` relative to `from`, through `..`.
+fn pathdiff(to: &Path, from: &Path) -> String {
+    let depth = from.components().count() - 1;
+    let up = "../".repeat(depth);
+    format!("{up}{}", to.display().to_string().trim_start_matches('/'))
+}
+
+#[tokio::test]
+async fn no_network_of_any_kind() {
+    let ws = Workspace::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    let unix_dir = tempfile::tempdir().unwrap();
+    let unix_path = unix_dir.path().join("sock");
+    let _unix = std::os::unix::net::UnixListener::bind(&unix_path).unwrap();
+    let attempts = [
+        format!("exec 3<>/dev/tcp/127.0.0.1/{port}"),
+        format!("curl -sS --max-time 3 http://127.0.0.1:{port}/"),
+        format!("python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 3)'"),
+        format!("echo x > /dev/udp/127.0.0.1/{udp_port}"),
+        format!(
+            "python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b\"x\", (\"127.0.0.1\", {udp_port}))'"
+        ),
+        "python3 -c 'import socket; socket.getaddrinfo(\"localhost\", 80)' && getent hosts example.com"
+            .to_owned(),
+        format!(
+            "python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"{}\")'",
+            unix_path.display()
+        ),
+        "python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"\\0satchel-test\")'"
+            .to_owned(),
+        "python3 -c 'import socket; a,b=socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)'"
+            .to_owned(),
+    ];
+    for attempt in &attempts {
+        let out = ws.run(attempt).await;
+        assert_ne!(
+            out.exit,
+            Exit::Code(0),
+            "`{attempt}` reached out: {}",
+            text(&out)
+        );
+    }
+    let mut buf = [0u8; 8];
+    assert!(udp.recv(&mut buf).is_err(), "a datagram arrived");
+    // A stream pair to its own children still works.
+    let out = ws
+        .run("python3 -c 'import socket; a,b=socket.socketpair(); a.send(b\"ok\"); print(b.recv(2).decode())'")
+        .await;
+    assert_eq!(out.stdout.text, "ok\n", "{}", text(&out));
+}
+
+#[tokio::test]
+async fn network_when_allowed() {
+    let ws = Workspace::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let spec = SandboxSpec {
+        network: true,
+        ..ws.spec()
+    };
+    let out = ws
+        .run_with(
+            &format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
+            spec,
+        )
+        .await;
+    assert_eq!(out.stdout.text, "connected\n", "{}", text(&out));
+}
+
+#[tokio::test]
+async fn other_processes_are_out_of_sight_and_reach() {
+    let ws = Workspace::new();
+    let me = std::process::id();
+    let out = ws
+        .run(&format!(
+            "cat /proc/{me}/environ; cat /proc/1/environ | tr '\\0' '\\n' | grep -c . ; \
+             ls /proc | grep -c '^[0-9]'; kill -0 {me} && echo signalled"
+        ))
+        .await;
+    let all = text(&out);
+    assert!(!all.contains("PATH="), "{all}");
+    assert!(!all.contains("signalled"), "{all}");
+    // Only the sandbox's own few processes are in its /proc.
+    let counts: Vec<usize> = out
+        .stdout
+        .text
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    assert!(counts.iter().all(|&n| n < 10), "{all}");
+}
+
+#[tokio::test]
+async fn secrets_stay_out_unless_passed() {
+    let ws = Workspace::new();
+    // SAFETY: this test binary sets these names only here; the runner reads
+    // the environment when spawning.
+    unsafe {
+        std::env::set_var("SATCHEL_TEST_API_KEY", "sk-hidden");
+        std::env::set_var("SATCHEL_TEST_PASSED_TOKEN", "tok-passed");
+    }
+    let spec = SandboxSpec {
+        pass_env: vec!["SATCHEL_TEST_PASSED_TOKEN".to_owned()],
+        ..ws.spec()
+    };
+    let out = ws
+        .run_with(
+            "echo \"[${SATCHEL_TEST_API_KEY:-}] [${SATCHEL_TEST_PASSED_TOKEN:-}]\"",
+            spec,
+        )
+        .await;
+    assert_eq!(out.stdout.text, "[] [tok-passed]\n");
+}
+
+#[tokio::test]
+async fn every_process_ends_with_the_command() {
+    let ws = Workspace::new();
+    let marker = ws.project().join("survivor");
+    let script = format!(
+        "setsid bash -c 'sleep 2; echo alive > {m}' & \
+         (bash -c 'sleep 2; echo alive > {m}' &) ; echo started",
+        m = marker.display()
+    );
+    let out = ws.run(&script).await;
+    assert_eq!(out.stdout.text, "started\n");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!marker.exists(), "a detached process outlived its command");
+}
+
+#[tokio::test]
+async fn the_exit_status_is_the_commands() {
+    let ws = Workspace::new();
+    assert_eq!(ws.run("exit 7").await.exit, Exit::Code(7));
+    assert_eq!(ws.run("kill -SEGV $$").await.exit, Exit::Signal(11));
+    let started = Instant::now();
+    let mut request = ExecRequest::new(
+        "/bin/bash",
+        ["-c", "sleep 30"],
+        ws.project(),
+        Duration::from_millis(300),
+    );
+    request.sandbox = Some(ws.spec());
+    let out = run(&request, &config(), &CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(out.timed_out);
+    // SIGTERM reached the command itself: no wait for the SIGKILL grace.
+    assert_eq!(out.exit, Exit::Signal(15));
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn a_fork_bomb_and_a_memory_bomb_are_contained() {
+    let ws = Workspace::new();
+    let spec = SandboxSpec {
+        limits: Limits {
+            processes: Some(300),
+            memory_bytes: Some(1 << 30),
+            ..Limits::default()
+        },
+        ..ws.spec()
+    };
+    let started = Instant::now();
+    let out = ws
+        .run_for(
+            "bomb() { bomb | bomb & }; bomb; sleep 1; echo survived",
+            spec.clone(),
+            Duration::from_secs(5),
+        )
+        .await;
+    // Stopped by its deadline at the latest, and all of it ended with it.
+    assert!(
+        out.stdout.text.contains("survived") || out.timed_out,
+        "{out:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(15));
+    // The machine still forks.
+    assert!(
+        std::process::Command::new("true")
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = ws
+        .run_with(
+            "python3 -c 'b = bytearray(10 * 1024**3); print(\"allocated\")'",
+            spec,
+        )
+        .await;
+    assert!(!out.stdout.text.contains("allocated"), "{}", text(&out));
+    assert!(out.stderr.text.contains("MemoryError"), "{}", text(&out));
+}

@@ -1,0 +1,143 @@
+//! How tools that run processes (`bash`, `code`, external tools) are
+//! confined: the sandbox of the policy's mode, built from the `exec`
+//! section of agent.json and the project directory.
+//!
+//! - `readonly`: writes only to a private temporary directory (seen as
+//!   `/tmp`), no network.
+//! - `workspace` (the default): writes under the project directory, the
+//!   private `/tmp` and the paths in `exec.writable`; no network unless
+//!   `exec.network` is true. The project's `.agents` and `.git/hooks` and
+//!   `.git/config` stay read-only: a command must not rewrite the policy
+//!   or plant code that runs later outside the sandbox.
+//! - `trust`, or a call the user let leave the sandbox: no sandbox.
+//!
+//! [`crate::dispatch`] sets the call's [`Confinement`]; tools only read it.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use satchel_exec::{Limits, SandboxSpec};
+use serde_json::Value;
+
+use crate::ToolContext;
+
+/// How a call's processes are confined.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Confinement {
+    /// Writes only to the private temporary directory.
+    ReadOnly,
+    /// Writes under the project too.
+    #[default]
+    Workspace,
+    /// No sandbox: the mode is `trust`, or the user let this call out.
+    Unconfined,
+}
+
+impl Confinement {
+    /// Whether processes run in a sandbox.
+    pub fn is_sandboxed(self) -> bool {
+        self != Confinement::Unconfined
+    }
+
+    /// The mode's name, as the model and the user read it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confinement::ReadOnly => "readonly",
+            Confinement::Workspace => "workspace",
+            Confinement::Unconfined => "none",
+        }
+    }
+}
+
+/// The `exec` settings that shape the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SandboxConfig {
+    /// Writable paths besides the project (`exec.writable`).
+    pub writable: Vec<PathBuf>,
+    /// Network for sandboxed commands in `workspace` mode (`exec.network`).
+    pub network: bool,
+    /// Secret-named variables passed in anyway (`exec.passEnv`).
+    pub pass_env: Vec<String>,
+    /// Resource limits (`exec.limits`).
+    pub limits: Limits,
+}
+
+/// The input field by which a call asks to run outside the sandbox.
+pub const ESCAPE_FIELD: &str = "sandbox";
+/// Its one value.
+pub const ESCAPE_VALUE: &str = "none";
+
+/// Whether a call's input asks to leave the sandbox.
+pub fn asks_to_leave(input: &Value) -> bool {
+    input.get(ESCAPE_FIELD).and_then(Value::as_str) == Some(ESCAPE_VALUE)
+}
+
+/// The sandbox for a call's processes, or `None` when it runs unconfined.
+pub fn spec_for(ctx: &ToolContext) -> Option<SandboxSpec> {
+    let config = &ctx.config.sandbox;
+    let project = ctx.working_dir.as_path();
+    let (writable, network) = match ctx.confinement {
+        Confinement::Unconfined => return None,
+        Confinement::ReadOnly => (Vec::new(), false),
+        Confinement::Workspace => {
+            let mut writable = vec![project.to_path_buf()];
+            writable.extend(config.writable.iter().map(|path| project.join(path)));
+            (writable, config.network)
+        }
+    };
+    Some(SandboxSpec {
+        writable,
+        read_only: protected_paths(project),
+        private_tmp: private_tmp(),
+        network,
+        limits: config.limits,
+        pass_env: config.pass_env.clone(),
+    })
+}
+
+/// Paths in the project a sandboxed command may not change.
+fn protected_paths(project: &Path) -> Vec<PathBuf> {
+    [".agents", ".git/hooks", ".git/config"]
+        .iter()
+        .map(|path| project.join(path))
+        .collect()
+}
+
+/// This process's private temporary directory, made on first use under
+/// the system's: `$TMPDIR/satchel-<uid>/<pid>`. Directories of processes
+/// that are gone are removed then.
+fn private_tmp() -> Option<PathBuf> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let uid = rustix::process::getuid().as_raw();
+        let parent = std::env::temp_dir().join(format!("satchel-{uid}"));
+        remove_stale(&parent);
+        let dir = parent.join(std::process::id().to_string());
+        match std::fs::create_dir_all(&dir) {
+            Ok(()) => Some(dir),
+            Err(error) => {
+                tracing::warn!(dir = %dir.display(), %error, "no private temporary directory; /tmp stays read-only in the sandbox");
+                None
+            }
+        }
+    })
+    .clone()
+}
+
+fn remove_stale(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
