@@ -367,7 +367,7 @@ mod tests {
         .unwrap();
         assert_eq!(hot.refresh(), Some(vec![]));
         assert_eq!(rules(&hot).0.len(), 3);
-        assert_eq!(rules(&hot).1, "default");
+        assert_eq!(rules(&hot).1, "workspace");
     }
 
     /// FACTS (2026-11-25): an unknown key under `llm` used to drop the

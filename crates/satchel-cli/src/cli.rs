@@ -639,6 +639,8 @@ pub(crate) struct ServeArgs {
           default_value_t = HttpLimits::DEFAULT.max_body_bytes,
           value_parser = parse_count)]
     pub(crate) max_body_bytes: usize,
+    #[command(flatten)]
+    pub(crate) policy: PolicyArgs,
 }
 
 impl ServeArgs {
@@ -867,6 +869,62 @@ pub(crate) struct ChatArgs {
     /// a value, the most recently updated one.
     #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
     pub(crate) resume: Option<String>,
+    #[command(flatten)]
+    pub(crate) policy: PolicyArgs,
+}
+
+/// Policy for this run only, on top of every agent.json: what a script or
+/// another agent grants without writing a file.
+#[derive(Debug, Args, Default)]
+pub(crate) struct PolicyArgs {
+    /// How commands are confined: `readonly` (sandbox, writes only to a
+    /// private temporary directory), `workspace` (sandbox, writes in the
+    /// project; the default) or `trust` (no sandbox, no asking).
+    #[arg(long, value_name = "MODE", value_parser = ["readonly", "workspace", "trust"])]
+    pub(crate) mode: Option<String>,
+    /// Allow calls matching RULE without asking, e.g. 'bash(npm install*)'
+    /// (repeatable; a matching call may also leave the sandbox).
+    #[arg(long = "allow", value_name = "RULE")]
+    pub(crate) allow: Vec<String>,
+    /// Refuse calls matching RULE, e.g. 'bash(git push*)' (repeatable; deny
+    /// always wins).
+    #[arg(long = "deny", value_name = "RULE")]
+    pub(crate) deny: Vec<String>,
+}
+
+impl PolicyArgs {
+    /// The agent.json layer (`{"permissions": ...}`) these flags add, when
+    /// they add anything.
+    pub(crate) fn layer(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        if self.mode.is_none() && self.allow.is_empty() && self.deny.is_empty() {
+            return None;
+        }
+        let mut permissions = serde_json::Map::new();
+        if let Some(mode) = &self.mode {
+            permissions.insert("mode".into(), mode.clone().into());
+        }
+        if !self.allow.is_empty() {
+            permissions.insert("allow".into(), self.allow.clone().into());
+        }
+        if !self.deny.is_empty() {
+            permissions.insert("deny".into(), self.deny.clone().into());
+        }
+        let mut layer = serde_json::Map::new();
+        layer.insert("permissions".into(), permissions.into());
+        Some(layer)
+    }
+}
+
+impl Command {
+    /// The policy flags of the commands that take them.
+    pub(crate) fn policy_flags(&self) -> Option<&PolicyArgs> {
+        match self {
+            Command::Chat(args) => Some(&args.policy),
+            Command::Run(args) => Some(&args.policy),
+            Command::Mcp(McpCommand::Serve(args)) => Some(&args.policy),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -881,6 +939,8 @@ pub(crate) struct RunArgs {
     /// starting one.
     #[arg(long, value_name = "ID")]
     pub(crate) resume: Option<String>,
+    #[command(flatten)]
+    pub(crate) policy: PolicyArgs,
 }
 
 #[derive(Debug, Args)]

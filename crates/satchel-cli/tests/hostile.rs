@@ -76,9 +76,9 @@ enum Expect {
     /// A `tools/call` result with `isError` and this error code, whose
     /// message contains the text.
     ToolError(&'static str, &'static str),
-    /// Any `tools/call` result with `isError` (refused by policy or by
-    /// validation: what matters is that the server answered).
-    AnyToolError,
+    /// Any `tools/call` result: run in the sandbox (what the policy's
+    /// parser cannot see through is contained) or refused.
+    Answered,
     /// Nothing in particular: the message is not valid JSON-RPC, so the
     /// server may answer with a protocol error or not at all.
     Nothing,
@@ -138,7 +138,7 @@ fn corpus() -> Vec<Hostile> {
         corpus.push(Hostile {
             name: format!("backticks nested {} deep", depth.min(14)),
             message: bash_call(&format!("echo {backticks}")),
-            expect: Expect::AnyToolError,
+            expect: Expect::Answered,
         });
         let heredocs = (0..depth).fold("x".to_owned(), |inner, i| {
             format!("$(cat <<E{i}\n{inner}\nE{i}\n)")
@@ -164,7 +164,7 @@ fn corpus() -> Vec<Hostile> {
     corpus.push(Hostile {
         name: "100,000-stage pipeline".into(),
         message: bash_call(&format!("true{}", " | true".repeat(99_999))),
-        expect: Expect::ToolError("PERMISSION_DENIED", "no one can approve it"),
+        expect: Expect::ToolError("INVALID_PARAMS", "too long for one command line"),
     });
     corpus.push(Hostile {
         name: "1 MB word".into(),
@@ -174,7 +174,8 @@ fn corpus() -> Vec<Hostile> {
     corpus.push(Hostile {
         name: "a word just under the size limit".into(),
         message: bash_call(&format!("true {}", "a".repeat((1 << 20) - 5))),
-        expect: Expect::ToolError("PERMISSION_DENIED", "no one can approve it"),
+        // The parser takes it; the kernel would not.
+        expect: Expect::ToolError("INVALID_PARAMS", "too long for one command line"),
     });
     corpus.push(Hostile {
         name: "lone surrogate as a JSON escape".into(),
@@ -240,8 +241,12 @@ fn with_id(message: &[u8], id: u64) -> Vec<u8> {
 fn check(hostile: &Hostile, answer: Option<&Value>) {
     let (code, text) = match &hostile.expect {
         Expect::Nothing => return,
-        Expect::AnyToolError => ("", ""),
         Expect::ToolError(code, text) => (*code, *text),
+        Expect::Answered => {
+            let answer = answer.unwrap_or_else(|| panic!("{}: no answer", hostile.name));
+            assert!(answer["result"].is_object(), "{}: {answer}", hostile.name);
+            return;
+        }
     };
     let answer = answer.unwrap_or_else(|| panic!("{}: no answer", hostile.name));
     let result = &answer["result"];
@@ -385,7 +390,8 @@ fn secrets_never_leave_in_an_mcp_response() {
     let sandbox = Sandbox::new();
     std::fs::write(
         sandbox.project().join(".agents/agent.json"),
-        r#"{"permissions": {"allow": ["bash(echo *)"]}}"#,
+        // Secret-named variables reach a sandboxed command only when passed.
+        r#"{"permissions": {"allow": ["bash(echo *)"]}, "exec": {"passEnv": ["SERVICE_API_KEY"]}}"#,
     )
     .unwrap();
     let mut server = Stdio_::start_with(&sandbox, &[("SERVICE_API_KEY", SECRET)]);

@@ -221,7 +221,8 @@ fn secrets_are_redacted_in_the_result_the_spill_file_the_logs_and_the_record() {
     let sandbox = Sandbox::new();
     std::fs::write(
         sandbox.path("project/.agents/agent.json"),
-        r#"{"redaction": {"env": ["DEPLOY_URL"]}, "exec": {"stdoutLimitBytes": 200}}"#,
+        // Secret-named variables reach a sandboxed command only when passed.
+        r#"{"redaction": {"env": ["DEPLOY_URL"]}, "exec": {"stdoutLimitBytes": 200, "passEnv": ["SANDBOX_API_KEY", "VAULT_PASSWORD"]}}"#,
     )
     .unwrap();
     let api_key = "sk-e2e-0123456789abcdef";

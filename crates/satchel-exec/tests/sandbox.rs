@@ -109,8 +109,7 @@ async fn ordinary_work_runs_inside() {
         .run(
             "ls && cat notes.txt && grep -c hello notes.txt && echo made > new.txt && \
              mkdir -p sub/dir && chmod +x new.txt && touch -d 2001-01-01 new.txt && \
-             echo t > /tmp/scratch && cat /tmp/scratch && cat /etc/hostname > /dev/null && \
-             echo \"tmp=$TMPDIR\"",
+             echo t > $TMPDIR/scratch && cat $TMPDIR/scratch && cat /etc/hostname > /dev/null",
         )
         .await;
     assert_eq!(out.exit, Exit::Code(0), "{}", text(&out));
@@ -119,12 +118,12 @@ async fn ordinary_work_runs_inside() {
         "{}",
         text(&out)
     );
-    assert!(out.stdout.text.contains("t\ntmp=/tmp"), "{}", text(&out));
+    assert!(out.stdout.text.ends_with("t\n"), "{}", text(&out));
     assert_eq!(
         std::fs::read_to_string(ws.project().join("new.txt")).unwrap(),
         "made\n"
     );
-    // The private /tmp is the workspace's temporary directory.
+    // TMPDIR is the workspace's temporary directory.
     assert!(ws.tmp.path().join("scratch").exists());
 }
 

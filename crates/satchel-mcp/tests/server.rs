@@ -227,9 +227,16 @@ async fn policy_gates_calls_and_nobody_can_consent_over_mcp() {
             .set_extra_tools(diagnostic::GROUP, vec![Arc::new(EchoTool::new())])
             .unwrap();
         let (client, _) = fx.connect().await;
-        // bash may change data: in the default mode it needs consent,
-        // which nobody can give here.
+        // bash runs in the sandbox without asking; leaving the sandbox
+        // needs consent, which nobody can give here.
         let result = call(&client, "bash", json!({"command": "echo hello"})).await;
+        assert_eq!(result.is_error, Some(false), "{result:?}");
+        let result = call(
+            &client,
+            "bash",
+            json!({"command": "echo hello", "sandbox": "none", "justification": "test"}),
+        )
+        .await;
         assert_eq!(result.is_error, Some(true));
         let text = &result.content[0].as_text().unwrap().text;
         assert!(text.contains("PERMISSION_DENIED"), "{text}");
@@ -238,16 +245,17 @@ async fn policy_gates_calls_and_nobody_can_consent_over_mcp() {
         let result = call(&client, "echo", json!({"message": "hi"})).await;
         assert_eq!(result.is_error, Some(false), "{result:?}");
         let decisions = fx.recorder.decisions.lock().unwrap().clone();
-        assert_eq!(decisions.len(), 2);
+        assert_eq!(decisions.len(), 3);
+        assert_eq!(decisions[0].as_deref(), Some("allow by mode default"));
         assert!(
-            decisions[0]
+            decisions[1]
                 .as_deref()
                 .unwrap()
                 .contains("ask by mode default; nobody could consent"),
             "{decisions:?}"
         );
         assert!(
-            decisions[1].as_deref().unwrap().starts_with("allow"),
+            decisions[2].as_deref().unwrap().starts_with("allow"),
             "{decisions:?}"
         );
     })

@@ -46,6 +46,10 @@ struct BashInput {
     working_dir: Option<String>,
 }
 
+/// Longest command: the kernel refuses a longer single argument
+/// (`MAX_ARG_STRLEN`, 128 KiB with its NUL).
+const MAX_COMMAND_BYTES: usize = 128 * 1024 - 1;
+
 /// Words of stderr that mean the sandbox may have stopped a command.
 const SANDBOX_SIGNS: [&str; 4] = [
     "Permission denied",
@@ -129,6 +133,16 @@ impl Tool for BashTool {
                 format!("invalid bash input: {error}"),
             )
         })?;
+        if input.command.len() > MAX_COMMAND_BYTES {
+            return Err(ToolError::new(
+                ErrorCode::InvalidParams,
+                format!(
+                    "the command is {} bytes, too long for one command line (at most {MAX_COMMAND_BYTES}); \
+                     write the script to a file and run the file",
+                    input.command.len()
+                ),
+            ));
+        }
         let requested_dir = input.working_dir.as_deref().unwrap_or(".");
         let working_dir = ctx.working_dir.join(requested_dir);
         let timeout_secs = input

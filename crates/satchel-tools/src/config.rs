@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use satchel_exec::{OutputConfig, RunnerConfig, SpillConfig};
@@ -138,6 +138,24 @@ fn located(path: &Path, at: Option<(usize, usize)>) -> String {
         Some((line, column)) => format!("{}:{line}:{column}", path.display()),
         None => path.display().to_string(),
     }
+}
+
+/// The layer the command line puts on top of every agent.json (`--mode`,
+/// `--allow`, `--deny`), for the whole process.
+static COMMAND_LINE: OnceLock<Layer> = OnceLock::new();
+
+/// What names the command-line layer in messages.
+pub const COMMAND_LINE_SOURCE: &str = "(command line)";
+
+/// Adds `object` on top of every agent.json this process reads, checked
+/// like a file (an invalid rule is an error). Set once; later calls are
+/// ignored.
+pub fn set_command_line(object: Map<String, Value>) -> Result<(), ConfigError> {
+    let text =
+        serde_json::to_string_pretty(&Value::Object(object)).unwrap_or_else(|_| "{}".to_owned());
+    let layer = Layer::parse(Path::new(COMMAND_LINE_SOURCE), text)?;
+    let _ = COMMAND_LINE.set(layer);
+    Ok(())
 }
 
 /// Reads a config file: `Ok(None)` when nothing is there. Anything but a
@@ -538,7 +556,8 @@ impl Settings {
     /// callers that keep each file's last good version (hot reload).
     pub fn from_parsed(layers: Vec<Layer>) -> Settings {
         let mut settings = Settings::default();
-        for layer in layers {
+        let command_line = COMMAND_LINE.get().cloned();
+        for layer in layers.into_iter().chain(command_line) {
             for key in layer.object.keys() {
                 if TOP_LEVEL_KEYS.contains(&key.as_str()) {
                     continue;

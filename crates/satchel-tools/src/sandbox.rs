@@ -2,10 +2,11 @@
 //! confined: the sandbox of the policy's mode, built from the `exec`
 //! section of agent.json and the project directory.
 //!
-//! - `readonly`: writes only to a private temporary directory (seen as
-//!   `/tmp`), no network.
+//! - `readonly`: writes only to a private temporary directory (`TMPDIR`),
+//!   no network.
 //! - `workspace` (the default): writes under the project directory, the
-//!   private `/tmp` and the paths in `exec.writable`; no network unless
+//!   system's temporary directory and the paths in `exec.writable`; no
+//!   network unless
 //!   `exec.network` is true. The project's `.agents` and `.git/hooks` and
 //!   `.git/config` stay read-only: a command must not rewrite the policy
 //!   or plant code that runs later outside the sandbox.
@@ -80,7 +81,7 @@ pub fn spec_for(ctx: &ToolContext) -> Option<SandboxSpec> {
         Confinement::Unconfined => return None,
         Confinement::ReadOnly => (Vec::new(), false),
         Confinement::Workspace => {
-            let mut writable = vec![project.to_path_buf()];
+            let mut writable = vec![project.to_path_buf(), std::env::temp_dir()];
             writable.extend(config.writable.iter().map(|path| project.join(path)));
             (writable, config.network)
         }
@@ -103,10 +104,11 @@ fn protected_paths(project: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// This process's private temporary directory, made on first use under
-/// the system's: `$TMPDIR/satchel-<uid>/<pid>`. Directories of processes
-/// that are gone are removed then.
-fn private_tmp() -> Option<PathBuf> {
+/// This process's private temporary directory (`TMPDIR` of sandboxed
+/// commands), made on first use under the system's:
+/// `$TMPDIR/satchel-<uid>/<pid>`. Directories of processes that are gone
+/// are removed then.
+pub fn private_tmp() -> Option<PathBuf> {
     static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
     DIR.get_or_init(|| {
         let uid = rustix::process::getuid().as_raw();

@@ -533,11 +533,15 @@ async fn concurrent_calls_to_one_tool_stay_separate() {
 #[tokio::test]
 async fn specs_are_cached_by_path_size_and_mtime() {
     let fx = Fixture::new();
-    let counter = fx.root.path().join("probes");
+    // Discovery runs sandboxed: the one place it may write is its TMPDIR.
+    let counter = satchel_tools::sandbox::private_tmp().unwrap().join(format!(
+        "probes-{}",
+        fx.root.path().file_name().unwrap().to_string_lossy()
+    ));
     let body = |version: &str| {
         format!(
-            "#!/bin/bash\nif [ \"$1\" = --schema ]; then echo x >> {}; echo '{{\"description\": \"{version}\", \"inputSchema\": {{\"type\": \"object\"}}}}'; exit 0; fi\necho '{{}}'\n",
-            counter.display()
+            "#!/bin/bash\nif [ \"$1\" = --schema ]; then echo x >> \"$TMPDIR/{}\"; echo '{{\"description\": \"{version}\", \"inputSchema\": {{\"type\": \"object\"}}}}'; exit 0; fi\necho '{{}}'\n",
+            counter.file_name().unwrap().to_string_lossy()
         )
     };
     let path = fx.script("project", "counted", &body("v1"));

@@ -32,6 +32,9 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(path) => Some(std::path::absolute(path)?),
         None => paths::default_db(),
     };
+    if let Some(layer) = cli.command.policy_flags().and_then(|flags| flags.layer()) {
+        satchel_tools::config::set_command_line(layer).map_err(project::refused)?;
+    }
     let project = Project::load(&root, db)?;
     match cli.command {
         Command::Chat(args) => chat::run(args, &project).await,

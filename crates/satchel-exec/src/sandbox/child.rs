@@ -5,8 +5,7 @@
 //!
 //! With namespaces the child (C1) enters new user, mount and PID
 //! namespaces, makes every mount read-only except the writable paths
-//! (so `chmod`, `chown` and times fail outside them too), binds its
-//! private temporary directory on `/tmp`, and forks. Its child (C2) is PID
+//! (so `chmod`, `chown` and times fail outside them too), and forks. Its child (C2) is PID
 //! 1 of the new namespace; C2 forks C3, which mounts a `/proc` that shows
 //! only the namespace, confines itself and returns to exec the command.
 //! When the command ends, C2 passes its wait status to C1 and exits, and
@@ -46,8 +45,6 @@ pub(crate) struct Namespaces {
     /// Bound on themselves read-only, after the writable ones (paths
     /// inside a writable directory that must not change).
     pub(crate) read_only: Vec<CString>,
-    /// Bound on `/tmp`.
-    pub(crate) private_tmp: Option<CString>,
     /// The working directory, entered again once the mounts are in place.
     pub(crate) cwd: CString,
     /// Written to the namespace's `/proc/sys/kernel/pid_max`: its process
@@ -112,23 +109,9 @@ unsafe fn enter_namespaces(ns: &Namespaces) -> io::Result<()> {
             std::ptr::null(),
         ))?;
         set_read_only(root.as_ptr(), true)?;
-        // Held open across the bind on /tmp, which hides paths beneath it;
-        // their mount points inside the private /tmp were made by the
-        // parent.
-        let mut held = [-1; MAX_WRITABLE];
-        for (slot, path) in held.iter_mut().zip(&ns.writable) {
-            *slot = check(libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC))?;
-        }
-        if let Some(tmp) = &ns.private_tmp {
-            let target = c"/tmp";
-            bind(tmp.as_ptr(), target.as_ptr())?;
-            set_read_only(target.as_ptr(), false)?;
-        }
-        for (&fd, path) in held.iter().zip(&ns.writable) {
-            let mut buffer = [0u8; 32];
-            bind(fd_path(fd, &mut buffer), path.as_ptr())?;
+        for path in &ns.writable {
+            bind(path.as_ptr(), path.as_ptr())?;
             set_read_only(path.as_ptr(), false)?;
-            libc::close(fd);
         }
         for path in &ns.read_only {
             bind(path.as_ptr(), path.as_ptr())?;
@@ -138,32 +121,6 @@ unsafe fn enter_namespaces(ns: &Namespaces) -> io::Result<()> {
         check(libc::chdir(ns.cwd.as_ptr()))?;
     }
     Ok(())
-}
-
-/// Writable paths a sandbox can have (more are left read-only by
-/// [`super::prepare`], which refuses them).
-pub(crate) const MAX_WRITABLE: usize = 32;
-
-/// `/proc/self/fd/N` for `fd`, written into `buffer` as a C string.
-fn fd_path(fd: libc::c_int, buffer: &mut [u8; 32]) -> *const libc::c_char {
-    const PREFIX: &[u8] = b"/proc/self/fd/";
-    buffer[..PREFIX.len()].copy_from_slice(PREFIX);
-    let mut digits = [0u8; 10];
-    let mut n = fd.unsigned_abs();
-    let mut count = 0;
-    loop {
-        digits[count] = b'0' + (n % 10) as u8;
-        count += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for (i, digit) in digits[..count].iter().rev().enumerate() {
-        buffer[PREFIX.len() + i] = *digit;
-    }
-    buffer[PREFIX.len() + count] = 0;
-    buffer.as_ptr().cast()
 }
 
 /// Forks twice: the caller waits and relays, the first child is the
@@ -387,16 +344,4 @@ fn check(result: libc::c_int) -> io::Result<libc::c_int> {
 
 fn errno() -> libc::c_int {
     io::Error::last_os_error().raw_os_error().unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn fd_paths_are_c_strings() {
-        let mut buffer = [0u8; 32];
-        let path = super::fd_path(1203, &mut buffer);
-        // SAFETY: fd_path wrote a NUL-terminated string into buffer.
-        let text = unsafe { std::ffi::CStr::from_ptr(path) };
-        assert_eq!(text.to_str().unwrap(), "/proc/self/fd/1203");
-    }
 }

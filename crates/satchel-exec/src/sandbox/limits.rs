@@ -46,12 +46,23 @@ impl Limits {
     }
 
     /// The `setrlimit` calls these limits make (soft and hard alike), and
-    /// no core files.
+    /// no core files. A limit never rises above the one Satchel itself
+    /// runs under (which it could not raise).
     pub(crate) fn rlimits(&self) -> Vec<(Resource, u64)> {
         let mut limits = vec![(libc::RLIMIT_CORE, 0)];
         limits.extend(self.memory_bytes.map(|v| (libc::RLIMIT_DATA, v)));
         limits.extend(self.cpu_secs.map(|v| (libc::RLIMIT_CPU, v)));
         limits.extend(self.file_size_bytes.map(|v| (libc::RLIMIT_FSIZE, v)));
+        for (resource, value) in &mut limits {
+            let mut current = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: getrlimit writes into the struct given.
+            if unsafe { libc::getrlimit(*resource, &mut current) } == 0 {
+                *value = (*value).min(current.rlim_max);
+            }
+        }
         limits
     }
 }

@@ -13,8 +13,8 @@
 //! - **Namespaces**, where the kernel allows them (see [`probe`]): new
 //!   user, mount and PID namespaces; every mount read-only but the
 //!   writable paths (so `chmod`, `chown` and times fail outside them), a
-//!   private `/tmp`, a `/proc` that shows only the sandbox, a process
-//!   limit, and the end of every process when the command ends.
+//!   `/proc` that shows only the sandbox, a process limit, and the end of
+//!   every process when the command ends.
 //! - **Limits** ([`Limits`]) and no capabilities, even as root.
 //! - **Environment**: variables named like secrets are removed unless
 //!   listed in [`SandboxSpec::pass_env`].
@@ -41,8 +41,7 @@ pub struct SandboxSpec {
     /// `.git/hooks`, its `.agents`). Enforced where namespaces are
     /// available.
     pub read_only: Vec<PathBuf>,
-    /// A writable directory seen as `/tmp` (with namespaces) and named by
-    /// `TMPDIR`.
+    /// A writable directory named by `TMPDIR`.
     pub private_tmp: Option<PathBuf>,
     /// Whether it may use IPv4 and IPv6 sockets (TCP and UDP).
     pub network: bool,
@@ -193,7 +192,6 @@ fn probe_namespaces() -> (Result<(), String>, bool) {
             gid_map: id_map(rustix::process::getgid().as_raw()),
             writable: Vec::new(),
             read_only: Vec::new(),
-            private_tmp: None,
             cwd,
             pid_max: Some(PROBE_PID_MAX.as_bytes().to_vec()),
         }),
@@ -238,7 +236,7 @@ fn id_map(id: u32) -> Vec<u8> {
 pub(crate) struct Prepared {
     pub(crate) plan: ChildPlan,
     pub(crate) report: SandboxReport,
-    /// `TMPDIR` as the child sees it.
+    /// `TMPDIR` for the child.
     pub(crate) tmpdir: Option<OsString>,
 }
 
@@ -258,13 +256,7 @@ pub(crate) fn prepare(spec: &SandboxSpec, cwd: &Path) -> Result<Prepared, String
     } else {
         None
     };
-    let tmpdir = spec.private_tmp.as_ref().map(|tmp| {
-        if isolated {
-            OsString::from("/tmp")
-        } else {
-            tmp.clone().into_os_string()
-        }
-    });
+    let tmpdir = spec.private_tmp.clone().map(PathBuf::into_os_string);
     Ok(Prepared {
         plan: ChildPlan {
             namespaces,
@@ -298,17 +290,8 @@ fn namespaces_of(
             .cloned()
             .collect()
     };
-    let writable = existing(&spec.writable);
-    if writable.len() > child::MAX_WRITABLE {
-        return Err(format!(
-            "a sandbox can have at most {} writable paths, not {}",
-            child::MAX_WRITABLE,
-            writable.len()
-        ));
-    }
-    if let Some(tmp) = spec.private_tmp.as_deref().filter(|tmp| tmp.is_dir()) {
-        make_mount_points(tmp, &writable)?;
-    }
+    let mut writable = existing(&spec.writable);
+    writable.extend(spec.private_tmp.iter().filter(|tmp| tmp.is_dir()).cloned());
     let bindable = |paths: &[PathBuf]| -> Result<Vec<CString>, String> {
         paths.iter().map(|path| c_path(path)).collect()
     };
@@ -317,12 +300,6 @@ fn namespaces_of(
         gid_map: id_map(rustix::process::getgid().as_raw()),
         writable: bindable(&writable)?,
         read_only: bindable(&existing(&spec.read_only))?,
-        private_tmp: spec
-            .private_tmp
-            .as_deref()
-            .filter(|tmp| tmp.is_dir())
-            .map(c_path)
-            .transpose()?,
         cwd: c_path(cwd)?,
         pid_max: spec
             .limits
@@ -331,36 +308,6 @@ fn namespaces_of(
             // The kernel's floor for pid_max is 301.
             .map(|n| n.saturating_add(1).max(301).to_string().into_bytes()),
     })
-}
-
-/// Writable paths under `/tmp` are hidden once the private temporary
-/// directory is bound there; the child binds them again onto mount points
-/// made here, inside that directory.
-fn make_mount_points(private_tmp: &Path, writable: &[PathBuf]) -> Result<(), String> {
-    for path in writable {
-        let Ok(inside) = path.strip_prefix("/tmp") else {
-            continue;
-        };
-        let point = private_tmp.join(inside);
-        let made = if path.is_dir() {
-            std::fs::create_dir_all(&point)
-        } else {
-            point
-                .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| {
-                    std::fs::OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .open(&point)
-                        .map(drop)
-                })
-        };
-        made.map_err(|error| {
-            format!("cannot make the mount point `{}`: {error}", point.display())
-        })?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

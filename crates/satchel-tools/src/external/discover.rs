@@ -245,7 +245,15 @@ async fn probe(path: &Path, config: &ExternalConfig) -> ProbeResult {
         env: Vec::new(),
         timeout: config.schema_timeout,
         clear_env: false,
-        sandbox: None,
+        // Describing itself needs no writes (but to its TMPDIR) and no
+        // network: a tool that tries either at discovery is stopped (where
+        // the system can sandbox at all).
+        sandbox: satchel_exec::sandbox::probe().available().is_ok().then(|| {
+            satchel_exec::SandboxSpec {
+                private_tmp: crate::sandbox::private_tmp(),
+                ..satchel_exec::SandboxSpec::new(Vec::new())
+            }
+        }),
     };
     let outcome = match satchel_exec::run(&request, &runner, &CancellationToken::new()).await {
         Ok(outcome) => outcome,

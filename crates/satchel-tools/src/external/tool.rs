@@ -239,7 +239,7 @@ impl Tool for ExternalTool {
             env,
             timeout,
             clear_env: false,
-            sandbox: None,
+            sandbox: crate::sandbox::spec_for(ctx),
         };
         let outcome = satchel_exec::run(&request, &self.runner_config(ctx), &ctx.cancel)
             .await
