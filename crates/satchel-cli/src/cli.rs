@@ -577,7 +577,7 @@ pub(crate) enum McpCommand {
     /// with --allow-origin) are refused. Tools imported from the servers in
     /// mcp.json are served too.
     #[command(after_help = SERVE_EXAMPLES)]
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// List the MCP servers of mcp.json: state, tools, last error.
     ///
     /// Starts each server (as `tools list` does), waits for it to come up

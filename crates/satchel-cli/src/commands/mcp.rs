@@ -26,7 +26,7 @@ use crate::cli::{ListArgs, McpCommand, ServeArgs};
 
 pub(crate) async fn run(command: McpCommand, project: &Project) -> anyhow::Result<ExitCode> {
     match command {
-        McpCommand::Serve(args) => serve(args, project).await,
+        McpCommand::Serve(args) => serve(*args, project).await,
         McpCommand::Servers(args) => servers(args, project).await,
     }
 }
