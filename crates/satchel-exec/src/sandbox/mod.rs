@@ -203,7 +203,9 @@ fn probe_namespaces() -> (Result<(), String>, bool) {
     command
         .args([
             "-c",
-            &format!("read m < /proc/sys/kernel/pid_max; [ \"$m\" = {PROBE_PID_MAX} ]"),
+            // Not `read`: a sysctl file answers only a read from its start,
+            // and dash reads a byte at a time.
+            &format!("[ \"$(cat /proc/sys/kernel/pid_max)\" = {PROBE_PID_MAX} ]"),
         ])
         .current_dir("/")
         .stdin(Stdio::null())
