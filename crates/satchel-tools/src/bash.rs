@@ -46,16 +46,29 @@ struct BashInput {
     working_dir: Option<String>,
 }
 
+/// Words of stderr that mean a connection failed, which the sandbox
+/// causes when it has no network.
+const NETWORK_SIGNS: [&str; 6] = [
+    "Couldn't connect",
+    "Could not resolve",
+    "Connection refused",
+    "Network is unreachable",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+];
+
 /// Longest command: the kernel refuses a longer single argument
 /// (`MAX_ARG_STRLEN`, 128 KiB with its NUL).
 const MAX_COMMAND_BYTES: usize = 128 * 1024 - 1;
 
 /// Words of stderr that mean the sandbox may have stopped a command.
-const SANDBOX_SIGNS: [&str; 4] = [
+const SANDBOX_SIGNS: [&str; 5] = [
     "Permission denied",
     "Read-only file system",
     "Operation not permitted",
     "Cannot assign requested address",
+    // Landlock refuses links and renames across its edge with EXDEV.
+    "Invalid cross-device link",
 ];
 
 fn spec() -> ToolSpec {
@@ -182,7 +195,11 @@ impl Tool for BashTool {
         );
         if ctx.confinement.is_sandboxed() && outcome.exit != Exit::Code(0) {
             let stderr = &outcome.stderr.text;
-            if SANDBOX_SIGNS.iter().any(|sign| stderr.contains(sign)) {
+            let offline = ctx.confinement == crate::sandbox::Confinement::ReadOnly
+                || !ctx.config.sandbox.network;
+            if SANDBOX_SIGNS.iter().any(|sign| stderr.contains(sign))
+                || (offline && NETWORK_SIGNS.iter().any(|sign| stderr.contains(sign)))
+            {
                 output = output.with_response(format!(
                     "This may be the `{}` sandbox: it allows writes only in the project and /tmp, and no network{}. \
                      If the task needs more, call again with `sandbox: \"none\"` and a `justification`; the user will be asked.",

@@ -158,6 +158,54 @@ pub fn set_command_line(object: Map<String, Value>) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// Adds `rules` to `permissions.allow` in the agent.json at `path`
+/// (made if missing), keeping everything else; rules already there are
+/// not added twice. Written whole to a temporary file and renamed, so a
+/// reader never sees half a file.
+pub fn add_allow_rules(path: &Path, rules: &[String]) -> Result<(), String> {
+    let mut object = match read_config_file(path).map_err(|e| e.to_string())? {
+        None => Map::new(),
+        Some(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(object)) => object,
+            Ok(_) => return Err(format!("{} does not hold a JSON object", path.display())),
+            Err(error) => return Err(format!("{}: {error}", path.display())),
+        },
+    };
+    let permissions = object
+        .entry("permissions")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(permissions) = permissions else {
+        return Err(format!(
+            "{}: `permissions` is not an object",
+            path.display()
+        ));
+    };
+    let allow = permissions
+        .entry("allow")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    let Value::Array(allow) = allow else {
+        return Err(format!(
+            "{}: `permissions.allow` is not a list",
+            path.display()
+        ));
+    };
+    for rule in rules {
+        if !allow.iter().any(|r| r.as_str() == Some(rule)) {
+            allow.push(Value::String(rule.clone()));
+        }
+    }
+    let text = serde_json::to_string_pretty(&Value::Object(object)).map_err(|e| e.to_string())?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut file = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
+    std::io::Write::write_all(&mut file, format!("{text}\n").as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    file.persist(path)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(())
+}
+
 /// Reads a config file: `Ok(None)` when nothing is there. Anything but a
 /// regular file of at most [`MAX_CONFIG_BYTES`] is refused before it is
 /// opened (a FIFO would block, `/dev/zero` would never end), and the read

@@ -23,11 +23,23 @@ pub enum ConsentAnswer {
     AllowOnce,
     /// Run this call and, for the rest of the conversation, calls like it.
     AllowForConversation,
-    /// Refuse, optionally saying why (the model is told).
+    /// Run this call; these allow rules, the narrowest that cover it, were
+    /// written to the project's agent.json (see [`crate::policy::narrowest_rules`]).
+    AllowForProject {
+        /// The rules added.
+        rules: Vec<String>,
+    },
+    /// The user refused, optionally saying why (the model is told).
     Deny {
         /// The user's reason.
         reason: Option<String>,
     },
+    /// Nobody can answer here (`satchel run`, an MCP client without
+    /// elicitation): refused, and the model is told why.
+    Nobody,
+    /// The user interrupted instead of answering (Ctrl-C): the call is
+    /// cancelled, and so is the turn.
+    Cancel,
 }
 
 /// Who answers when policy says "ask".
@@ -43,7 +55,7 @@ pub struct NonInteractive;
 #[async_trait]
 impl Consent for NonInteractive {
     async fn ask(&self, _call: &ToolCall, _decision: &Decision) -> ConsentAnswer {
-        ConsentAnswer::Deny { reason: None }
+        ConsentAnswer::Nobody
     }
 }
 
@@ -136,9 +148,15 @@ impl Dispatched {
             Some(ConsentAnswer::AllowForConversation) => {
                 format!("ask by {rule}; user allowed for the conversation")
             }
-            Some(ConsentAnswer::Deny { reason: None }) => {
-                format!("ask by {rule}; nobody could consent")
+            Some(ConsentAnswer::AllowForProject { rules }) => {
+                format!(
+                    "ask by {rule}; user allowed for the project: {}",
+                    rules.join(", ")
+                )
             }
+            Some(ConsentAnswer::Nobody) => format!("ask by {rule}; nobody could consent"),
+            Some(ConsentAnswer::Cancel) => format!("ask by {rule}; user interrupted"),
+            Some(ConsentAnswer::Deny { reason: None }) => format!("ask by {rule}; user refused"),
             Some(ConsentAnswer::Deny {
                 reason: Some(reason),
             }) => format!("ask by {rule}; user refused: {reason}"),
@@ -222,21 +240,34 @@ pub async fn dispatch(
         }
         Verdict::Ask => {
             let given = consent.ask(call, &decision).await;
-            if let ConsentAnswer::Deny { reason } = &given {
-                let output = match reason {
-                    None => decision.refusal(),
-                    Some(reason) => {
-                        let mut details = Map::new();
-                        details.insert("user_reason".into(), json!(reason));
-                        ToolOutput::error_with(
-                            ErrorCode::PermissionDenied,
+            let refused = match &given {
+                ConsentAnswer::AllowOnce
+                | ConsentAnswer::AllowForConversation
+                | ConsentAnswer::AllowForProject { .. } => None,
+                ConsentAnswer::Nobody => Some(decision.refusal()),
+                ConsentAnswer::Cancel => Some(ToolOutput::error(
+                    ErrorCode::Cancelled,
+                    "The user interrupted instead of answering; this call did not run.",
+                )),
+                ConsentAnswer::Deny { reason } => {
+                    let mut details = Map::new();
+                    let message = match reason {
+                        Some(reason) => {
+                            details.insert("user_reason".into(), json!(reason));
                             format!(
                                 "The user refused this call: {reason}. Do not retry it; adapt to their answer."
-                            ),
-                            details,
-                        )
-                    }
-                };
+                            )
+                        }
+                        None => "The user refused this call. Do not retry it; do without it or ask them what they want."
+                            .to_owned(),
+                    };
+                    Some(
+                        ToolOutput::error_with(ErrorCode::PermissionDenied, message, details)
+                            .with_user_message(format!("refused `{}`", call.name)),
+                    )
+                }
+            };
+            if let Some(output) = refused {
                 return finish(output, Some(decision), Some(given));
             }
             answer = Some(given);

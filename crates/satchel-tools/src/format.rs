@@ -116,6 +116,15 @@ pub fn generic_use(name: &str, input: &Value, style: Style) -> String {
 /// The default rendering of an output: status mark and user message, then
 /// a preview of the results.
 pub fn generic_result(output: &ToolOutput, style: Style) -> String {
+    // An error's message says it all; its JSON would only repeat it.
+    if output.is_error {
+        return match style {
+            Style::Terminal { .. } => {
+                format!("{} {}", paint(style, "31", "✗"), output.user_message)
+            }
+            Style::Markdown => format!("✗ {}", output.user_message),
+        };
+    }
     let preview = truncate_chars(&output.results.to_text(), RESULT_PREVIEW_CHARS);
     let (mark, colour) = if output.is_error {
         ("✗", "31")

@@ -197,6 +197,26 @@ impl Decision {
     }
 }
 
+/// The narrowest allow rules that cover what `decision` asked about: for
+/// a bash script, each asked command exactly (`bash(npm install)`; a `*`
+/// in it still matches anything there); for another tool, the tool.
+pub fn narrowest_rules(decision: &Decision) -> Vec<String> {
+    let mut rules: Vec<String> = decision
+        .judgements
+        .iter()
+        .filter(|j| j.verdict == Verdict::Ask)
+        .map(|j| {
+            if j.subject == decision.tool {
+                decision.tool.clone()
+            } else {
+                format!("{}({})", decision.tool, j.subject)
+            }
+        })
+        .collect();
+    rules.dedup();
+    rules
+}
+
 /// The start of a script too big to quote whole in a judgement.
 fn preview(script: &str) -> String {
     const KEEP: usize = 200;

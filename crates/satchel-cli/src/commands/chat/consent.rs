@@ -1,13 +1,18 @@
 //! Consent in the REPL: when policy says "ask", the user answers at a
-//! prompt: allow once, allow for this conversation, or deny with an
-//! optional reason that the model is told.
+//! prompt: allow once, for this conversation, or for this project (the
+//! narrowest rule that covers the call is written to the project's
+//! agent.json and shown), or deny with an optional reason that the model
+//! is told. Ctrl-C at the prompt cancels the turn, as everywhere else.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use rustyline::error::ReadlineError;
 use satchel_core::ToolCall;
-use satchel_tools::policy::Decision;
+use satchel_tools::policy::{Decision, narrowest_rules};
 use satchel_tools::{Consent, ConsentAnswer, RememberingConsent};
+use tokio_util::sync::CancellationToken;
 
 use super::LineEditor;
 use super::screen::SharedScreen;
@@ -18,6 +23,10 @@ struct Prompt {
     screen: SharedScreen,
     /// One prompt at a time, even when calls of a turn run concurrently.
     turn: tokio::sync::Mutex<()>,
+    /// The project's agent.json, where "for this project" writes.
+    project_config: PathBuf,
+    /// The running turn, cancelled by Ctrl-C at the prompt.
+    running: Arc<Mutex<Option<CancellationToken>>>,
 }
 
 #[async_trait]
@@ -26,7 +35,7 @@ impl Consent for Prompt {
         let _one_at_a_time = self.turn.lock().await;
         self.screen.lock().pause();
         let question = format!(
-            "The model wants to run {}\n{}\nAllow? [y] once  [a] for this conversation  [n] deny (n REASON tells the model why): ",
+            "The model wants to run {}\n{}\nAllow? [y] once  [a] for this conversation  [p] for this project  [n] deny (n REASON tells the model why): ",
             satchel_tools::format::call_summary(&call.name, &call.input),
             decision.explanation()
         );
@@ -38,8 +47,22 @@ impl Consent for Prompt {
         .await;
         self.screen.lock().resume();
         let answer = match line {
-            Ok(Ok(line)) => parse_answer(&line),
-            // Ctrl-C, Ctrl-D or a broken terminal: refused.
+            Ok(Ok(line)) => match parse_answer(&line) {
+                ConsentAnswer::AllowForProject { .. } => self.allow_for_project(decision),
+                answer => answer,
+            },
+            Ok(Err(ReadlineError::Interrupted)) => {
+                if let Some(turn) = self
+                    .running
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .as_ref()
+                {
+                    turn.cancel();
+                }
+                ConsentAnswer::Cancel
+            }
+            // Ctrl-D or a broken terminal: refused.
             _ => ConsentAnswer::Deny { reason: None },
         };
         tracing::debug!(tool = %call.name, ?answer, "consent");
@@ -47,13 +70,40 @@ impl Consent for Prompt {
     }
 }
 
-/// `y`, `a`, `n [reason]`; anything else is a refusal.
+impl Prompt {
+    /// Writes the narrowest rules that cover the call and says which; if
+    /// they cannot be written, the call is allowed once and the user told.
+    fn allow_for_project(&self, decision: &Decision) -> ConsentAnswer {
+        let rules = narrowest_rules(decision);
+        let path = &self.project_config;
+        match satchel_tools::config::add_allow_rules(path, &rules) {
+            Ok(()) => {
+                let shown: Vec<String> = rules.iter().map(|r| format!("`{r}`")).collect();
+                self.screen.lock().line(&format!(
+                    "added to {}: allow {}",
+                    path.display(),
+                    shown.join(", ")
+                ));
+                ConsentAnswer::AllowForProject { rules }
+            }
+            Err(error) => {
+                self.screen.lock().line(&format!(
+                    "cannot remember it for the project ({error}); allowed once"
+                ));
+                ConsentAnswer::AllowOnce
+            }
+        }
+    }
+}
+
+/// `y`, `a`, `p`, `n [reason]`; anything else is a refusal.
 fn parse_answer(line: &str) -> ConsentAnswer {
     let line = line.trim();
     let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     match word.to_ascii_lowercase().as_str() {
         "y" | "yes" => ConsentAnswer::AllowOnce,
         "a" | "always" => ConsentAnswer::AllowForConversation,
+        "p" | "project" => ConsentAnswer::AllowForProject { rules: Vec::new() },
         _ => ConsentAnswer::Deny {
             reason: (!rest.trim().is_empty()).then(|| rest.trim().to_owned()),
         },
@@ -65,31 +115,61 @@ fn parse_answer(line: &str) -> ConsentAnswer {
 pub(crate) struct TerminalConsent {
     editor: LineEditor,
     screen: SharedScreen,
+    project_config: PathBuf,
+    running: Arc<Mutex<Option<CancellationToken>>>,
     current: Mutex<Arc<RememberingConsent<Prompt>>>,
 }
 
 impl TerminalConsent {
-    pub(crate) fn new(editor: LineEditor, screen: SharedScreen) -> TerminalConsent {
-        let current = Mutex::new(Arc::new(Self::fresh(&editor, &screen)));
+    pub(crate) fn new(
+        editor: LineEditor,
+        screen: SharedScreen,
+        project_config: PathBuf,
+    ) -> TerminalConsent {
+        let running = Arc::new(Mutex::new(None));
+        let current = Mutex::new(Arc::new(Self::fresh(
+            &editor,
+            &screen,
+            &project_config,
+            &running,
+        )));
         TerminalConsent {
             editor,
             screen,
+            project_config,
+            running,
             current,
         }
     }
 
-    fn fresh(editor: &LineEditor, screen: &SharedScreen) -> RememberingConsent<Prompt> {
+    fn fresh(
+        editor: &LineEditor,
+        screen: &SharedScreen,
+        project_config: &std::path::Path,
+        running: &Arc<Mutex<Option<CancellationToken>>>,
+    ) -> RememberingConsent<Prompt> {
         RememberingConsent::new(Prompt {
             editor: editor.clone(),
             screen: screen.clone(),
             turn: tokio::sync::Mutex::new(()),
+            project_config: project_config.to_path_buf(),
+            running: running.clone(),
         })
+    }
+
+    /// The turn Ctrl-C at a prompt cancels (`None` between turns).
+    pub(crate) fn set_running(&self, turn: Option<CancellationToken>) {
+        *self.running.lock().unwrap_or_else(|p| p.into_inner()) = turn;
     }
 
     /// Forgets the answers given for the previous conversation.
     pub(crate) fn forget(&self) {
-        *self.current.lock().unwrap_or_else(|p| p.into_inner()) =
-            Arc::new(Self::fresh(&self.editor, &self.screen));
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(Self::fresh(
+            &self.editor,
+            &self.screen,
+            &self.project_config,
+            &self.running,
+        ));
     }
 }
 
@@ -113,6 +193,10 @@ mod tests {
     fn answers_parse_with_an_optional_reason() {
         assert_eq!(parse_answer("y"), ConsentAnswer::AllowOnce);
         assert_eq!(parse_answer(" A "), ConsentAnswer::AllowForConversation);
+        assert_eq!(
+            parse_answer("p"),
+            ConsentAnswer::AllowForProject { rules: Vec::new() }
+        );
         assert_eq!(
             parse_answer("n not on main"),
             ConsentAnswer::Deny {

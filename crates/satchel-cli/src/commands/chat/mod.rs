@@ -55,7 +55,11 @@ pub(crate) async fn run(args: ChatArgs, project: &Project) -> anyhow::Result<Exi
             .load_history(path);
     }
     let screen = SharedScreen::new(color);
-    let consent = Arc::new(TerminalConsent::new(editor.clone(), screen.clone()));
+    let consent = Arc::new(TerminalConsent::new(
+        editor.clone(),
+        screen.clone(),
+        project.root.join(satchel_tools::config::PROJECT_CONFIG),
+    ));
     let mut session = session::open(
         project,
         SessionOptions {
@@ -103,7 +107,7 @@ pub(crate) async fn run(args: ChatArgs, project: &Project) -> anyhow::Result<Exi
                 }
             }
         }
-        statement(line, &mut session, &screen).await;
+        statement(line, &mut session, &screen, &consent).await;
     }
     spinner.abort();
     project.store.close().await;
@@ -149,8 +153,14 @@ fn greet(session: &Session, screen: &SharedScreen) {
 }
 
 /// Runs one statement; Ctrl-C cancels it and its processes.
-async fn statement(text: &str, session: &mut Session, screen: &SharedScreen) {
+async fn statement(
+    text: &str,
+    session: &mut Session,
+    screen: &SharedScreen,
+    consent: &TerminalConsent,
+) {
     let cancel = CancellationToken::new();
+    consent.set_running(Some(cancel.clone()));
     let interrupt = {
         let cancel = cancel.clone();
         tokio::spawn(async move {
@@ -165,6 +175,7 @@ async fn statement(text: &str, session: &mut Session, screen: &SharedScreen) {
     };
     let result = session.agent.statement(text, &cancel, &sink).await;
     interrupt.abort();
+    consent.set_running(None);
     let mut screen = screen.lock();
     screen.flush_text();
     match result {
