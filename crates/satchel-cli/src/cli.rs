@@ -26,6 +26,10 @@ pub(crate) struct Cli {
     /// The database file [default: $XDG_DATA_HOME/satchel/satchel.db].
     #[arg(long, global = true, value_name = "PATH", env = "SATCHEL_DB")]
     pub(crate) db: Option<PathBuf>,
+    /// Load the project's `.agents/` (settings, tools, MCP servers) for this
+    /// run even if it is not trusted (see `satchel trust`).
+    #[arg(long, global = true, env = "SATCHEL_TRUST_PROJECT", value_parser = clap::builder::FalseyValueParser::new())]
+    pub(crate) trust_project: bool,
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -127,6 +131,21 @@ pub(crate) enum Command {
     /// Measure Satchel: memory recall quality and latency.
     #[command(subcommand, after_help = BENCH_EXAMPLES)]
     Bench(BenchCommand),
+    /// Trust a project's `.agents/` (settings, tools, MCP servers), as it is
+    /// now, so Satchel loads it; any later change asks again.
+    #[command(
+        after_help = "Examples:\n  satchel trust\n  satchel trust ~/src/cloned-repo\n  satchel trust --forget"
+    )]
+    Trust(TrustArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TrustArgs {
+    /// The project [default: the project directory, -C].
+    pub(crate) path: Option<PathBuf>,
+    /// Stop trusting it.
+    #[arg(long)]
+    pub(crate) forget: bool,
 }
 
 const MEMORY_EXAMPLES: &str = "\

@@ -5,6 +5,7 @@
 mod cli;
 mod commands;
 mod paths;
+mod trust;
 
 use std::process::ExitCode;
 

@@ -45,6 +45,8 @@ fn the_repl_runs_statements_cancels_asks_reloads_and_exits() {
         .arg("chat")
         .current_dir(&project)
         .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        // Its own project: trusted (tests/trust.rs checks the untrusted path).
+        .env("SATCHEL_TRUST_PROJECT", "1")
         .env("XDG_DATA_HOME", dir.path().join("data"))
         .env("XDG_CACHE_HOME", dir.path().join("cache"))
         .env("TMPDIR", dir.path())
@@ -134,6 +136,8 @@ fn history_and_the_conversation_tool_follow_agent_json() {
         .arg("chat")
         .current_dir(&project)
         .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        // Its own project: trusted (tests/trust.rs checks the untrusted path).
+        .env("SATCHEL_TRUST_PROJECT", "1")
         .env("XDG_DATA_HOME", dir.path().join("data"))
         .env("XDG_CACHE_HOME", dir.path().join("cache"))
         .env("TMPDIR", dir.path())

@@ -60,6 +60,8 @@ impl Sandbox {
             .args(args)
             .current_dir(self.project())
             .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
+            // Its own project: trusted (tests/trust.rs checks the untrusted path).
+            .env("SATCHEL_TRUST_PROJECT", "1")
             .env("XDG_CACHE_HOME", self.dir.path().join("cache"))
             .env("SATCHEL_LIBEXEC_DIR", self.dir.path().join("libexec"))
             .env("XDG_DATA_HOME", self.dir.path().join("data"))

@@ -66,6 +66,7 @@ impl Sandbox {
         let path = |p: &str| self.dir.path().join(p).display().to_string();
         vec![
             ("XDG_CONFIG_HOME", path("config")),
+            ("SATCHEL_TRUST_PROJECT", "1".into()),
             ("XDG_DATA_HOME", path("data")),
             ("SATCHEL_DB", path("data/satchel.db")),
             ("XDG_CACHE_HOME", path("cache")),

@@ -49,6 +49,8 @@ impl Sandbox {
             .args(args)
             .current_dir(self.path("project"))
             .env("XDG_CONFIG_HOME", self.path("config"))
+            // Its own project: trusted (tests/trust.rs checks the untrusted path).
+            .env("SATCHEL_TRUST_PROJECT", "1")
             .env("XDG_DATA_HOME", self.path("data"))
             .env("TMPDIR", self.dir.path())
             .env("NO_COLOR", "1")

@@ -82,7 +82,7 @@ pub fn spec_for(ctx: &ToolContext) -> Option<SandboxSpec> {
         Confinement::ReadOnly => (Vec::new(), false),
         Confinement::Workspace => {
             let mut writable = vec![project.to_path_buf(), std::env::temp_dir()];
-            writable.extend(config.writable.iter().map(|path| project.join(path)));
+            writable.extend(config.writable.iter().map(|path| resolve(project, path)));
             (writable, config.network)
         }
     };
@@ -94,6 +94,15 @@ pub fn spec_for(ctx: &ToolContext) -> Option<SandboxSpec> {
         limits: config.limits,
         pass_env: config.pass_env.clone(),
     })
+}
+
+/// An `exec.writable` entry: `~/` is the home directory, a relative path
+/// is the project's.
+fn resolve(project: &Path, path: &Path) -> PathBuf {
+    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => project.join(path),
+    }
 }
 
 /// Paths in the project a sandboxed command may not change.

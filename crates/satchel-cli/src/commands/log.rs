@@ -348,7 +348,6 @@ $ never finished
 gone_tool(command=\"ls\")
 
 ✗ took too long
-{\"error\":\"took too long\",\"error_code\":\"TOOL_TIMEOUT\"}
 
 ┌ side conversation: title
 
@@ -372,7 +371,6 @@ error: rate limited";
 #4
 gone_tool(command=\"ls\")
 ✗ took too long
-{\"error\":\"took too long\",\"error_code\":\"TOOL_TIMEOUT\"}
 
 #5 · title
 Title: listing
@@ -422,10 +420,6 @@ $ never finished
 `gone_tool(command=\"ls\")`
 
 ✗ took too long
-
-```
-{\"error\":\"took too long\",\"error_code\":\"TOOL_TIMEOUT\"}
-```
 
 > **Side conversation: title**
 

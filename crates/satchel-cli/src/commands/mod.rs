@@ -32,6 +32,15 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(path) => Some(std::path::absolute(path)?),
         None => paths::default_db(),
     };
+    if cli.trust_project {
+        crate::trust::trust_for_this_run();
+    }
+    if let Command::Trust(args) = &cli.command {
+        return trust(args, &root);
+    }
+    if matches!(cli.command, Command::Chat(_)) {
+        ask_to_trust(&root)?;
+    }
     if let Some(layer) = cli.command.policy_flags().and_then(|flags| flags.layer()) {
         satchel_tools::config::set_command_line(layer).map_err(project::refused)?;
     }
@@ -51,5 +60,58 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(args) => records::export(args, &project).await,
         Command::Memory(command) => memory::run(command, &project).await,
         Command::Bench(command) => bench::run(command, &project).await,
+        Command::Trust(_) => unreachable!("handled before the project is loaded"),
     }
+}
+
+/// `satchel trust [PATH] [--forget]`.
+fn trust(args: &crate::cli::TrustArgs, root: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let path = match &args.path {
+        Some(path) => std::path::absolute(path)?,
+        None => root.to_path_buf(),
+    };
+    if args.forget {
+        let known = crate::trust::forget(&path)?;
+        println!(
+            "{}: {}",
+            path.display(),
+            if known {
+                "no longer trusted"
+            } else {
+                "was not trusted"
+            }
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    match crate::trust::trust(&path)? {
+        Some(additions) => println!("trusted {}: {}", path.display(), additions.describe()),
+        None => println!("{} has no .agents/: nothing to trust", path.display()),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The REPL asks, at a terminal, before an untrusted project's `.agents/`
+/// is loaded; elsewhere the warning says how to trust it.
+fn ask_to_trust(root: &std::path::Path) -> anyhow::Result<()> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if crate::trust::is_trusted(root) || !std::io::stdin().is_terminal() {
+        return Ok(());
+    }
+    let Some(additions) = crate::trust::additions(root) else {
+        return Ok(());
+    };
+    let mut stderr = std::io::stderr();
+    write!(
+        stderr,
+        "{}/.agents is not trusted yet. It would add: {}.\nTrust it and load it? [y/N] ",
+        root.display(),
+        additions.describe()
+    )?;
+    stderr.flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        crate::trust::trust(root)?;
+    }
+    Ok(())
 }

@@ -105,7 +105,7 @@ impl Project {
     /// The three tools directories.
     pub(crate) fn tool_dirs(&self) -> ToolDirs {
         ToolDirs {
-            project: Some(self.root.join(PROJECT_TOOLS)),
+            project: crate::trust::is_trusted(&self.root).then(|| self.root.join(PROJECT_TOOLS)),
             user: paths::user_config_dir().map(|dir| dir.join("tools")),
             system: paths::system_tools_dir(),
         }
@@ -153,9 +153,10 @@ impl Project {
 /// `permissions` is an error: Satchel does not run without knowing every
 /// deny rule.
 pub(crate) fn read_settings(root: &Path) -> anyhow::Result<Settings> {
-    let settings = Settings::load(&Settings::default_paths(
+    crate::trust::warn_if_untrusted(root);
+    let settings = Settings::load(&crate::trust::filter_project(
         root,
-        paths::user_config_dir().as_deref(),
+        Settings::default_paths(root, paths::user_config_dir().as_deref()),
     ))
     .map_err(refused)?;
     Ok(settings.with_env(

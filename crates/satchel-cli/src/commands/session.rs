@@ -78,7 +78,10 @@ pub(crate) async fn open(project: &Project, options: SessionOptions) -> anyhow::
 /// the first reading were already logged by [`Project::load`]. A file that
 /// became unusable since is an error, as at start-up.
 pub(crate) fn hot_config(project: &Project) -> anyhow::Result<HotConfig> {
-    let paths = Settings::default_paths(&project.root, paths::user_config_dir().as_deref());
+    let paths = crate::trust::filter_project(
+        &project.root,
+        Settings::default_paths(&project.root, paths::user_config_dir().as_deref()),
+    );
     let env = std::env::vars_os()
         .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
         .collect();

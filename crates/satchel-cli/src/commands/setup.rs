@@ -59,7 +59,10 @@ pub(crate) fn policy_loader(project: &Path) -> satchel_mcp::server::PolicyLoader
 
 /// The agent.json layers of `project`, as [`read_settings`] reads them.
 fn config_paths(project: &Path) -> Vec<PathBuf> {
-    Settings::default_paths(project, paths::user_config_dir().as_deref())
+    crate::trust::filter_project(
+        project,
+        Settings::default_paths(project, paths::user_config_dir().as_deref()),
+    )
 }
 
 /// The policy when no configuration could ever be read (the files broke
@@ -128,7 +131,10 @@ fn reloading<T: Send + Sync + 'static>(
 
 /// mcp.json's layers; problems become warnings on stderr.
 pub(crate) fn load_mcp_config(project: &Path) -> McpConfig {
-    let paths = McpConfig::default_paths(project, paths::user_config_dir().as_deref());
+    let paths = crate::trust::filter_project(
+        project,
+        McpConfig::default_paths(project, paths::user_config_dir().as_deref()),
+    );
     let config = McpConfig::load(&paths, project, &|name| std::env::var(name).ok());
     for warning in &config.warnings {
         tracing::warn!("{warning}");

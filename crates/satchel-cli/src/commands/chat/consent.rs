@@ -78,6 +78,12 @@ impl Prompt {
         let path = &self.project_config;
         match satchel_tools::config::add_allow_rules(path, &rules) {
             Ok(()) => {
+                // The user's own edit: the project stays trusted as it now is.
+                if let Some(root) = path.parent().and_then(std::path::Path::parent)
+                    && let Err(error) = crate::trust::trust(root)
+                {
+                    tracing::warn!(%error, "cannot remember the project as trusted");
+                }
                 let shown: Vec<String> = rules.iter().map(|r| format!("`{r}`")).collect();
                 self.screen.lock().line(&format!(
                     "added to {}: allow {}",

@@ -1,0 +1,227 @@
+//! Workspace trust: a project's `.agents/` (its agent.json, its tools and
+//! its MCP servers) is someone else's code until the user says otherwise.
+//! Until then nothing from it is read or run: not its settings (which could
+//! loosen the policy), not its tools' `--schema`, not its servers.
+//!
+//! Trust is remembered by path and by a SHA-256 digest of what `.agents/`
+//! holds, in `$XDG_DATA_HOME/satchel/trusted-projects.json`; any change
+//! asks again. `satchel trust [PATH]`, the REPL's question at start-up,
+//! `--trust-project` (or `SATCHEL_TRUST_PROJECT=1`) for one run, and
+//! Satchel's own edits (a rule the user allowed for the project) grant it.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use sha2::{Digest, Sha256};
+
+/// `.agents` inside a project.
+const AGENTS_DIR: &str = ".agents";
+/// Files hashed whole up to this size; larger ones by size and mtime.
+const HASHED_WHOLE: u64 = 1024 * 1024;
+
+/// Set by `--trust-project`: trusted for this run, not remembered.
+static TRUSTED_FOR_RUN: AtomicBool = AtomicBool::new(false);
+
+/// Trusts the project for this process (`--trust-project`).
+pub(crate) fn trust_for_this_run() {
+    TRUSTED_FOR_RUN.store(true, Ordering::Relaxed);
+}
+
+/// What a project's `.agents/` would add.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Additions {
+    /// `.agents/agent.json` exists.
+    pub(crate) settings: bool,
+    /// `.agents/mcp.json` exists.
+    pub(crate) mcp_servers: bool,
+    /// Files in `.agents/tools`.
+    pub(crate) tools: Vec<String>,
+    /// The digest trust is remembered by.
+    digest: String,
+}
+
+impl Additions {
+    /// One line for a person.
+    pub(crate) fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.settings {
+            parts.push("settings and permission rules (agent.json)".to_owned());
+        }
+        if self.mcp_servers {
+            parts.push("MCP servers (mcp.json)".to_owned());
+        }
+        if !self.tools.is_empty() {
+            parts.push(format!("tools: {}", self.tools.join(", ")));
+        }
+        if parts.is_empty() {
+            "nothing yet".to_owned()
+        } else {
+            parts.join("; ")
+        }
+    }
+}
+
+/// What `root/.agents` holds, or `None` when there is no `.agents`.
+pub(crate) fn additions(root: &Path) -> Option<Additions> {
+    let dir = root.join(AGENTS_DIR);
+    if !dir.is_dir() {
+        return None;
+    }
+    let mut hasher = Sha256::new();
+    let mut files = Vec::new();
+    collect(&dir, &dir, &mut files);
+    files.sort();
+    for relative in &files {
+        hasher.update(relative.as_bytes());
+        hasher.update([0]);
+        hash_file(&dir.join(relative), &mut hasher);
+    }
+    let tools = files
+        .iter()
+        .filter_map(|f| f.strip_prefix("tools/"))
+        .map(str::to_owned)
+        .collect();
+    let digest = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Some(Additions {
+        settings: dir.join("agent.json").is_file(),
+        mcp_servers: dir.join("mcp.json").is_file(),
+        tools,
+        digest,
+    })
+}
+
+/// Every file under `dir` (symbolic links by their target's path), as
+/// paths relative to `base`, skipping what a tool writes at run time.
+fn collect(base: &Path, dir: &Path, files: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            collect(base, &path, files);
+        } else if let Ok(relative) = path.strip_prefix(base) {
+            files.push(relative.to_string_lossy().into_owned());
+        }
+    }
+}
+
+fn hash_file(path: &Path, hasher: &mut Sha256) {
+    if let Ok(target) = std::fs::read_link(path) {
+        hasher.update(target.to_string_lossy().as_bytes());
+    }
+    let Ok(metadata) = std::fs::metadata(path) else {
+        return;
+    };
+    if metadata.len() > HASHED_WHOLE {
+        hasher.update(metadata.len().to_le_bytes());
+        if let Ok(modified) = metadata.modified() {
+            hasher.update(format!("{modified:?}").as_bytes());
+        }
+        return;
+    }
+    if let Ok(mut file) = std::fs::File::open(path) {
+        let mut bytes = Vec::new();
+        if file.read_to_end(&mut bytes).is_ok() {
+            hasher.update(&bytes);
+        }
+    }
+}
+
+/// Whether what `root/.agents` holds may be loaded: there is none, the run
+/// trusts it, or the user trusted exactly this content.
+pub(crate) fn is_trusted(root: &Path) -> bool {
+    if TRUSTED_FOR_RUN.load(Ordering::Relaxed) {
+        return true;
+    }
+    let Some(additions) = additions(root) else {
+        return true;
+    };
+    read_store().get(&key(root)) == Some(&additions.digest)
+}
+
+/// Remembers `root/.agents` as it is now as trusted; what it holds.
+pub(crate) fn trust(root: &Path) -> anyhow::Result<Option<Additions>> {
+    let Some(additions) = additions(root) else {
+        return Ok(None);
+    };
+    let mut store = read_store();
+    store.insert(key(root), additions.digest.clone());
+    write_store(&store)?;
+    Ok(Some(additions))
+}
+
+/// Forgets `root`; whether it was trusted.
+pub(crate) fn forget(root: &Path) -> anyhow::Result<bool> {
+    let mut store = read_store();
+    let known = store.remove(&key(root)).is_some();
+    write_store(&store)?;
+    Ok(known)
+}
+
+/// Config files of `root/.agents` are left out of `paths` unless trusted.
+pub(crate) fn filter_project(root: &Path, paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    if is_trusted(root) {
+        return paths;
+    }
+    let agents = root.join(AGENTS_DIR);
+    paths
+        .into_iter()
+        .filter(|path| !path.starts_with(&agents))
+        .collect()
+}
+
+/// The warning an untrusted project gets, once per process.
+pub(crate) fn warn_if_untrusted(root: &Path) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if is_trusted(root) || WARNED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    if let Some(additions) = additions(root) {
+        tracing::warn!(
+            "{} is not trusted, so nothing from it is loaded or run ({}). Review it, then run \
+             `satchel trust` in {} (or pass --trust-project for one run).",
+            root.join(AGENTS_DIR).display(),
+            additions.describe(),
+            root.display()
+        );
+    }
+}
+
+fn key(root: &Path) -> String {
+    std::fs::canonicalize(root)
+        .unwrap_or_else(|_| root.to_path_buf())
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn store_path() -> Option<PathBuf> {
+    crate::paths::default_db().map(|db| db.with_file_name("trusted-projects.json"))
+}
+
+fn read_store() -> BTreeMap<String, String> {
+    store_path()
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}
+
+fn write_store(store: &BTreeMap<String, String>) -> anyhow::Result<()> {
+    let path = store_path().ok_or_else(|| anyhow::anyhow!("no data directory (set HOME)"))?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let temporary = path.with_extension(format!("json.{}", std::process::id()));
+    std::fs::write(&temporary, serde_json::to_string_pretty(store)?)?;
+    std::fs::rename(&temporary, &path)?;
+    Ok(())
+}
