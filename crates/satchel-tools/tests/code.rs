@@ -558,3 +558,104 @@ async fn inputs_are_checked_per_action() {
         assert_eq!(out.error_code, Some(ErrorCode::InvalidParams), "{input}");
     }
 }
+
+/// The escapes of issue #30, tried by real Python and JavaScript programs
+/// through the `code` tool: each is contained.
+#[tokio::test]
+async fn python_and_javascript_cannot_escape_the_sandbox() {
+    let harness = Harness::new().await;
+    let config = config(RuntimeKind::Node, false);
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("target");
+    std::fs::write(&target, "original").unwrap();
+    let unix_dir = tempfile::tempdir().unwrap();
+    let unix_path = unix_dir.path().join("sock");
+    let _unix = std::os::unix::net::UnixListener::bind(&unix_path).unwrap();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    let me = std::process::id();
+    let t = target.display();
+    let u = unix_path.display();
+    let python = [
+        ("environ", format!("print(open('/proc/{me}/environ').read())")),
+        ("signal", format!("import os\nos.kill({me}, 0)\nprint('escaped')")),
+        ("udp", format!("import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.sendto(b'x', ('127.0.0.1', {udp_port}))\nprint('escaped')")),
+        ("unix", format!("import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect('{u}')\nprint('escaped')")),
+        ("abstract", "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect('\\0satchel')\nprint('escaped')".to_owned()),
+        ("chmod", format!("import os\nos.chmod('{t}', 0o777)\nprint('escaped')")),
+        ("utime", format!("import os\nos.utime('{t}', (0, 0))\nprint('escaped')")),
+        ("memory", "b = bytearray(12 * 1024**3)\nprint('escaped')".to_owned()),
+    ];
+    let javascript = [
+        (
+            "environ",
+            format!("console.log(require('fs').readFileSync('/proc/{me}/environ', 'utf8'))"),
+        ),
+        (
+            "signal",
+            format!("process.kill({me}, 0); console.log('escaped')"),
+        ),
+        (
+            "udp",
+            format!(
+                "const s = require('dgram').createSocket('udp4'); s.send('x', {udp_port}, '127.0.0.1', (e) => {{ if (e) {{ console.error(String(e)); process.exit(1) }} console.log('escaped'); s.close() }})"
+            ),
+        ),
+        (
+            "unix",
+            format!(
+                "const c = require('net').connect('{u}'); c.on('connect', () => {{ console.log('escaped'); process.exit(0) }}); c.on('error', (e) => {{ console.error(String(e)); process.exit(1) }})"
+            ),
+        ),
+        (
+            "chmod",
+            format!("require('fs').chmodSync('{t}', 0o777); console.log('escaped')"),
+        ),
+        (
+            "utime",
+            format!("require('fs').utimesSync('{t}', 0, 0); console.log('escaped')"),
+        ),
+    ];
+    let before = std::fs::metadata(&target).unwrap();
+    let runs = python
+        .iter()
+        .map(|(name, code)| ("python", *name, code))
+        .chain(
+            javascript
+                .iter()
+                .map(|(name, code)| ("javascript", *name, code)),
+        );
+    for (language, name, code) in runs {
+        let out = harness.call(execute(language, code), &config).await;
+        let value = body(&out);
+        assert_eq!(
+            value["success"], false,
+            "{language}/{name} escaped: {value}"
+        );
+        let stdout = value["result"]["stdout"].as_str().unwrap_or_default();
+        assert!(!stdout.contains("escaped"), "{language}/{name}: {value}");
+        assert!(!stdout.contains("PATH="), "{language}/{name}: {value}");
+    }
+    use std::os::unix::fs::MetadataExt;
+    let after = std::fs::metadata(&target).unwrap();
+    assert_eq!(
+        (before.mode(), before.mtime()),
+        (after.mode(), after.mtime())
+    );
+    let mut datagram = [0u8; 4];
+    assert!(udp.recv(&mut datagram).is_err(), "a datagram arrived");
+
+    // A fork bomb ends at the process limit; the call returns.
+    let bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        break\nprint('stopped')";
+    let out = harness
+        .call(
+            json!({"action": "execute", "language": "python", "code": bomb, "timeout_ms": 20_000}),
+            &config,
+        )
+        .await;
+    assert!(
+        !body(&out)["result"]["timed_out"].as_bool().unwrap_or(true),
+        "{out:?}"
+    );
+}
