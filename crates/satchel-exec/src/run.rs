@@ -108,7 +108,16 @@ pub async fn run(
         });
     }
     let started = Instant::now();
-    let (mut child, sandbox) = spawn(request).await?;
+    let (mut child, sandbox) = match spawn(request).await {
+        // Namespaces are assumed to work until a spawn in them fails and
+        // the probe confirms they cannot be made here.
+        Err(ExecError::Spawn { source, .. })
+            if request.sandbox.is_some() && sandbox::namespaces_failed(&source) =>
+        {
+            spawn(request).await?
+        }
+        spawned => spawned?,
+    };
     let Some(pgid) = child
         .id()
         .and_then(|id| i32::try_from(id).ok())

@@ -354,6 +354,8 @@ async fn the_exit_status_is_the_commands() {
 #[tokio::test]
 async fn a_fork_bomb_and_a_memory_bomb_are_contained() {
     let ws = Workspace::new();
+    // The limit is the namespace's own: the machine's stays as it was.
+    let machine_pid_max = std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap();
     let spec = SandboxSpec {
         limits: Limits {
             processes: Some(300),
@@ -376,7 +378,11 @@ async fn a_fork_bomb_and_a_memory_bomb_are_contained() {
         "{out:?}"
     );
     assert!(started.elapsed() < Duration::from_secs(15));
-    // The machine still forks.
+    // The machine still forks, under the limit it had.
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap(),
+        machine_pid_max
+    );
     assert!(
         std::process::Command::new("true")
             .status()

@@ -171,8 +171,7 @@ impl Dispatched {
 fn confinement_of(policy: &Policy, input: &Value, verdict: Verdict) -> Confinement {
     let mode = policy.mode().confinement();
     let allowed_out = verdict != Verdict::Deny
-        && (crate::sandbox::asks_to_leave(input)
-            || satchel_exec::sandbox::probe().available().is_err());
+        && (crate::sandbox::asks_to_leave(input) || satchel_exec::sandbox::available().is_err());
     if allowed_out {
         Confinement::Unconfined
     } else {

@@ -28,6 +28,7 @@ use std::ffi::{CString, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 pub(crate) use child::{ChildPlan, confine};
 pub use limits::Limits;
@@ -138,62 +139,128 @@ impl SandboxSupport {
 pub const DISABLE_ENV: &str = "SATCHEL_SANDBOX_DISABLE";
 
 /// What the kernel supports, probed on first use (a few milliseconds: one
-/// short process in new namespaces).
+/// short process in new namespaces). Running commands does not need it:
+/// they assume namespaces work and ask the probe only when a spawn fails
+/// ([`namespaces_failed`]).
 pub fn probe() -> &'static SandboxSupport {
     static SUPPORT: OnceLock<SandboxSupport> = OnceLock::new();
     SUPPORT.get_or_init(|| {
-        let disabled = std::env::var(DISABLE_ENV).unwrap_or_default();
-        let disabled = |what: &str| disabled.split(',').any(|d| d.trim() == what);
-        let landlock_abi = if disabled("landlock") {
-            0
-        } else {
-            landlock_abi()
-        };
-        let (namespaces, process_limit) = if disabled("namespaces") {
-            (Err(format!("disabled by {DISABLE_ENV}")), false)
+        let namespaces = if disabled("namespaces") {
+            Err(format!("disabled by {DISABLE_ENV}"))
         } else {
             probe_namespaces()
         };
+        let process_limit = namespaces.is_ok() && per_namespace_pid_max();
         SandboxSupport {
-            landlock_abi,
+            landlock_abi: landlock_abi(),
             namespaces,
             process_limit,
         }
     })
 }
 
-fn landlock_abi() -> i32 {
-    // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
-    // only returns the ABI version (or fails).
-    let version = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<u8>(),
-            0usize,
-            1u32,
-        )
-    };
-    i32::try_from(version).unwrap_or(0).max(0)
+/// `Err` with the cause when this system cannot sandbox at all (no
+/// Landlock): one system call, once per process, no probe process.
+pub fn available() -> Result<(), String> {
+    SandboxSupport {
+        landlock_abi: landlock_abi(),
+        namespaces: Ok(()),
+        process_limit: false,
+    }
+    .available()
 }
 
-/// The pid_max the probe asks for and then reads back.
-const PROBE_PID_MAX: &str = "4242";
+fn disabled(what: &str) -> bool {
+    std::env::var(DISABLE_ENV)
+        .unwrap_or_default()
+        .split(',')
+        .any(|d| d.trim() == what)
+}
 
-/// Runs `sh` in new namespaces with a pid_max of its own and reads it back.
-fn probe_namespaces() -> (Result<(), String>, bool) {
+/// Landlock's ABI, asked of the kernel once (one system call).
+fn landlock_abi() -> i32 {
+    static ABI: OnceLock<i32> = OnceLock::new();
+    *ABI.get_or_init(|| {
+        if disabled("landlock") {
+            return 0;
+        }
+        // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+        // only returns the ABI version (or fails).
+        let version = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                std::ptr::null::<u8>(),
+                0usize,
+                1u32,
+            )
+        };
+        i32::try_from(version).unwrap_or(0).max(0)
+    })
+}
+
+/// Whether each PID namespace has its own pid_max (Linux 6.14). On older
+/// kernels the file is the whole machine's, and a root sandbox writing it
+/// would set the limit of every process: never written there.
+fn per_namespace_pid_max() -> bool {
+    static PER_NAMESPACE: OnceLock<bool> = OnceLock::new();
+    *PER_NAMESPACE.get_or_init(|| {
+        let Ok(release) = std::fs::read_to_string("/proc/sys/kernel/osrelease") else {
+            return false;
+        };
+        let mut numbers = release
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|n| n.parse::<u32>().ok());
+        let (major, minor) = (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0));
+        (major, minor) >= (6, 14)
+    })
+}
+
+/// Whether commands use namespaces: until a spawn fails and the probe
+/// finds them unavailable, they do.
+static NAMESPACES_BROKEN: AtomicBool = AtomicBool::new(false);
+
+fn namespaces_usable() -> bool {
+    !NAMESPACES_BROKEN.load(Ordering::Relaxed) && !disabled("namespaces")
+}
+
+/// Called when a spawn in namespaces failed with `error`: true when the
+/// probe finds namespaces unavailable here (the caller then retries
+/// without them, and so does every later command).
+pub(crate) fn namespaces_failed(error: &std::io::Error) -> bool {
+    let setup_errors = [
+        libc::EPERM,
+        libc::EACCES,
+        libc::EINVAL,
+        libc::ENOSPC,
+        libc::ENOSYS,
+        libc::EUSERS,
+    ];
+    if !error
+        .raw_os_error()
+        .is_some_and(|e| setup_errors.contains(&e))
+    {
+        return false;
+    }
+    if let Err(reason) = &probe().namespaces {
+        tracing::warn!("sandboxing without namespaces: {reason}");
+        NAMESPACES_BROKEN.store(true, Ordering::Relaxed);
+        return true;
+    }
+    false
+}
+
+/// Runs `true` in new namespaces (without touching pid_max).
+fn probe_namespaces() -> Result<(), String> {
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
-    let Ok(cwd) = CString::new("/") else {
-        return (Err("unreachable".to_owned()), false);
-    };
     let mut plan = ChildPlan {
         namespaces: Some(child::Namespaces {
             uid_map: id_map(rustix::process::getuid().as_raw()),
             gid_map: id_map(rustix::process::getgid().as_raw()),
             writable: Vec::new(),
             read_only: Vec::new(),
-            cwd,
-            pid_max: Some(PROBE_PID_MAX.as_bytes().to_vec()),
+            cwd: c"/".to_owned(),
+            pid_max: None,
         }),
         rlimits: Vec::new(),
         ruleset: None,
@@ -201,12 +268,7 @@ fn probe_namespaces() -> (Result<(), String>, bool) {
     };
     let mut command = Command::new("/bin/sh");
     command
-        .args([
-            "-c",
-            // Not `read`: a sysctl file answers only a read from its start,
-            // and dash reads a byte at a time.
-            &format!("[ \"$(cat /proc/sys/kernel/pid_max)\" = {PROBE_PID_MAX} ]"),
-        ])
+        .args(["-c", "true"])
         .current_dir("/")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -217,13 +279,11 @@ fn probe_namespaces() -> (Result<(), String>, bool) {
         command.pre_exec(move || confine(&mut plan));
     }
     match command.status() {
-        Ok(status) => (Ok(()), status.success()),
-        Err(error) => (
-            Err(format!(
-                "cannot create user, mount and PID namespaces: {error}"
-            )),
-            false,
-        ),
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(format!("a test process in them failed ({status})")),
+        Err(error) => Err(format!(
+            "cannot create user, mount and PID namespaces: {error}"
+        )),
     }
 }
 
@@ -245,16 +305,16 @@ pub(crate) struct Prepared {
 /// Builds everything in the parent. `Err` explains why the kernel cannot
 /// sandbox (the caller refuses to run the command).
 pub(crate) fn prepare(spec: &SandboxSpec, cwd: &Path) -> Result<Prepared, String> {
-    let support = probe();
-    support.available()?;
+    available()?;
+    let landlock_abi = landlock_abi();
     let mut writable = spec.writable.clone();
     writable.extend(spec.private_tmp.iter().cloned());
-    let ruleset = rules::ruleset(&writable, spec.network, support.landlock_abi)
+    let ruleset = rules::ruleset(&writable, spec.network, landlock_abi)
         .map_err(|error| format!("cannot build the Landlock ruleset: {error}"))?;
     let filter = seccomp::filter(spec.network)?;
-    let isolated = support.namespaces.is_ok();
+    let isolated = namespaces_usable();
     let namespaces = if isolated {
-        Some(namespaces_of(spec, cwd, support.process_limit)?)
+        Some(namespaces_of(spec, cwd, per_namespace_pid_max())?)
     } else {
         None
     };

@@ -248,12 +248,12 @@ async fn probe(path: &Path, config: &ExternalConfig) -> ProbeResult {
         // Describing itself needs no writes (but to its TMPDIR) and no
         // network: a tool that tries either at discovery is stopped (where
         // the system can sandbox at all).
-        sandbox: satchel_exec::sandbox::probe().available().is_ok().then(|| {
-            satchel_exec::SandboxSpec {
+        sandbox: satchel_exec::sandbox::available()
+            .is_ok()
+            .then(|| satchel_exec::SandboxSpec {
                 private_tmp: crate::sandbox::private_tmp(),
                 ..satchel_exec::SandboxSpec::new(Vec::new())
-            }
-        }),
+            }),
     };
     let outcome = match satchel_exec::run(&request, &runner, &CancellationToken::new()).await {
         Ok(outcome) => outcome,

@@ -644,7 +644,7 @@ impl Policy {
                 ),
             ));
         }
-        Some(match satchel_exec::sandbox::probe().available() {
+        Some(match satchel_exec::sandbox::available() {
             Ok(()) => (
                 Verdict::Allow,
                 format!("it runs in the `{}` sandbox", self.mode),
