@@ -30,11 +30,16 @@ pub enum ErrorCode {
     /// The call could not be put on record before it ran (the database is
     /// locked, full or read-only), so it was not run.
     NotRecorded,
+    /// The tool exists but cannot be used as things are: it is not
+    /// configured (`search` without a backend, `memory` without a
+    /// database), or its spec is broken (an external tool whose `--schema`
+    /// failed). The message says what to fix; retrying will not help.
+    ToolUnavailable,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 9] = [
+    pub const ALL: [ErrorCode; 10] = [
         ErrorCode::InvalidParams,
         ErrorCode::ToolNotFound,
         ErrorCode::ToolTimeout,
@@ -44,6 +49,7 @@ impl ErrorCode {
         ErrorCode::RateLimited,
         ErrorCode::Cancelled,
         ErrorCode::NotRecorded,
+        ErrorCode::ToolUnavailable,
     ];
 
     /// The wire name, e.g. `"TOOL_TIMEOUT"`.
@@ -58,6 +64,7 @@ impl ErrorCode {
             ErrorCode::RateLimited => "RATE_LIMITED",
             ErrorCode::Cancelled => "CANCELLED",
             ErrorCode::NotRecorded => "NOT_RECORDED",
+            ErrorCode::ToolUnavailable => "TOOL_UNAVAILABLE",
         }
     }
 
@@ -88,5 +95,22 @@ mod tests {
             assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
         }
         assert_eq!(ErrorCode::parse("invalid_params"), None);
+        // The wire names are a contract: a rename breaks stored records.
+        let names: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "INVALID_PARAMS",
+                "TOOL_NOT_FOUND",
+                "TOOL_TIMEOUT",
+                "TOOL_CRASHED",
+                "INVALID_OUTPUT",
+                "PERMISSION_DENIED",
+                "RATE_LIMITED",
+                "CANCELLED",
+                "NOT_RECORDED",
+                "TOOL_UNAVAILABLE",
+            ]
+        );
     }
 }

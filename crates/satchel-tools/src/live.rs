@@ -271,6 +271,16 @@ impl Snapshot {
             }
             registry.register_arc(tool.clone())?;
         }
+        for entry in discovery_skipped.iter().filter(|entry| entry.broken) {
+            let name = entry
+                .path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .and_then(|name| crate::external::tool_name_for_file(name).ok());
+            if let Some(name) = name {
+                registry.mark_unavailable(name, entry.reason.clone());
+            }
+        }
         let mut rejected = Vec::new();
         for (group, tools) in &extras {
             for tool in tools {
@@ -284,6 +294,7 @@ impl Snapshot {
                 };
                 if let Some(reason) = reason {
                     tracing::debug!(%group, %name, %reason, "extra tool not registered");
+                    registry.mark_unavailable(name.clone(), reason.clone());
                     rejected.push(RejectedTool {
                         group: group.clone(),
                         name,

@@ -92,7 +92,7 @@ impl MemoryTool {
         };
         opened.map_err(|reason| {
             ToolError::new(
-                ErrorCode::ToolCrashed,
+                ErrorCode::ToolUnavailable,
                 format!(
                     "memory is unavailable in this session ({reason}); \
                      carry on without storing or recalling memories"

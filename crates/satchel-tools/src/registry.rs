@@ -45,6 +45,9 @@ struct Entry {
 #[derive(Default)]
 pub struct Registry {
     entries: BTreeMap<String, Entry>,
+    /// Tools that exist but cannot be called (a broken spec), by name,
+    /// with why: a call answers `TOOL_UNAVAILABLE`, not `TOOL_NOT_FOUND`.
+    unavailable: BTreeMap<String, String>,
 }
 
 /// The tools' names (a schema validator has nothing to show).
@@ -82,6 +85,22 @@ impl Registry {
             })?;
         self.entries.insert(name, Entry { tool, validator });
         Ok(())
+    }
+
+    /// Records that a tool of this name exists but cannot be called, and
+    /// why (an external tool whose `--schema` failed); ignored when a
+    /// working tool has the name.
+    pub fn mark_unavailable(&mut self, name: String, reason: String) {
+        if !self.entries.contains_key(&name) {
+            self.unavailable.insert(name, reason);
+        }
+    }
+
+    /// Tools that exist but cannot be called, with why, sorted by name.
+    pub fn unavailable(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.unavailable
+            .iter()
+            .map(|(name, reason)| (name.as_str(), reason.as_str()))
     }
 
     /// The tool of that name.
@@ -183,6 +202,14 @@ impl Registry {
     }
 
     fn not_found(&self, name: &str) -> ToolOutput {
+        if let Some(reason) = self.unavailable.get(name) {
+            let message = format!(
+                "tool `{name}` is installed but cannot be used: {reason}. It will not work until that is fixed; use another tool."
+            );
+            let mut details = Map::new();
+            details.insert("reason".into(), json!(reason));
+            return ToolOutput::error_with(ErrorCode::ToolUnavailable, message, details);
+        }
         let names: Vec<&str> = self.names().collect();
         let message = format!(
             "no tool named `{name}`; available tools: {}",

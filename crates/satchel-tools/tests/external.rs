@@ -163,6 +163,28 @@ async fn inputs_are_validated_before_the_tool_runs() {
     assert!(!marker.exists(), "the tool ran on invalid input");
 }
 
+/// Issue #22: calling a tool whose spec is broken answered
+/// `TOOL_NOT_FOUND` although `tools list` showed why it is broken.
+#[tokio::test]
+async fn a_tool_with_a_broken_schema_is_unavailable_not_missing() {
+    let fx = Fixture::new();
+    fx.script(
+        "project",
+        "broken-schema",
+        "#!/bin/bash\necho '{\"inputSchema\": {\"type\": \"object\", \"properties\": {\"a\": {\"type\": 7}}}}'\n",
+    );
+    let registry = fx.registry(&config()).await;
+    let out = call(&registry, "broken_schema", json!({})).await;
+    assert_eq!(out.error_code, Some(ErrorCode::ToolUnavailable));
+    let message = results(&out)["error"].as_str().unwrap();
+    assert!(
+        message.contains("installed but cannot be used: invalid input schema"),
+        "{message}"
+    );
+    let out = call(&registry, "no_such_tool", json!({})).await;
+    assert_eq!(out.error_code, Some(ErrorCode::ToolNotFound));
+}
+
 #[tokio::test]
 async fn broken_hanging_and_non_tools_are_skipped_with_reasons() {
     let fx = Fixture::new();

@@ -38,7 +38,7 @@ async fn without_a_database_the_tool_says_memory_is_unavailable() {
     let ctx = ToolContext::standalone("c", std::env::temp_dir(), Arc::new(ToolsConfig::default()));
     let output = call(&registry, &ctx, json!({"action": "list"})).await;
     assert!(output.is_error);
-    assert_eq!(output.error_code, Some(ErrorCode::ToolCrashed));
+    assert_eq!(output.error_code, Some(ErrorCode::ToolUnavailable));
     assert!(
         results(&output)["error"]
             .as_str()

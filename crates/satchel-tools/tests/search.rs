@@ -419,6 +419,8 @@ async fn unconfigured_search_says_what_to_set() {
         "{message}"
     );
     assert!(message.contains("BRAVE_API_KEY") && message.contains("TAVILY_API_KEY"));
+    // Issue #22: not configured is not a crash.
+    assert_eq!(out.error_code, Some(ErrorCode::ToolUnavailable));
 }
 
 #[tokio::test]

@@ -360,7 +360,7 @@ impl CodeTool {
         };
         let store = self.store().await.map_err(|reason| {
             ToolError::new(
-                ErrorCode::ToolCrashed,
+                ErrorCode::ToolUnavailable,
                 format!("jobs need the database: {reason}"),
             )
         })?;
@@ -407,7 +407,7 @@ impl CodeTool {
         };
         let store = self.store().await.map_err(|reason| {
             ToolError::new(
-                ErrorCode::ToolCrashed,
+                ErrorCode::ToolUnavailable,
                 format!("jobs need the database: {reason}"),
             )
         })?;

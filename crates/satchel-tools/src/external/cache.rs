@@ -10,6 +10,7 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -49,6 +50,9 @@ struct Entry {
 pub struct SpecCache {
     file: Option<PathBuf>,
     entries: Mutex<HashMap<PathBuf, Entry>>,
+    /// True when `entries` differ from what the file holds, so an
+    /// unchanged cache is never written again.
+    changed: AtomicBool,
 }
 
 impl SpecCache {
@@ -66,6 +70,7 @@ impl SpecCache {
         SpecCache {
             file: Some(file),
             entries: Mutex::new(entries),
+            changed: AtomicBool::new(false),
         }
     }
 
@@ -85,7 +90,13 @@ impl SpecCache {
             .entries
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        entries.insert(path.to_path_buf(), Entry { key, result });
+        let same = entries
+            .get(path)
+            .is_some_and(|entry| entry.key == key && entry.result == result);
+        if !same {
+            entries.insert(path.to_path_buf(), Entry { key, result });
+            self.changed.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Forgets everything, so the next discovery probes every tool again.
@@ -94,6 +105,7 @@ impl SpecCache {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clear();
+        self.changed.store(true, Ordering::Relaxed);
     }
 
     /// Keeps only the given paths (the executables that still exist).
@@ -102,15 +114,23 @@ impl SpecCache {
             .entries
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let before = entries.len();
         entries.retain(|path, _| paths.contains(path));
+        if entries.len() != before {
+            self.changed.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Writes the cache to its file (atomically: a temporary file renamed
-    /// over it); a no-op for in-memory caches.
+    /// over it) when it changed since it was read or last saved; a no-op
+    /// for in-memory caches and unchanged ones.
     pub fn save(&self) -> io::Result<()> {
         let Some(file) = &self.file else {
             return Ok(());
         };
+        if !self.changed.swap(false, Ordering::Relaxed) {
+            return Ok(());
+        }
         let bytes = {
             let entries = self
                 .entries
@@ -122,8 +142,12 @@ impl SpecCache {
             std::fs::create_dir_all(dir)?;
         }
         let temporary = file.with_extension(format!("tmp.{}", std::process::id()));
-        std::fs::write(&temporary, bytes)?;
-        std::fs::rename(&temporary, file)
+        let written = std::fs::write(&temporary, bytes).and_then(|()| std::fs::rename(&temporary, file));
+        if written.is_err() {
+            // Try again at the next save.
+            self.changed.store(true, Ordering::Relaxed);
+        }
+        written
     }
 }
 
@@ -154,5 +178,30 @@ mod tests {
 
         std::fs::write(&cache_file, "garbage").unwrap();
         assert_eq!(SpecCache::persistent(cache_file).get(&tool, key), None);
+    }
+
+    /// Issue #22: a one-shot command rewrote the cache even when nothing
+    /// changed; now only a changed cache is written.
+    #[test]
+    fn an_unchanged_cache_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let tool = dir.path().join("t");
+        std::fs::write(&tool, "one").unwrap();
+        let key = FileKey::of(&std::fs::metadata(&tool).unwrap());
+        let cache_file = dir.path().join("specs.json");
+        let cache = SpecCache::persistent(cache_file.clone());
+        cache.put(&tool, key, ProbeResult::Document("{}".into()));
+        cache.save().unwrap();
+
+        let reloaded = SpecCache::persistent(cache_file.clone());
+        std::fs::remove_file(&cache_file).unwrap();
+        reloaded.put(&tool, key, ProbeResult::Document("{}".into()));
+        reloaded.retain(std::slice::from_ref(&tool));
+        reloaded.save().unwrap();
+        assert!(!cache_file.exists(), "nothing changed: nothing written");
+
+        reloaded.put(&tool, key, ProbeResult::Failed("gone".into()));
+        reloaded.save().unwrap();
+        assert!(cache_file.exists(), "a changed entry is written");
     }
 }

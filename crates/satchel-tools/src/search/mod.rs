@@ -70,7 +70,9 @@ struct SearchInput {
 /// The search tool; keeps each backend's cool-down and the cache.
 pub struct SearchTool {
     spec: ToolSpec,
-    client: Result<reqwest::Client, satchel_http::HttpSetupError>,
+    /// Built on the first search: loading the system's certificates costs
+    /// every command that never searches otherwise.
+    client: std::sync::OnceLock<Result<reqwest::Client, String>>,
     cache: Arc<dyn SearchCache>,
     cooling: Mutex<HashMap<&'static str, Instant>>,
 }
@@ -78,18 +80,26 @@ pub struct SearchTool {
 impl SearchTool {
     /// The tool, caching answers in `cache`.
     pub fn new(cache: Arc<dyn SearchCache>) -> SearchTool {
-        // Fails only with a broken system certificate store; then searches
-        // fail one by one with a clear error instead of Satchel not starting.
-        let client = satchel_http::client_builder().and_then(|b| {
-            b.build()
-                .map_err(|e| satchel_http::HttpSetupError::from_message(e.to_string()))
-        });
         SearchTool {
             spec: spec(),
-            client,
+            client: std::sync::OnceLock::new(),
             cache,
             cooling: Mutex::default(),
         }
+    }
+
+    /// The HTTP client, built on first use. Fails only with a broken
+    /// system certificate store; then searches fail one by one with a
+    /// clear error instead of Satchel not starting.
+    fn client(&self) -> Result<&reqwest::Client, ToolError> {
+        self.client
+            .get_or_init(|| {
+                satchel_http::client_builder()
+                    .map_err(|e| e.to_string())
+                    .and_then(|b| b.build().map_err(|e| format!("cannot set up TLS: {e}")))
+            })
+            .as_ref()
+            .map_err(|e| ToolError::new(ErrorCode::ToolUnavailable, e.clone()))
     }
 
     fn cooling_until(&self, backend: &'static str) -> Option<Instant> {
@@ -122,7 +132,7 @@ impl SearchTool {
     ) -> Result<Value, ToolError> {
         if config.backends.is_empty() {
             return Err(ToolError::new(
-                ErrorCode::ToolCrashed,
+                ErrorCode::ToolUnavailable,
                 config::NOT_CONFIGURED,
             ));
         }
@@ -153,10 +163,7 @@ impl SearchTool {
                 ));
                 continue;
             }
-            let client = self
-                .client
-                .as_ref()
-                .map_err(|e| ToolError::new(ErrorCode::ToolCrashed, e.to_string()))?;
+            let client = self.client()?;
             match backend
                 .search(client, query, kind, max, config.timeout)
                 .await
