@@ -121,8 +121,8 @@ impl AgentConfig {
                         parsed.side_request_timing.or(single.side_request_timing);
                 }
                 Err(error) => warnings.push(format!(
-                    "`{key}` in {}: {error}; using the default",
-                    files()
+                    "{}: `{key}`: {error}; using the default",
+                    settings.describe(&[satchel_tools::config::JsonStep::key(key)])
                 )),
             }
         }

@@ -610,7 +610,7 @@ impl Settings {
                 if TOP_LEVEL_KEYS.contains(&key.as_str()) {
                     continue;
                 }
-                let hint = nearest(key, TOP_LEVEL_KEYS)
+                let hint = crate::config_schema::suggest("", key)
                     .map(|near| format!(" (did you mean `{near}`?)"))
                     .unwrap_or_default();
                 settings.warnings.push(format!(
@@ -689,7 +689,7 @@ impl Settings {
             let mut full = vec![JsonStep::key(key)];
             full.extend(inner.iter().cloned());
             let location = self.describe(&full);
-            let message = error.into_inner();
+            let message = explain(&full, error.into_inner().to_string());
             if !inner.is_empty() && remove_at(&mut value, &inner) {
                 warnings.push(format!(
                     "{location}: `{}`: {message}; ignored, the rest of `{key}` applies",
@@ -703,6 +703,27 @@ impl Settings {
             break;
         }
         (T::default(), joined(warnings))
+    }
+}
+
+/// serde's message for a section's key, with the nearest known key in
+/// place of serde's list when the key is unknown: `unknown field
+/// `stdoutLimt` (did you mean `exec.stdoutLimitBytes`?)`.
+fn explain(full: &[JsonStep], message: String) -> String {
+    let Some(rest) = message.strip_prefix("unknown field `") else {
+        return message;
+    };
+    let Some((unknown, _)) = rest.split_once('`') else {
+        return message;
+    };
+    let parent: Vec<JsonStep> = full
+        .iter()
+        .take(full.len().saturating_sub(1))
+        .cloned()
+        .collect();
+    match crate::config_schema::suggest(&dotted(&parent), unknown) {
+        Some(near) => format!("unknown field `{unknown}` (did you mean `{near}`?)"),
+        None => message,
     }
 }
 
@@ -1192,7 +1213,9 @@ mod tests {
         assert_eq!(
             settings.warnings,
             [
-                format!("{file}:2:3: `toolCalling` is not a key Satchel reads; ignored"),
+                format!(
+                    "{file}:2:3: `toolCalling` is not a key Satchel reads (did you mean `llm.toolCalling`?); ignored"
+                ),
                 format!(
                     "{file}:3:3: `maxTurn` is not a key Satchel reads (did you mean `maxTurns`?); ignored"
                 ),
@@ -1207,12 +1230,11 @@ mod tests {
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         let lines: Vec<&str> = warnings[0].lines().collect();
         assert_eq!(lines.len(), 2, "{warnings:?}");
-        assert!(
-            lines[0].starts_with(&format!(
-                "{file}:4:35: `exec.stdoutLimt`: unknown field `stdoutLimt`"
-            )),
-            "{}",
-            lines[0]
+        assert_eq!(
+            lines[0],
+            format!(
+                "{file}:4:35: `exec.stdoutLimt`: unknown field `stdoutLimt` (did you mean `exec.stdoutLimitBytes`?); ignored, the rest of `exec` applies"
+            )
         );
         assert!(
             lines[1].starts_with(&format!("{file}:4:52: `exec.killGraceMs`: invalid type")),

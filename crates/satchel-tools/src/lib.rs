@@ -19,6 +19,7 @@ use std::sync::Arc;
 pub mod bash;
 pub mod code;
 pub mod config;
+pub mod config_schema;
 pub mod conversation;
 mod dispatch;
 pub mod external;

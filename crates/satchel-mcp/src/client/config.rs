@@ -11,7 +11,10 @@
 //! A server has `command` (with `args`, `env`, `cwd`) for stdio or `url`
 //! (with `headers`) for streamable HTTP; `type` may say which. Satchel's own
 //! keys: `startupTimeoutSecs` (default 30), `callTimeoutSecs` (default 60,
-//! reset by progress), `disabled`. Keys other clients use are ignored.
+//! reset by progress), `disabled`. Any other key, in a server or at the
+//! top level, and a value of the wrong type are warnings naming the file,
+//! line, key path and the nearest known key; the key is ignored and the
+//! rest of the server applies.
 //! `${VAR}` and `${VAR:-default}` in `command`, `args`, `env`, `cwd`, `url`
 //! and `headers` are replaced from the environment given to [`McpConfig::load`].
 //!
@@ -24,6 +27,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use satchel_tools::config::{JsonStep, Layer};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -180,6 +184,22 @@ impl McpConfig {
                 return;
             }
         };
+        let layer = satchel_tools::config::Layer {
+            path: path.to_path_buf(),
+            object: value.as_object().cloned().unwrap_or_default(),
+            text: Some(std::sync::Arc::from(text)),
+        };
+        if let Some(object) = value.as_object() {
+            for key in object.keys().filter(|key| !TOP_KEYS.contains(&key.as_str())) {
+                let hint = satchel_tools::config::nearest(key, TOP_KEYS)
+                    .map(|near| format!(" (did you mean `{near}`?)"))
+                    .unwrap_or_default();
+                self.warnings.push(format!(
+                    "{}: `{key}` is not a key of mcp.json{hint}; ignored",
+                    layer.describe(&[JsonStep::key(key)])
+                ));
+            }
+        }
         let servers = match value.get("mcpServers") {
             Some(Value::Object(servers)) => servers.clone(),
             Some(_) => {
@@ -194,7 +214,8 @@ impl McpConfig {
                 return;
             }
         };
-        for (name, entry) in servers {
+        for (name, mut entry) in servers {
+            self.check_server_keys(&layer, &name, &mut entry);
             let raw = match RawServer::deserialize(&entry) {
                 Ok(raw) => raw,
                 Err(error) => {
@@ -217,6 +238,79 @@ impl McpConfig {
             }
         }
     }
+}
+
+impl McpConfig {
+    /// Warns about, and removes, a server's unknown keys and values of the
+    /// wrong type, so the rest of the entry still applies.
+    fn check_server_keys(&mut self, layer: &Layer, name: &str, entry: &mut Value) {
+        let Some(object) = entry.as_object_mut() else {
+            return;
+        };
+        let mut drop = Vec::new();
+        for (key, value) in object.iter() {
+            let at = || {
+                layer.describe(&[
+                    JsonStep::key("mcpServers"),
+                    JsonStep::key(name),
+                    JsonStep::key(key),
+                ])
+            };
+            let Some((_, expected, fits)) = SERVER_KEYS.iter().find(|(known, ..)| known == key)
+            else {
+                let known: Vec<&str> = SERVER_KEYS.iter().map(|(known, ..)| *known).collect();
+                let hint = satchel_tools::config::nearest(key, &known)
+                    .map(|near| format!(" (did you mean `mcpServers.{name}.{near}`?)"))
+                    .unwrap_or_default();
+                self.warnings.push(format!(
+                    "{}: `mcpServers.{name}.{key}` is not a key Satchel reads{hint}; ignored",
+                    at()
+                ));
+                continue;
+            };
+            if !fits(value) {
+                self.warnings.push(format!(
+                    "{}: `mcpServers.{name}.{key}` must be {expected}, not {}; ignored",
+                    at(),
+                    satchel_tools::config::json_type(value)
+                ));
+                drop.push(key.clone());
+            }
+        }
+        for key in drop {
+            object.remove(&key);
+        }
+    }
+}
+
+/// The top-level keys of mcp.json.
+const TOP_KEYS: &[&str] = &["$schema", "mcpServers"];
+
+/// A server's keys: name, the type it must have (in words), and the check.
+#[allow(clippy::type_complexity)]
+const SERVER_KEYS: &[(&str, &str, fn(&Value) -> bool)] = &[
+    ("type", "a string", Value::is_string),
+    ("command", "a string", Value::is_string),
+    ("args", "a list of strings", string_list),
+    ("env", "an object of strings", string_map),
+    ("cwd", "a string", Value::is_string),
+    ("url", "a string", Value::is_string),
+    ("headers", "an object of strings", string_map),
+    ("disabled", "a boolean", Value::is_boolean),
+    ("startupTimeoutSecs", "a number", Value::is_number),
+    ("callTimeoutSecs", "a number", Value::is_number),
+];
+
+fn string_list(value: &Value) -> bool {
+    value
+        .as_array()
+        .is_some_and(|items| items.iter().all(Value::is_string))
+}
+
+fn string_map(value: &Value) -> bool {
+    value
+        .as_object()
+        .is_some_and(|map| map.values().all(Value::is_string))
 }
 
 fn server_config(
@@ -463,10 +557,11 @@ mod tests {
             "{warnings}"
         );
         assert!(
-            warnings.contains("server `args`: invalid type"),
+            warnings.contains("`mcpServers.args.args` must be a list of strings, not a string; ignored"),
             "{warnings}"
         );
-        assert_eq!(config.servers.keys().collect::<Vec<_>>(), ["ok"]);
+        // The wrong value is left out; the rest of the server applies.
+        assert_eq!(config.servers.keys().collect::<Vec<_>>(), ["args", "ok"]);
         assert_eq!(
             config.servers["ok"].problem.as_deref(),
             Some("environment variable `UNSET` is not set")
@@ -480,5 +575,30 @@ mod tests {
         assert_eq!(expand_vars("${EMPTY}", &env).unwrap(), "");
         assert_eq!(expand_vars("$HOME ${open", &env).unwrap(), "$HOME ${open");
         assert_eq!(expand_vars("${NOPE}", &env), Err("NOPE".into()));
+    }
+
+    /// Issue #22: unknown keys and wrong types in mcp.json were silent or
+    /// skipped the whole server; now each is a warning with its place and
+    /// the nearest key, and the rest of the server applies.
+    #[test]
+    fn unknown_keys_and_wrong_types_are_warnings_with_the_nearest_key() {
+        let config = load(&[(
+            "mcp.json",
+            "{\"mcpServer\": {},\n \"mcpServers\": {\"files\": {\"command\": \"srv\",\n  \"arg\": [\"x\"], \"callTimeoutSecs\": \"soon\"}}}",
+        )]);
+        let warnings: Vec<String> = config
+            .warnings
+            .iter()
+            .map(|w| w.rsplit_once("mcp.json:").map_or(w.clone(), |(_, rest)| rest.to_owned()))
+            .collect();
+        assert_eq!(
+            warnings,
+            [
+                "1:2: `mcpServer` is not a key of mcp.json (did you mean `mcpServers`?); ignored",
+                "3:3: `mcpServers.files.arg` is not a key Satchel reads (did you mean `mcpServers.files.args`?); ignored",
+                "3:17: `mcpServers.files.callTimeoutSecs` must be a number, not a string; ignored",
+            ]
+        );
+        assert_eq!(config.servers["files"].call_timeout, DEFAULT_CALL_TIMEOUT);
     }
 }
