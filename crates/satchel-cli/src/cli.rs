@@ -137,6 +137,60 @@ pub(crate) enum Command {
         after_help = "Examples:\n  satchel trust\n  satchel trust ~/src/cloned-repo\n  satchel trust --forget"
     )]
     Trust(TrustArgs),
+    /// Show the effective configuration and where each value came from,
+    /// or print agent.json's JSON Schema.
+    #[command(subcommand, after_help = CONFIG_EXAMPLES)]
+    Config(ConfigCommand),
+    /// Check everything Satchel depends on and say how to fix what is wrong:
+    /// the model endpoint, the embedding model, the `code` tool's runtimes,
+    /// the sandbox, the database, search, MCP servers and external tools.
+    ///
+    /// Exit status: 0 when nothing failed (warnings allowed), 1 otherwise.
+    #[command(after_help = DOCTOR_EXAMPLES)]
+    Doctor(DoctorArgs),
+}
+
+const CONFIG_EXAMPLES: &str = "\
+Examples:
+  satchel config show
+  satchel config show --json | jq '.values[] | select(.source != \"default\")'
+  satchel config schema > agent.schema.json   # then \"$schema\": \"./agent.schema.json\" in agent.json";
+
+const DOCTOR_EXAMPLES: &str = "\
+Examples:
+  satchel doctor
+  satchel doctor --json | jq '.checks[] | select(.status != \"ok\")'
+  satchel doctor --fix        # fetch the embedding model and whatever else needs no question";
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Every value agent.json, the environment or a flag can set, with its
+    /// source: default, user file, project file, environment or flag.
+    Show(JsonArgs),
+    /// Print the JSON Schema of agent.json (for editors, through `$schema`).
+    Schema,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DoctorArgs {
+    /// Print the checks as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Also fix what can be fixed without asking (fetch the embedding model).
+    #[arg(long)]
+    pub(crate) fix: bool,
+    /// Skip checks that start MCP servers or call the model endpoint.
+    #[arg(long)]
+    pub(crate) offline: bool,
+}
+
+/// Where the global options came from, for `config show`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Origin {
+    /// `-C` was given.
+    pub(crate) project_flag: bool,
+    /// `--db` (true) or `SATCHEL_DB` (false) set the database; `None`: default.
+    pub(crate) db_flag: Option<bool>,
 }
 
 #[derive(Debug, Args)]
@@ -156,7 +210,7 @@ Examples:
   satchel memory forget 0196f0c2-8a3b-7c4d-9e5f-0123456789ab
   satchel memory stats
 
-Semantic recall needs the embedding model: scripts/fetch-memory-model.sh";
+Semantic recall needs the embedding model, fetched on first use (or by `satchel doctor --fix`).";
 
 const BENCH_EXAMPLES: &str = "\
 Examples:

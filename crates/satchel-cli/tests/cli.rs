@@ -878,7 +878,7 @@ fn bench_memory_times_recall_over_a_synthetic_corpus() {
     ]);
     assert_eq!(output.status.code(), Some(2), "a setup error");
     assert!(
-        stderr(&output).contains("scripts/fetch-memory-model.sh"),
+        stderr(&output).contains("satchel doctor --fix"),
         "{}",
         stderr(&output)
     );

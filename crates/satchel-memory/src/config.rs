@@ -38,6 +38,9 @@ pub struct MemorySettings {
     pub purge_interval_minutes: u64,
     /// Longest memory accepted, in characters.
     pub max_content_chars: usize,
+    /// Whether the binary fetches the embedding model on first use when it
+    /// is missing (this crate never does: no network here).
+    pub fetch_model: bool,
 }
 
 impl Default for MemorySettings {
@@ -52,6 +55,7 @@ impl Default for MemorySettings {
             duplicate_similarity: 0.92,
             purge_interval_minutes: 60,
             max_content_chars: 4000,
+            fetch_model: true,
         }
     }
 }
@@ -271,6 +275,8 @@ pub struct MemoryConfig {
     pub purge_interval: Duration,
     /// Longest memory accepted, in characters.
     pub max_content_chars: usize,
+    /// `fetchModel`: whether the binary fetches a missing model on first use.
+    pub fetch_model: bool,
 }
 
 impl Default for MemoryConfig {
@@ -456,6 +462,7 @@ impl MemoryConfig {
             duplicate_similarity: settings.duplicate_similarity.clamp(0.0, 1.0),
             purge_interval: Duration::from_secs(settings.purge_interval_minutes.max(1) * 60),
             max_content_chars: settings.max_content_chars.max(1),
+            fetch_model: settings.fetch_model,
         };
         (config, warnings)
     }

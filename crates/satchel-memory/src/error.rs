@@ -18,7 +18,7 @@ pub enum MemoryError {
     /// The model directory lacks files. Produced when the model is loaded;
     /// run `scripts/fetch-memory-model.sh`. Recall falls back to keywords.
     #[error(
-        "the embedding model is not installed in `{}` (missing {missing}); run scripts/fetch-memory-model.sh",
+        "the embedding model is not installed in `{}` (missing {missing}); `satchel doctor --fix` fetches it",
         dir.display()
     )]
     ModelMissing {

@@ -376,7 +376,7 @@ impl Memory {
         }
         let reason = match &self.model {
             ModelSource::Dir(dir) => format!(
-                "the embedding model is not available in {} (run scripts/fetch-memory-model.sh)",
+                "the embedding model is not available in {} (`satchel doctor --fix` fetches it)",
                 dir.display()
             ),
             ModelSource::None | ModelSource::Loaded(_) => "no embedding model is configured".into(),
@@ -397,6 +397,44 @@ impl Memory {
         .await
         .map_err(blocking_error)??;
         Ok(Some(vectors))
+    }
+
+    /// Embeds memories stored without an embedding (before the model was
+    /// available), `batch` at a time, each batch committed before the
+    /// next, until none is left; returns how many got one. Resumable: a
+    /// stopped run leaves the rest for the next. Nothing to do, and 0,
+    /// without a model.
+    pub async fn backfill_embeddings(&self, batch: usize) -> Result<usize, MemoryError> {
+        if self.embedder().await.is_none() {
+            return Ok(0);
+        }
+        let mut done = 0;
+        loop {
+            let pending = self.store.memories_without_embedding(batch.max(1)).await?;
+            if pending.is_empty() {
+                break;
+            }
+            let texts: Vec<String> = pending.iter().map(|(_, text)| text.clone()).collect();
+            let Some(vectors) = self.embed(texts).await? else {
+                break;
+            };
+            let mut set = 0;
+            for ((id, content), vector) in pending.into_iter().zip(vectors) {
+                if self
+                    .store
+                    .set_memory_embedding(&id, &content, vector)
+                    .await?
+                {
+                    set += 1;
+                }
+            }
+            done += set;
+            if set == 0 {
+                // Every row changed under us; the next run picks them up.
+                break;
+            }
+        }
+        Ok(done)
     }
 
     /// Brings the recall index up to the store's latest revision (changes

@@ -534,6 +534,37 @@ async fn without_the_model_duplicates_are_the_same_text() {
     assert_eq!(memory.stats().await.unwrap().without_embedding, 2);
 }
 
+/// Issue #22: memories stored before the model was fetched never got
+/// embeddings; recall then ranked an unrelated memory first. Backfill
+/// embeds them, batch by batch, and is resumable.
+#[tokio::test]
+async fn memories_stored_before_the_model_get_embeddings_once_it_is_there() {
+    let setup = setup().await;
+    let dir = tempfile::tempdir().unwrap();
+    let before = setup.memory(without_model(&dir));
+    for text in [
+        "The user's sister is called Alice",
+        "Likes black tea",
+        "The deploy key rotates every March",
+    ] {
+        created(before.store(store(MemoryLayer::Long, text)).await.unwrap());
+    }
+    assert_eq!(before.backfill_embeddings(2).await.unwrap(), 0, "no model");
+    assert_eq!(before.stats().await.unwrap().without_embedding, 3);
+
+    let after = setup.memory(with_model());
+    assert_eq!(after.backfill_embeddings(2).await.unwrap(), 3);
+    assert_eq!(after.stats().await.unwrap().without_embedding, 0);
+    assert_eq!(after.backfill_embeddings(2).await.unwrap(), 0, "done");
+    let recalled = after
+        .recall(RecallQuery::new("favourite hot beverage"))
+        .await
+        .unwrap();
+    assert!(recalled.semantic);
+    assert_eq!(recalled.memories[0].memory.content, "Likes black tea");
+    assert!(recalled.memories[0].semantic.is_some(), "ranked by meaning");
+}
+
 #[tokio::test]
 async fn recall_with_the_model_finds_meaning_without_shared_words() {
     let setup = setup().await;
@@ -602,7 +633,7 @@ async fn recall_without_the_model_uses_keywords_and_says_so_once() {
     assert!(!first.semantic);
     let notice = first.notice.expect("a notice the first time");
     assert!(notice.contains("keywords only"), "{notice}");
-    assert!(notice.contains("fetch-memory-model.sh"), "{notice}");
+    assert!(notice.contains("satchel doctor --fix"), "{notice}");
     assert_eq!(first.memories.len(), 1);
     assert_eq!(
         first.memories[0].memory.content,

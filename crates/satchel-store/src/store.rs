@@ -158,6 +158,25 @@ pub trait MemoryStore: Send + Sync {
     /// Replaces a memory's text, category, certainty, expiry and embedding.
     async fn update_memory(&self, update: MemoryUpdate) -> Result<MemoryRecord, StoreError>;
 
+    /// Up to `limit` memories (of every namespace) stored without an
+    /// embedding, oldest first, as `(id, content)`: the backlog to embed
+    /// once a model is available.
+    async fn memories_without_embedding(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, StoreError>;
+
+    /// Sets the embedding of memory `id`, only if it still has none and
+    /// its text is still `content` (so a concurrent update wins); true
+    /// when set. Takes a new revision like any change, without touching
+    /// the memory's dates.
+    async fn set_memory_embedding(
+        &self,
+        id: &str,
+        content: &str,
+        embedding: Vec<f32>,
+    ) -> Result<bool, StoreError>;
+
     /// Deletes memories of `namespace` for good, from the table and the
     /// keyword index; returns the ids that existed.
     async fn delete_memories(

@@ -95,7 +95,12 @@ pub fn suggest(parent: &str, unknown: &str) -> Option<String> {
     let lower = unknown.to_ascii_lowercase();
     let prefixed = siblings
         .iter()
-        .map(|key| (strsim::jaro_winkler(&lower, &key.to_ascii_lowercase()), *key))
+        .map(|key| {
+            (
+                strsim::jaro_winkler(&lower, &key.to_ascii_lowercase()),
+                *key,
+            )
+        })
         .filter(|(score, _)| *score >= 0.88)
         .max_by(|a, b| a.0.total_cmp(&b.0));
     if let Some((_, key)) = prefixed {
@@ -124,7 +129,10 @@ mod tests {
     fn the_schema_parses_and_lists_every_section() {
         assert!(agent_schema().is_object());
         for key in crate::config::TOP_LEVEL_KEYS {
-            assert!(keys_under("").contains(key), "{key} missing from the schema");
+            assert!(
+                keys_under("").contains(key),
+                "{key} missing from the schema"
+            );
         }
         for key in keys_under("") {
             assert!(
@@ -138,14 +146,20 @@ mod tests {
 
     #[test]
     fn suggestions_look_in_the_section_then_everywhere() {
-        assert_eq!(suggest("", "toolCalling").as_deref(), Some("llm.toolCalling"));
+        assert_eq!(
+            suggest("", "toolCalling").as_deref(),
+            Some("llm.toolCalling")
+        );
         assert_eq!(suggest("", "maxTurn").as_deref(), Some("maxTurns"));
         assert_eq!(
             suggest("exec", "stdoutLimt").as_deref(),
             Some("exec.stdoutLimitBytes")
         );
         assert_eq!(suggest("llm", "modle").as_deref(), Some("llm.model"));
-        assert_eq!(suggest("", "timeZone").as_deref(), Some("memory.sessions.timeZone"));
+        assert_eq!(
+            suggest("", "timeZone").as_deref(),
+            Some("memory.sessions.timeZone")
+        );
         assert_eq!(suggest("", "zzzzzzzzzz"), None);
     }
 }

@@ -226,7 +226,7 @@ async fn locomo_bench(
     };
     if embedder.is_none() && !args.keywords_only {
         tracing::warn!(
-            "no embedding model (run scripts/fetch-memory-model.sh): measuring keyword recall only"
+            "no embedding model (`satchel doctor --fix` fetches it): measuring keyword recall only"
         );
     }
     // One database per conversation, as one user's memories would be:
@@ -493,7 +493,7 @@ async fn synthetic(
 ) -> anyhow::Result<ExitCode> {
     let Some(embedder) = load_embedder(model_dir.as_deref()) else {
         bail!(
-            "the synthetic benchmark times recall with the embedding model: run scripts/fetch-memory-model.sh (or pass --model-dir)"
+            "the synthetic benchmark times recall with the embedding model: `satchel doctor --fix` fetches it (or pass --model-dir)"
         );
     };
     if count == 0 {

@@ -36,6 +36,38 @@ pub(crate) struct LazyMemory {
     config: std::sync::RwLock<MemoryConfig>,
     summarizer: Option<Arc<dyn Summarizer>>,
     cell: tokio::sync::OnceCell<Result<Arc<Memory>, String>>,
+    /// Embedding memories stored without one, started when memory opens.
+    backfill: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// Fetches the embedding model into `dir` when it is missing and fetching
+/// is allowed, once per process; a failure is a warning (recall then says
+/// once that it uses keywords only, and how to fix it).
+async fn fetch_if_missing(dir: &std::path::Path, configured: bool) {
+    static TRIED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if satchel_memory::Embedder::files_present(dir)
+        || !configured
+        || !super::fetch::allowed()
+        || TRIED.swap(true, std::sync::atomic::Ordering::SeqCst)
+    {
+        return;
+    }
+    let index = super::fetch::index_url();
+    if let Err(error) = super::fetch::fetch(&index, dir, &super::fetch::MINILM).await {
+        tracing::warn!("the embedding model could not be fetched: {error}");
+    }
+}
+
+/// Embeds, in the background, memories stored before the model was there.
+fn spawn_backfill(memory: &Arc<Memory>) -> tokio::task::JoinHandle<()> {
+    let memory = Arc::clone(memory);
+    tokio::spawn(async move {
+        match memory.backfill_embeddings(64).await {
+            Ok(0) => {}
+            Ok(count) => tracing::info!("embedded {count} memories stored without an embedding"),
+            Err(error) => tracing::warn!("embedding stored memories failed: {error}"),
+        }
+    })
 }
 
 impl LazyMemory {
@@ -50,6 +82,7 @@ impl LazyMemory {
             config: std::sync::RwLock::new(config),
             summarizer,
             cell: tokio::sync::OnceCell::new(),
+            backfill: std::sync::Mutex::new(None),
         }
     }
 
@@ -92,6 +125,9 @@ impl LazyMemory {
             .get_or_init(|| async {
                 let store = self.store.get().await?.clone();
                 let config = self.config();
+                if let Some(dir) = &config.model_dir {
+                    fetch_if_missing(dir, config.fetch_model).await;
+                }
                 let model = match &config.model_dir {
                     Some(dir) => ModelSource::Dir(dir.clone()),
                     None => ModelSource::None,
@@ -109,10 +145,30 @@ impl LazyMemory {
                     tracing::warn!("memory maintenance: {error}");
                 }
                 drop(spawn_maintenance(&memory));
+                *self
+                    .backfill
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    Some(spawn_backfill(&memory));
                 Ok(memory)
             })
             .await
             .clone()
+    }
+}
+
+impl LazyMemory {
+    /// Waits for the background backfill started at open, if any (a
+    /// one-shot command finishes it before it exits).
+    pub(crate) async fn finish_backfill(&self) {
+        let handle = self
+            .backfill
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(handle) = handle {
+            let _ = handle.await;
+        }
     }
 }
 
@@ -165,6 +221,7 @@ pub(crate) async fn run(command: MemoryCommand, project: &Project) -> anyhow::Re
         MemoryCommand::Stats(args) => stats(project, &memory, args.json).await,
         MemoryCommand::NewSession(args) => new_session(&memory, args).await,
     };
+    project.memory.finish_backfill().await;
     drop(memory);
     project.store.close().await;
     result
@@ -356,6 +413,7 @@ async fn stats(project: &Project, memory: &Memory, as_json: bool) -> anyhow::Res
         let mut value = serde_json::to_value(&stats)?;
         value["model_dir"] = json!(model_dir);
         value["semantic_recall"] = json!(model_present);
+        value["embedding_backlog"] = json!(stats.without_embedding);
         writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -366,7 +424,12 @@ async fn stats(project: &Project, memory: &Memory, as_json: bool) -> anyhow::Res
     }
     writeln!(stdout, "expired          {} (purged soon)", stats.expired)?;
     writeln!(stdout, "archived         {}", stats.archived)?;
-    writeln!(stdout, "no embedding     {}", stats.without_embedding)?;
+    let backlog = match (stats.without_embedding, model_present) {
+        (0, _) => "0".to_owned(),
+        (n, true) => format!("{n} (being embedded; done after the next memory command)"),
+        (n, false) => format!("{n} (embedded once the model is there: `satchel doctor --fix`)"),
+    };
+    writeln!(stdout, "to embed         {backlog}")?;
     writeln!(
         stdout,
         "sessions         {} ({} open)",
@@ -383,7 +446,7 @@ async fn stats(project: &Project, memory: &Memory, as_json: bool) -> anyhow::Res
     let model = match (&model_dir, model_present) {
         (Some(dir), true) => format!("{} (semantic recall on)", dir.display()),
         (Some(dir), false) => format!(
-            "missing in {} (keyword recall only; run scripts/fetch-memory-model.sh)",
+            "missing in {} (keyword recall only; `satchel doctor --fix` fetches it)",
             dir.display()
         ),
         (None, _) => "not configured (keyword recall only)".to_owned(),

@@ -3,8 +3,11 @@
 mod bench;
 mod chat;
 mod code;
+mod config;
 mod context;
 mod db;
+mod doctor;
+mod fetch;
 mod log;
 mod mcp;
 mod memory;
@@ -28,6 +31,14 @@ use project::Project;
 /// Runs the parsed command line.
 pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let root = std::path::absolute(&cli.project)?;
+    let origin = crate::cli::Origin {
+        project_flag: cli.project != std::path::Path::new("."),
+        db_flag: cli
+            .db
+            .as_ref()
+            .filter(|path| !path.as_os_str().is_empty())
+            .map(|path| std::env::var_os("SATCHEL_DB").is_none_or(|var| var != path.as_os_str())),
+    };
     let db = match cli.db.filter(|path| !path.as_os_str().is_empty()) {
         Some(path) => Some(std::path::absolute(path)?),
         None => paths::default_db(),
@@ -61,6 +72,8 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Memory(command) => memory::run(command, &project).await,
         Command::Bench(command) => bench::run(command, &project).await,
         Command::Trust(_) => unreachable!("handled before the project is loaded"),
+        Command::Config(command) => config::run(command, &project, &origin).await,
+        Command::Doctor(args) => doctor::run(args, &project).await,
     }
 }
 

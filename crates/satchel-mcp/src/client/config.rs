@@ -190,7 +190,10 @@ impl McpConfig {
             text: Some(std::sync::Arc::from(text)),
         };
         if let Some(object) = value.as_object() {
-            for key in object.keys().filter(|key| !TOP_KEYS.contains(&key.as_str())) {
+            for key in object
+                .keys()
+                .filter(|key| !TOP_KEYS.contains(&key.as_str()))
+            {
                 let hint = satchel_tools::config::nearest(key, TOP_KEYS)
                     .map(|near| format!(" (did you mean `{near}`?)"))
                     .unwrap_or_default();
@@ -557,7 +560,9 @@ mod tests {
             "{warnings}"
         );
         assert!(
-            warnings.contains("`mcpServers.args.args` must be a list of strings, not a string; ignored"),
+            warnings.contains(
+                "`mcpServers.args.args` must be a list of strings, not a string; ignored"
+            ),
             "{warnings}"
         );
         // The wrong value is left out; the rest of the server applies.
@@ -589,7 +594,10 @@ mod tests {
         let warnings: Vec<String> = config
             .warnings
             .iter()
-            .map(|w| w.rsplit_once("mcp.json:").map_or(w.clone(), |(_, rest)| rest.to_owned()))
+            .map(|w| {
+                w.rsplit_once("mcp.json:")
+                    .map_or(w.clone(), |(_, rest)| rest.to_owned())
+            })
             .collect();
         assert_eq!(
             warnings,

@@ -471,7 +471,7 @@ mod tests {
         let dir = crate::testing::model_dir();
         assert!(
             Embedder::files_present(&dir),
-            "the embedding model is not in {}: run scripts/fetch-memory-model.sh",
+            "the embedding model is not in {}: `satchel doctor --fix` fetches it",
             dir.display()
         );
         let mut embedder = Embedder::load(&dir).unwrap();

@@ -297,6 +297,42 @@ impl MemoryStore for SqliteStore {
         .await
     }
 
+    async fn memories_without_embedding(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(move |conn| {
+            let mut statement = conn.prepare_cached(
+                "SELECT id, content FROM memories WHERE embedding IS NULL ORDER BY seq LIMIT ?1",
+            )?;
+            let rows = statement.query_map([limit], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
+    async fn set_memory_embedding(
+        &self,
+        id: &str,
+        content: &str,
+        embedding: Vec<f32>,
+    ) -> Result<bool, StoreError> {
+        // The text compared was read from the store: already redacted.
+        let (id, content) = (id.to_owned(), content.to_owned());
+        self.write((), move |tx, _, ()| {
+            let rev = next_rev(tx)?;
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE memories SET embedding = ?3, rev = ?4
+                     WHERE id = ?1 AND content = ?2 AND embedding IS NULL",
+                )?
+                .execute(params![id, content, encode_embedding(&embedding), rev])?;
+            Ok(changed == 1)
+        })
+        .await
+    }
+
     async fn update_memory(&self, update: MemoryUpdate) -> Result<MemoryRecord, StoreError> {
         self.write(update, |tx, ctx, update| {
             let rev = next_rev(tx)?;

@@ -150,6 +150,24 @@ impl SqliteStore {
         })
     }
 
+    /// SQLite's `quick_check` of the file: empty when it is sound, else
+    /// the problems it found (at most 10). Reads only.
+    pub async fn integrity_problems(&self) -> Result<Vec<String>, StoreError> {
+        self.read(|conn| {
+            let mut statement = conn.prepare("PRAGMA quick_check(10)")?;
+            let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
+            let mut problems = Vec::new();
+            for row in rows {
+                let row = row?;
+                if row != "ok" {
+                    problems.push(row);
+                }
+            }
+            Ok(problems)
+        })
+        .await
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.inner.path

@@ -142,7 +142,8 @@ impl SpecCache {
             std::fs::create_dir_all(dir)?;
         }
         let temporary = file.with_extension(format!("tmp.{}", std::process::id()));
-        let written = std::fs::write(&temporary, bytes).and_then(|()| std::fs::rename(&temporary, file));
+        let written =
+            std::fs::write(&temporary, bytes).and_then(|()| std::fs::rename(&temporary, file));
         if written.is_err() {
             // Try again at the next save.
             self.changed.store(true, Ordering::Relaxed);

@@ -1,0 +1,441 @@
+//! `satchel doctor`: every dependency checked, each problem with its fix.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use satchel_llm::LlmConfig;
+use satchel_tools::code::{Language, resolve};
+use serde::Serialize;
+use serde_json::json;
+
+use super::project::{Project, read_settings};
+use super::{fetch, setup};
+use crate::cli::DoctorArgs;
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Status {
+    Ok,
+    Warn,
+    Fail,
+    Skip,
+}
+
+/// One check: what, how it went, what was found, and how to fix it.
+#[derive(Debug, Serialize)]
+struct Check {
+    name: &'static str,
+    status: Status,
+    summary: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    details: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<String>,
+}
+
+fn check(name: &'static str, status: Status, summary: impl Into<String>) -> Check {
+    Check {
+        name,
+        status,
+        summary: summary.into(),
+        details: Vec::new(),
+        fix: None,
+    }
+}
+
+impl Check {
+    fn fix(mut self, fix: impl Into<String>) -> Check {
+        self.fix = Some(fix.into());
+        self
+    }
+
+    fn details(mut self, details: Vec<String>) -> Check {
+        self.details = details;
+        self
+    }
+}
+
+pub(crate) async fn run(args: DoctorArgs, project: &Project) -> anyhow::Result<ExitCode> {
+    let mut checks = vec![configuration(project)];
+    checks.push(model_endpoint(project, args.offline).await);
+    checks.push(embedding_model(project, args.fix).await);
+    checks.push(runtimes(project));
+    checks.push(sandbox());
+    checks.push(database(project).await);
+    checks.push(search(project));
+    let live = Arc::new(project.tools(false).await?);
+    checks.push(external_tools(&live));
+    checks.push(mcp_servers(&live, project, args.offline).await);
+    project.store.close().await;
+
+    let failed = checks.iter().any(|c| c.status == Status::Fail);
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        let value = json!({"ok": !failed, "checks": checks});
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
+    } else {
+        for check in &checks {
+            let mark = match check.status {
+                Status::Ok => "ok  ",
+                Status::Warn => "warn",
+                Status::Fail => "FAIL",
+                Status::Skip => "skip",
+            };
+            writeln!(stdout, "{mark}  {:16} {}", check.name, check.summary)?;
+            for detail in &check.details {
+                writeln!(stdout, "      {:16} {detail}", "")?;
+            }
+            if let Some(fix) = &check.fix {
+                writeln!(stdout, "      {:16} fix: {fix}", "")?;
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn configuration(project: &Project) -> Check {
+    if project.warnings.is_empty() {
+        return check(
+            "configuration",
+            Status::Ok,
+            "agent.json read without a warning",
+        );
+    }
+    check(
+        "configuration",
+        Status::Warn,
+        format!("{} warning(s) in agent.json", project.warnings.len()),
+    )
+    .details(
+        project
+            .warnings
+            .iter()
+            .flat_map(|w| w.lines().map(str::to_owned))
+            .collect(),
+    )
+    .fix("edit the keys named; `satchel config show` prints what is in force")
+}
+
+async fn model_endpoint(project: &Project, offline: bool) -> Check {
+    let settings = match read_settings(&project.root) {
+        Ok(settings) => settings,
+        Err(error) => return check("model", Status::Fail, error.to_string()),
+    };
+    let (config, warning) = settings.section::<LlmConfig>("llm");
+    let env: HashMap<String, String> = settings.env.clone().into_iter().collect();
+    let model = match config.resolve(&env) {
+        Ok(model) => model,
+        Err(error) => {
+            return check("model", Status::Fail, error.to_string()).fix(
+                "set llm.baseUrl and llm.model in .agents/agent.json, or the API key's variable",
+            );
+        }
+    };
+    let mode = format!("{:?}", model.tool_mode()).to_lowercase();
+    let summary = format!(
+        "{} at {} ({mode} tool calling, {} token window)",
+        model.model, model.base_url, model.context_window
+    );
+    let mut details: Vec<String> = warning.into_iter().collect();
+    if offline {
+        return check("model", Status::Skip, summary).details(details);
+    }
+    let client = match satchel_http::client_builder()
+        .map_err(|e| e.to_string())
+        .and_then(|b| {
+            b.timeout(Duration::from_secs(5))
+                .build()
+                .map_err(|e| e.to_string())
+        }) {
+        Ok(client) => client,
+        Err(error) => return check("model", Status::Fail, error),
+    };
+    let mut request = client.get(format!("{}/models", model.base_url));
+    if let Some(key) = &model.api_key {
+        request = match model.provider {
+            satchel_llm::ProviderKind::Anthropic => request
+                .header("x-api-key", key.expose())
+                .header("anthropic-version", "2023-06-01"),
+            satchel_llm::ProviderKind::OpenAi => request.bearer_auth(key.expose()),
+        };
+    }
+    match request
+        .send()
+        .await
+        .and_then(reqwest::Response::error_for_status)
+    {
+        Err(error) => check("model", Status::Fail, format!("{summary}: unreachable"))
+            .details(vec![error.to_string()])
+            .fix(
+                "start the model server, or set llm.baseUrl (or OPENAI_BASE_URL) to where it runs",
+            ),
+        Ok(response) => {
+            let listed: Vec<String> = response
+                .json::<serde_json::Value>()
+                .await
+                .ok()
+                .and_then(|body| body["data"].as_array().cloned())
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|m| m["id"].as_str().map(str::to_owned))
+                .collect();
+            if listed.is_empty() || listed.iter().any(|id| id == &model.model) {
+                check("model", Status::Ok, summary).details(details)
+            } else {
+                details.push(format!("the server serves: {}", listed.join(", ")));
+                check(
+                    "model",
+                    Status::Fail,
+                    format!("{summary}: the server does not serve `{}`", model.model),
+                )
+                .details(details)
+                .fix("set llm.model (or SATCHEL_MODEL) to one the server serves")
+            }
+        }
+    }
+}
+
+async fn embedding_model(project: &Project, fix: bool) -> Check {
+    let Some(dir) = project.memory.config().model_dir else {
+        return check(
+            "embedding model",
+            Status::Warn,
+            "no model directory (no XDG_DATA_HOME or HOME)",
+        )
+        .fix("set memory.modelDir in agent.json");
+    };
+    let mut wrong = fetch::unverified(&dir, &fetch::MINILM);
+    if !wrong.is_empty() && fix {
+        if let Err(error) = fetch::fetch(&fetch::index_url(), &dir, &fetch::MINILM).await {
+            return check(
+                "embedding model",
+                Status::Fail,
+                format!("the fetch failed: {error}"),
+            );
+        }
+        wrong = fetch::unverified(&dir, &fetch::MINILM);
+    }
+    if wrong.is_empty() {
+        check(
+            "embedding model",
+            Status::Ok,
+            format!("all-MiniLM-L6-v2 verified in {}", dir.display()),
+        )
+    } else {
+        check(
+            "embedding model",
+            Status::Warn,
+            format!(
+                "missing or damaged in {} ({}): memory recall uses keywords only",
+                dir.display(),
+                wrong.join(", ")
+            ),
+        )
+        .fix("`satchel doctor --fix` fetches it (it is also fetched on first use)")
+    }
+}
+
+fn runtimes(project: &Project) -> Check {
+    let code = &project.tools_config.code;
+    let mut found = Vec::new();
+    let mut missing = Vec::new();
+    for language in [
+        Language::Python,
+        Language::Javascript,
+        Language::Typescript,
+        Language::Bash,
+    ] {
+        match resolve(language, code.js_runtime, &code.runtimes, &code.search_path) {
+            Ok(runtime) => found.push(format!(
+                "{}: {}",
+                language.as_str(),
+                runtime.program.display()
+            )),
+            Err(reason) => missing.push(format!("{}: {reason}", language.as_str())),
+        }
+    }
+    let status = if missing.is_empty() {
+        Status::Ok
+    } else {
+        Status::Warn
+    };
+    let summary = format!("{} of 4 languages can run", found.len());
+    let mut details = found;
+    details.extend(missing.iter().cloned());
+    let checked = check("code runtimes", status, summary).details(details);
+    if missing.is_empty() {
+        checked
+    } else {
+        checked.fix("install the missing runtime (python3, bun: scripts/install-js-runtime.sh in a clone), or set code.runtimes in agent.json")
+    }
+}
+
+/// The sandbox check: left for the sandbox's own probe (issue #21).
+fn sandbox() -> Check {
+    check(
+        "sandbox",
+        Status::Skip,
+        "not checked yet: the sandbox is being rebuilt (issue #21)",
+    )
+}
+
+async fn database(project: &Project) -> Check {
+    let Some(path) = &project.db else {
+        return check(
+            "database",
+            Status::Fail,
+            "no location: set --db, SATCHEL_DB, XDG_DATA_HOME or HOME",
+        );
+    };
+    if !path.exists() {
+        return check(
+            "database",
+            Status::Ok,
+            format!("{} (created on first use)", path.display()),
+        );
+    }
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    match super::db::open_for_reading(Some(path)).await {
+        Err(error) => check(
+            "database",
+            Status::Fail,
+            format!("{}: {error:#}", path.display()),
+        )
+        .fix("move the file away (Satchel starts a new one), or point --db elsewhere"),
+        Ok(None) => check(
+            "database",
+            Status::Ok,
+            format!("{} (created on first use)", path.display()),
+        ),
+        Ok(Some(store)) => {
+            let problems = store.integrity_problems().await;
+            let _ = store.close().await;
+            let summary = format!(
+                "{}, schema version {}, {:.1} MB",
+                path.display(),
+                satchel_store::SCHEMA_VERSION,
+                size as f64 / 1e6
+            );
+            match problems {
+                Ok(problems) if problems.is_empty() => check("database", Status::Ok, summary),
+                Ok(problems) => check("database", Status::Fail, format!("{summary}: damaged"))
+                    .details(problems)
+                    .fix("copy it aside and recover with `sqlite3 FILE .recover`"),
+                Err(error) => check("database", Status::Fail, format!("{summary}: {error}")),
+            }
+        }
+    }
+}
+
+fn search(project: &Project) -> Check {
+    let names = project.tools_config.search.backend_names();
+    if names.is_empty() {
+        check("search", Status::Warn, "no backend: the search tool answers TOOL_UNAVAILABLE")
+            .fix("set SEARXNG_URL, BRAVE_API_KEY or TAVILY_API_KEY, or \"search\": {\"backends\": [\"duckduckgo\"]} in agent.json")
+    } else {
+        check(
+            "search",
+            Status::Ok,
+            format!("backends: {}", names.join(", ")),
+        )
+    }
+}
+
+fn external_tools(live: &satchel_tools::LiveRegistry) -> Check {
+    let broken: Vec<String> = live
+        .skipped()
+        .iter()
+        .filter(|s| s.broken)
+        .map(|s| format!("{}: {}", s.path.display(), s.reason))
+        .collect();
+    let count = live.current().len();
+    if broken.is_empty() {
+        check(
+            "external tools",
+            Status::Ok,
+            format!("{count} tools, none broken"),
+        )
+    } else {
+        check(
+            "external tools",
+            Status::Warn,
+            format!("{} broken (they answer TOOL_UNAVAILABLE)", broken.len()),
+        )
+        .details(broken)
+        .fix("fix each tool's `--schema` answer, then `satchel tools refresh`")
+    }
+}
+
+async fn mcp_servers(
+    live: &Arc<satchel_tools::LiveRegistry>,
+    project: &Project,
+    offline: bool,
+) -> Check {
+    let config = setup::load_mcp_config(&project.root);
+    if config.servers.is_empty() && config.warnings.is_empty() {
+        return check("mcp servers", Status::Ok, "none configured");
+    }
+    if offline {
+        return check(
+            "mcp servers",
+            Status::Skip,
+            format!(
+                "{} configured, not started (--offline)",
+                config.servers.len()
+            ),
+        )
+        .details(config.warnings.clone());
+    }
+    let manager = setup::start_mcp_in_background(live, &project.root);
+    manager.ready().await;
+    let statuses = manager.statuses();
+    manager.shutdown().await;
+    let mut details = config.warnings.clone();
+    let mut failed = 0;
+    for status in &statuses {
+        let ok = !status.tools.is_empty() || status.state.label() == "running";
+        if !ok {
+            failed += 1;
+        }
+        details.push(format!(
+            "{}: {} ({} tools)",
+            status.name,
+            status.state.label(),
+            status.tools.len()
+        ));
+        details.extend(
+            status
+                .notes
+                .iter()
+                .map(|note| format!("{}: {note}", status.name)),
+        );
+    }
+    let status = if failed > 0 {
+        Status::Fail
+    } else if details.len() > statuses.len() {
+        Status::Warn
+    } else {
+        Status::Ok
+    };
+    let checked = check(
+        "mcp servers",
+        status,
+        format!("{} of {} started", statuses.len() - failed, statuses.len()),
+    )
+    .details(details);
+    if failed > 0 {
+        checked.fix(
+            "`satchel mcp servers` shows each server's last error; fix or disable it in mcp.json",
+        )
+    } else {
+        checked
+    }
+}
