@@ -26,11 +26,23 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(commands::run(cli)) {
         Ok(code) => code,
+        // The reader left (`satchel ... | head`): nothing to say, as for
+        // any Unix tool the pipe closed on (128 + SIGPIPE).
+        Err(error) if is_broken_pipe(&error) => ExitCode::from(141),
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::from(2)
         }
     }
+}
+
+/// True when `error` comes from writing to a closed pipe.
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// Secrets replaced in every log line, at every verbosity: from the

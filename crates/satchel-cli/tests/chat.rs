@@ -48,6 +48,7 @@ fn the_repl_runs_statements_cancels_asks_reloads_and_exits() {
         // Its own project: trusted (tests/trust.rs checks the untrusted path).
         .env("SATCHEL_TRUST_PROJECT", "1")
         .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("SATCHEL_MODEL_FETCH", "never")
         .env("XDG_CACHE_HOME", dir.path().join("cache"))
         .env("TMPDIR", dir.path())
         .env("NO_COLOR", "1")
@@ -139,6 +140,7 @@ fn history_and_the_conversation_tool_follow_agent_json() {
         // Its own project: trusted (tests/trust.rs checks the untrusted path).
         .env("SATCHEL_TRUST_PROJECT", "1")
         .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("SATCHEL_MODEL_FETCH", "never")
         .env("XDG_CACHE_HOME", dir.path().join("cache"))
         .env("TMPDIR", dir.path())
         .env("NO_COLOR", "1")

@@ -40,6 +40,7 @@ impl Sandbox {
             .env("XDG_CACHE_HOME", self.dir.path().join("cache"))
             .env("SATCHEL_LIBEXEC_DIR", self.dir.path().join("libexec"))
             .env("XDG_DATA_HOME", self.dir.path().join("data"))
+            .env("SATCHEL_MODEL_FETCH", "never")
             .env("TMPDIR", self.dir.path())
             .env_remove("SATCHEL_DB")
             .env_remove("RUST_LOG");

@@ -68,6 +68,7 @@ impl Sandbox {
             ("XDG_CONFIG_HOME", path("config")),
             ("SATCHEL_TRUST_PROJECT", "1".into()),
             ("XDG_DATA_HOME", path("data")),
+            ("SATCHEL_MODEL_FETCH", "never".to_owned()),
             ("SATCHEL_DB", path("data/satchel.db")),
             ("XDG_CACHE_HOME", path("cache")),
             ("SATCHEL_LIBEXEC_DIR", path("libexec")),

@@ -52,6 +52,7 @@ impl Sandbox {
             // Its own project: trusted (tests/trust.rs checks the untrusted path).
             .env("SATCHEL_TRUST_PROJECT", "1")
             .env("XDG_DATA_HOME", self.path("data"))
+            .env("SATCHEL_MODEL_FETCH", "never")
             .env("TMPDIR", self.dir.path())
             .env("NO_COLOR", "1")
             .env_remove("SATCHEL_DB")

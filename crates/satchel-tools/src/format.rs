@@ -76,6 +76,16 @@ pub fn past_result(output: &ToolOutput, max_chars: usize) -> String {
 }
 
 /// At most `max` characters of `text`, with `…` when cut.
+/// `1 memory`, `3 memories`: a count with the right form of its noun.
+pub fn plural(count: usize, one: &str, many: &str) -> String {
+    if count == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{count} {many}")
+    }
+}
+
+/// Cuts `text` to at most `max` characters, marking a cut with `…`.
 pub fn truncate_chars(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &text[..cut]),

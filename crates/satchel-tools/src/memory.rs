@@ -292,8 +292,8 @@ impl Tool for MemoryTool {
                     "by keywords only"
                 };
                 let user_message = format!(
-                    "recalled {} memories for \"{}\" ({how})",
-                    recall.memories.len(),
+                    "recalled {} for \"{}\" ({how})",
+                    crate::format::plural(recall.memories.len(), "memory", "memories"),
                     truncate_chars(&query, 60)
                 );
                 Ok(ToolOutput::success(
@@ -317,7 +317,10 @@ impl Tool for MemoryTool {
                     .await
                     .map_err(tool_error)?;
                 let memories: Vec<Value> = listed.iter().map(|m| memory_json(m, None)).collect();
-                let user_message = format!("listed {} memories", memories.len());
+                let user_message = format!(
+                    "listed {}",
+                    crate::format::plural(memories.len(), "memory", "memories")
+                );
                 Ok(ToolOutput::success(
                     ToolResults::json(
                         json!({"success": true, "action": "listed", "memories": memories}),

@@ -55,8 +55,10 @@ pub(crate) async fn stats(args: CodeStatsArgs, project: &Project) -> anyhow::Res
     for language in &stats.languages {
         writeln!(
             out,
-            "  {:11} {:5} runs, {} failed",
-            language.language, language.total, language.failures
+            "  {:11} {:>9}, {} failed",
+            language.language,
+            satchel_tools::format::plural(language.total, "run", "runs"),
+            language.failures
         )?;
     }
     if !stats.categories.is_empty() {

@@ -340,7 +340,7 @@ fn print_table(out: &mut impl Write, memories: &[Value], relevance: bool) -> any
     let score = if relevance { "  SCORE" } else { "" };
     writeln!(
         out,
-        "{:36}  {:7}  {:10}  {:10}{score}  CONTENT",
+        "{:36}  {:7}  {:10}  {:12}{score}  CONTENT",
         "ID", "LAYER", "DATE", "CATEGORY"
     )?;
     for memory in memories {
@@ -352,11 +352,12 @@ fn print_table(out: &mut impl Write, memories: &[Value], relevance: bool) -> any
         };
         writeln!(
             out,
-            "{:36}  {:7}  {:10}  {:10}{score}  {}",
+            "{:36}  {:7}  {:10}  {:12}{score}  {}",
             field("id"),
             field("layer"),
             date,
-            truncate_chars(field("category"), 10),
+            // `relationship` and `preference` whole; longer free text cut.
+            truncate_chars(field("category"), 12),
             truncate_chars(field("content"), CONTENT_CHARS)
         )?;
     }

@@ -52,6 +52,7 @@ impl Project {
             // Its own project: trusted (tests/trust.rs checks the untrusted path).
             .env("SATCHEL_TRUST_PROJECT", "1")
             .env("XDG_DATA_HOME", self.path("data"))
+            .env("SATCHEL_MODEL_FETCH", "never")
             .env("XDG_CACHE_HOME", self.path("cache"))
             .env("SATCHEL_LIBEXEC_DIR", self.path("libexec"))
             .env("TMPDIR", self.dir.path())

@@ -127,13 +127,41 @@ async fn read_line(editor: &LineEditor, prompt: &str) -> Result<String, Readline
     .unwrap_or(Err(ReadlineError::Eof))
 }
 
+/// Lines of at most `width` characters, broken between words (a word
+/// longer than a line gets a line of its own).
+fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let needed = line.chars().count() + usize::from(!line.is_empty()) + word.chars().count();
+        if !line.is_empty() && needed > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 fn greet(session: &Session, screen: &SharedScreen) {
     let snapshot = session.agent.config();
-    let model = snapshot
-        .llm
-        .model
-        .clone()
-        .unwrap_or_else(|| "the default model".into());
+    // What the model section resolves to, with SATCHEL_MODEL and the
+    // endpoint's defaults applied, as the loop will use it.
+    let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+    let model = match snapshot.llm.resolve(&env) {
+        Ok(model) => format!(
+            "model {} at {} ({} tool calling)",
+            model.model,
+            model.base_url,
+            format!("{:?}", model.tool_mode()).to_lowercase()
+        ),
+        Err(error) => format!("no usable model ({error})"),
+    };
     let resumed = match session.agent.conversation_id() {
         Some(id) => format!(
             "; resuming {}{}",
@@ -147,7 +175,7 @@ fn greet(session: &Session, screen: &SharedScreen) {
         None => String::new(),
     };
     screen.lock().line(&format!(
-        "satchel chat: {} tools, model {model}{resumed}. /help for commands, Ctrl-D to leave.",
+        "satchel chat: {} tools, {model}{resumed}. /help for commands, Ctrl-D to leave.",
         session.live.current().len()
     ));
 }
@@ -173,10 +201,12 @@ async fn statement(
         let screen = screen.clone();
         move |event: AgentEvent| screen.show(event)
     };
+    screen.lock().waiting(true);
     let result = session.agent.statement(text, &cancel, &sink).await;
     interrupt.abort();
     consent.set_running(None);
     let mut screen = screen.lock();
+    screen.waiting(false);
     screen.flush_text();
     match result {
         Ok(report) => match report.outcome {
@@ -205,9 +235,18 @@ async fn slash(
         "tools" => {
             let registry = session.live.current();
             let mut text = String::new();
+            let width = std::env::var("COLUMNS")
+                .ok()
+                .and_then(|c| c.parse::<usize>().ok())
+                .unwrap_or(100)
+                .max(40);
             for spec in registry.specs() {
                 let first = spec.description.lines().next().unwrap_or_default();
-                text.push_str(&format!("  {:20} {first}\n", spec.name));
+                let lines = wrap_words(first, width - 24);
+                for (index, line) in lines.iter().enumerate() {
+                    let name = if index == 0 { spec.name.as_str() } else { "" };
+                    text.push_str(&format!("  {name:20}  {line}\n"));
+                }
             }
             screen.lock().line(text.trim_end());
         }
@@ -340,4 +379,19 @@ fn history_file(project: &Project) -> Option<PathBuf> {
     let dir = project.db.as_ref()?.parent()?.to_path_buf();
     std::fs::create_dir_all(&dir).ok()?;
     Some(dir.join("chat-history.txt"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap_words;
+
+    /// Issue #22: `/tools` lines wrapped mid-word.
+    #[test]
+    fn lines_break_between_words() {
+        assert_eq!(
+            wrap_words("Run a bash command in the project directory", 16),
+            ["Run a bash", "command in the", "project", "directory"]
+        );
+        assert_eq!(wrap_words("", 10), [""]);
+    }
 }

@@ -27,6 +27,8 @@ pub(crate) struct Screen {
     paused: bool,
     /// Thinking text is being shown (dim) and needs a newline after it.
     thinking: bool,
+    /// Since when the model has been asked and nothing has arrived yet.
+    waiting: Option<Instant>,
 }
 
 /// A handle shared by the event sink, the spinner task and consent.
@@ -43,6 +45,7 @@ impl SharedScreen {
             frame: 0,
             paused: false,
             thinking: false,
+            waiting: None,
         })))
     }
 
@@ -101,8 +104,33 @@ impl Screen {
         }
     }
 
+    /// Starts (or stops) showing the time waited for the model's first
+    /// token.
+    pub(crate) fn waiting(&mut self, on: bool) {
+        self.waiting = on.then(Instant::now);
+        if !on {
+            self.clear_spinner();
+        }
+    }
+
     fn draw_spinner(&mut self) {
-        if self.paused || self.running.is_empty() {
+        if self.paused {
+            return;
+        }
+        if self.running.is_empty() {
+            let Some(since) = self.waiting else {
+                return;
+            };
+            self.frame = (self.frame + 1) % FRAMES.len();
+            let line = format!(
+                "\r\x1b[2K{} waiting for the model {:.1}s",
+                FRAMES[self.frame],
+                since.elapsed().as_secs_f64()
+            );
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(self.paint("2", &line).as_bytes());
+            let _ = out.flush();
+            self.spinner_drawn = true;
             return;
         }
         let started = self
@@ -157,6 +185,15 @@ impl Screen {
     }
 
     fn show(&mut self, event: AgentEvent) {
+        // The model answered: the wait for the first token is over.
+        if matches!(
+            event,
+            AgentEvent::TextDelta(_)
+                | AgentEvent::ThinkingDelta(_)
+                | AgentEvent::ToolStarted { .. }
+        ) {
+            self.waiting = None;
+        }
         match event {
             AgentEvent::TextDelta(text) => {
                 if self.thinking {
