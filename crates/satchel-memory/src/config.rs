@@ -265,8 +265,11 @@ pub struct MemoryConfig {
     pub auto_divide: AutoDivide,
     /// Local time of the division.
     pub divide_at: Time,
-    /// Time zone of the division.
-    pub time_zone: TimeZone,
+    /// Time zone of the division; `None`: the system's, looked up the
+    /// first time a session is divided ([`MemoryConfig::zone`]), since
+    /// finding it walks the time-zone database and most commands never
+    /// divide a session.
+    pub time_zone: Option<TimeZone>,
     /// Ranking.
     pub recall: RecallConfig,
     /// Cosine at or above which a store updates an existing memory.
@@ -277,6 +280,15 @@ pub struct MemoryConfig {
     pub max_content_chars: usize,
     /// `fetchModel`: whether the binary fetches a missing model on first use.
     pub fetch_model: bool,
+}
+
+impl MemoryConfig {
+    /// The time zone of session division: the configured one, else the
+    /// system's (looked up once per process).
+    pub fn zone(&self) -> TimeZone {
+        static SYSTEM: std::sync::LazyLock<TimeZone> = std::sync::LazyLock::new(TimeZone::system);
+        self.time_zone.clone().unwrap_or_else(|| SYSTEM.clone())
+    }
 }
 
 impl Default for MemoryConfig {
@@ -368,13 +380,16 @@ impl MemoryConfig {
             }
         };
         let time_zone = match &settings.sessions.time_zone {
-            None => TimeZone::system(),
-            Some(name) => TimeZone::get(name).unwrap_or_else(|error| {
-                warnings.push(format!(
-                    "memory.sessions.timeZone: `{name}`: {error}; using the system's time zone"
-                ));
-                TimeZone::system()
-            }),
+            None => None,
+            Some(name) => match TimeZone::get(name) {
+                Ok(zone) => Some(zone),
+                Err(error) => {
+                    warnings.push(format!(
+                        "memory.sessions.timeZone: `{name}`: {error}; using the system's time zone"
+                    ));
+                    None
+                }
+            },
         };
         let r = settings.recall;
         let unit = |value: f32, name: &str, default: f32, warnings: &mut Vec<String>| {

@@ -864,7 +864,7 @@ impl Memory {
             session.started_at,
             config.auto_divide,
             config.divide_at,
-            &config.time_zone,
+            &config.zone(),
         )
     }
 
