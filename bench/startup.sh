@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Whole-process start-up of the `satchel` binary against `bash -c true`,
+# side by side in one run (issue #22): each command is started RUNS times,
+# the commands in turn (A B A B ...), so a drift of the machine's speed
+# moves both; the median wall time of each and the ratio of medians are
+# printed. Target: `satchel tools call bash '{"command":"true"}'` within
+# 2.5x of `bash -c true`.
+#
+# Usage: bench/startup.sh [RUNS]      (default 50)
+#   SATCHEL_BIN=path/to/satchel to time another build; by default the
+#   release binary is built (cargo build --release -p satchel-cli).
+#
+# Every run gets a temporary config, data and cache directory and
+# database: nothing is read from or written to the user's own.
+set -euo pipefail
+
+runs="${1:-50}"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+if [ -z "${SATCHEL_BIN:-}" ]; then
+    cargo build --release --quiet -p satchel-cli --manifest-path "$root/Cargo.toml"
+    target="${CARGO_TARGET_DIR:-$root/target}"
+    SATCHEL_BIN="$target/release/satchel"
+fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/project"
+export XDG_CONFIG_HOME="$work/config" XDG_DATA_HOME="$work/data" XDG_CACHE_HOME="$work/cache"
+export SATCHEL_DB="$work/data/satchel.db" SATCHEL_MODEL_FETCH=never NO_COLOR=1
+unset RUST_LOG SATCHEL_LIBEXEC_DIR
+cd "$work/project"
+
+# Microseconds one command takes, as a whole process.
+time_once() {
+    local start end
+    start=${EPOCHREALTIME/./}
+    "$@" >/dev/null 2>&1 || true
+    end=${EPOCHREALTIME/./}
+    echo $((end - start))
+}
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+declare -a names commands
+names+=("bash -c true");                            commands+=("bash -c true")
+names+=("satchel tools call bash (command: true)"); commands+=("CALL")
+names+=("satchel --version");                       commands+=("$SATCHEL_BIN --version")
+names+=("satchel tools list");                      commands+=("$SATCHEL_BIN tools list")
+
+run() {
+    case "$1" in
+        CALL) time_once "$SATCHEL_BIN" tools call bash '{"command":"true"}' ;;
+        *) read -r -a argv <<<"$1"; time_once "${argv[@]}" ;;
+    esac
+}
+
+# One warm-up run of each (page cache, the database's creation).
+for command in "${commands[@]}"; do run "$command" >/dev/null; done
+for i in "${!commands[@]}"; do : >"$work/times.$i"; done
+for _ in $(seq "$runs"); do
+    for i in "${!commands[@]}"; do run "${commands[$i]}" >>"$work/times.$i"; done
+done
+
+baseline="$(median <"$work/times.0")"
+echo "$(uname -r), $(nproc) cores; $runs runs each, in turn; median wall time"
+printf '%-42s %10s %8s\n' command "median ms" "x bash"
+for i in "${!commands[@]}"; do
+    m="$(median <"$work/times.$i")"
+    awk -v n="${names[$i]}" -v m="$m" -v b="$baseline" \
+        'BEGIN {printf "%-42s %10.2f %8.2f\n", n, m / 1000, m / b}'
+done
