@@ -195,7 +195,12 @@ fn doctor_on_a_broken_setup_says_what_to_fix() {
     std::fs::write(&tool, "#!/bin/sh\necho 'not json'\n").unwrap();
     std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
 
-    let output = project.satchel(&["doctor", "--json"]);
+    let output = project
+        .command(&["doctor", "--json"])
+        .env("SATCHEL_SANDBOX_DISABLE", "landlock")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let report = stdout_json(&output);
     assert_eq!(report["ok"], false);
@@ -206,6 +211,7 @@ fn doctor_on_a_broken_setup_says_what_to_fix() {
         ("database", "fail"),
         ("search", "warn"),
         ("external tools", "warn"),
+        ("sandbox", "fail"),
     ];
     for (name, status) in expect {
         let found = check(&report, name);

@@ -278,13 +278,56 @@ fn runtimes(project: &Project) -> Check {
     }
 }
 
-/// The sandbox check: left for the sandbox's own probe (issue #21).
+/// What the kernel lets the sandbox enforce: Landlock (writes; TCP from
+/// ABI 4), seccomp for sockets, and namespaces.
 fn sandbox() -> Check {
-    check(
-        "sandbox",
-        Status::Skip,
-        "not checked yet: the sandbox is being rebuilt (issue #21)",
-    )
+    let support = satchel_exec::sandbox::probe();
+    let mut details = vec![
+        format!("Landlock ABI {}", support.landlock_abi),
+        match &support.namespaces {
+            Ok(()) => {
+                "user, mount and PID namespaces: yes (processes end with the command)".to_owned()
+            }
+            Err(reason) => format!("namespaces: no ({reason})"),
+        },
+        format!(
+            "network containment: seccomp blocks IPv4/IPv6 sockets{}",
+            if support.landlock_abi >= 4 {
+                ", Landlock TCP rules too"
+            } else {
+                ""
+            }
+        ),
+        format!(
+            "process limit per sandbox: {}",
+            if support.process_limit {
+                "yes"
+            } else {
+                "no (Linux 6.14 or later)"
+            }
+        ),
+    ];
+    match support.available() {
+        Err(reason) => {
+            details.remove(0);
+            check("sandbox", Status::Fail, reason)
+                .details(details)
+                .fix("run on Linux 5.13 or later with Landlock enabled (or allowed by the container); until then bash commands are refused")
+        }
+        Ok(()) if support.namespaces.is_err() => check(
+            "sandbox",
+            Status::Warn,
+            format!("Landlock ABI {}, without namespaces", support.landlock_abi),
+        )
+        .details(details)
+        .fix("allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or the container's seccomp profile) for processes that end with the command"),
+        Ok(()) => check(
+            "sandbox",
+            Status::Ok,
+            format!("Landlock ABI {}, namespaces, socket filter", support.landlock_abi),
+        )
+        .details(details),
+    }
 }
 
 async fn database(project: &Project) -> Check {
