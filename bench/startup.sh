@@ -4,7 +4,9 @@
 # the commands in turn (A B A B ...), so a drift of the machine's speed
 # moves both; the median wall time of each and the ratio of medians are
 # printed. Target: `satchel tools call bash '{"command":"true"}'` within
-# 2.5x of `bash -c true`.
+# 2.5x of `bash -c true`. The same call with `sandbox: "none"` (which
+# `tools call` may ask for: the user typed it) shows Satchel's own share
+# apart from the sandbox's (namespaces, Landlock, seccomp).
 #
 # Usage: bench/startup.sh [RUNS]      (default 50)
 #   SATCHEL_BIN=path/to/satchel to time another build; by default the
@@ -43,12 +45,15 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 declare -a names commands
 names+=("bash -c true");                            commands+=("bash -c true")
 names+=("satchel tools call bash (command: true)"); commands+=("CALL")
+names+=("  the same, sandbox: none");                commands+=("CALL_UNSANDBOXED")
 names+=("satchel --version");                       commands+=("$SATCHEL_BIN --version")
 names+=("satchel tools list");                      commands+=("$SATCHEL_BIN tools list")
 
 run() {
     case "$1" in
         CALL) time_once "$SATCHEL_BIN" tools call bash '{"command":"true"}' ;;
+        CALL_UNSANDBOXED) time_once "$SATCHEL_BIN" tools call bash \
+            '{"command":"true","sandbox":"none","justification":"start-up benchmark"}' ;;
         *) read -r -a argv <<<"$1"; time_once "${argv[@]}" ;;
     esac
 }

@@ -34,14 +34,18 @@ pub enum RegistryError {
 
 struct Entry {
     tool: Arc<dyn Tool>,
-    validator: jsonschema::Validator,
+    /// Compiled at registration for tools from outside (an invalid schema
+    /// is refused there); on first call for built-in tools, whose schemas
+    /// are Satchel's own (checked by a test), so a one-shot command does
+    /// not compile schemas it never uses.
+    validator: std::sync::OnceLock<Result<jsonschema::Validator, String>>,
 }
 
 /// Tools by name, ready to be called from any thread.
 ///
-/// Input schemas are compiled at registration; `jsonschema` is built
-/// without its network features, so a schema cannot make Satchel fetch
-/// anything.
+/// Input schemas are compiled at registration (built-in tools' on first
+/// call); `jsonschema` is built without its network features, so a schema
+/// cannot make Satchel fetch anything.
 #[derive(Default)]
 pub struct Registry {
     entries: BTreeMap<String, Entry>,
@@ -78,11 +82,16 @@ impl Registry {
         if self.entries.contains_key(&name) {
             return Err(RegistryError::Duplicate(name));
         }
-        let validator =
-            compile_schema(&spec.input_schema).map_err(|reason| RegistryError::InvalidSchema {
-                name: name.clone(),
-                reason,
+        let validator = std::sync::OnceLock::new();
+        if !matches!(tool.source(), crate::ToolSource::Builtin) {
+            let compiled = compile_schema(&spec.input_schema).map_err(|reason| {
+                RegistryError::InvalidSchema {
+                    name: name.clone(),
+                    reason,
+                }
             })?;
+            let _ = validator.set(Ok(compiled));
+        }
         self.entries.insert(name, Entry { tool, validator });
         Ok(())
     }
@@ -134,7 +143,21 @@ impl Registry {
         let Some(entry) = self.entries.get(name) else {
             return Err(Box::new(self.not_found(name)));
         };
-        let mut errors = entry.validator.iter_errors(input).peekable();
+        let validator = match entry
+            .validator
+            .get_or_init(|| compile_schema(&entry.tool.spec().input_schema))
+        {
+            Ok(validator) => validator,
+            Err(reason) => {
+                return Err(Box::new(ToolOutput::error(
+                    ErrorCode::ToolCrashed,
+                    format!(
+                        "the built-in tool `{name}` has an input schema that does not compile ({reason}); this is a bug in Satchel"
+                    ),
+                )));
+            }
+        };
+        let mut errors = validator.iter_errors(input).peekable();
         if errors.peek().is_none() {
             return Ok(&entry.tool);
         }
@@ -232,7 +255,7 @@ pub(crate) fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, St
     {
         return Err(format!("the schema's type must be \"object\", not {kind}"));
     }
-    jsonschema::meta::validate(schema).map_err(|error| error.to_string())?;
+    // `validator_for` checks the schema against its draft's meta-schema.
     jsonschema::validator_for(schema).map_err(|error| error.to_string())
 }
 
@@ -244,5 +267,27 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         text.clone()
     } else {
         "panic with a non-text payload".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod schema_tests {
+    use super::*;
+
+    /// Built-in tools' schemas are compiled on first call, not at
+    /// registration: each must compile (and pass its meta-schema).
+    #[test]
+    fn every_builtin_schema_compiles() {
+        let tools = crate::builtin_tools(&crate::BuiltinDeps::default());
+        assert!(tools.len() >= 4);
+        for tool in tools {
+            let spec = tool.spec();
+            assert!(
+                compile_schema(&spec.input_schema).is_ok(),
+                "{}: {:?}",
+                spec.name,
+                compile_schema(&spec.input_schema).err()
+            );
+        }
     }
 }
