@@ -27,6 +27,14 @@ pub(crate) fn default_model_dir() -> Option<PathBuf> {
         .map(|dir| dir.join("satchel").join("models").join("all-MiniLM-L6-v2"))
 }
 
+/// `$XDG_DATA_HOME/satchel/runtimes/js`, where `satchel doctor --fix`
+/// installs bun (as `scripts/install-js-runtime.sh` does into a clone);
+/// its `node_modules/.bin` is searched for the `code` tool's runtimes.
+pub(crate) fn js_runtime_dir() -> Option<PathBuf> {
+    xdg_dir("XDG_DATA_HOME", ".local/share")
+        .map(|dir| dir.join("satchel").join("runtimes").join("js"))
+}
+
 /// `$XDG_CACHE_HOME/satchel`, falling back to `~/.cache/satchel`.
 pub(crate) fn user_cache_dir() -> Option<PathBuf> {
     xdg_dir("XDG_CACHE_HOME", ".cache").map(|dir| dir.join("satchel"))

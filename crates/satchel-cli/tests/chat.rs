@@ -57,7 +57,12 @@ fn the_repl_runs_statements_cancels_asks_reloads_and_exits() {
         .env_remove("SATCHEL_MODEL")
         .env_remove("RUST_LOG");
     let mut repl = rexpect::session::spawn_command(command, Some(30_000)).unwrap();
-    repl.exp_string("/help for commands").unwrap();
+    // Issue #22: the banner said `model the default model`; it names the
+    // model, the endpoint and the mode.
+    repl.exp_string(&format!("model gpt-4o at {}", model.base_url()))
+        .unwrap();
+    repl.exp_string("(native tool calling). /help for commands")
+        .unwrap();
 
     // A statement: the tool call is shown, then the answer.
     repl.send_line("list the files").unwrap();

@@ -277,3 +277,27 @@ fn a_closed_pipe_exits_quietly() {
     assert_eq!(errors, "", "nothing said on a closed pipe");
     assert!(status.success() || status.code() == Some(141), "{status:?}");
 }
+
+/// `doctor --fix` installs bun where Satchel looks for runtimes after
+/// PATH: a runtime there is found by the `code` tool and the doctor.
+#[test]
+fn runtimes_in_satchels_own_directory_are_found() {
+    let project = Project::new(&json!({}));
+    let bin = project.path("data/satchel/runtimes/js/node_modules/.bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let bun = bin.join("bun");
+    std::fs::write(&bun, "#!/bin/sh\necho 1.4.5\n").unwrap();
+    std::fs::set_permissions(&bun, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let output = project
+        .command(&["doctor", "--json", "--offline"])
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let report = stdout_json(&output);
+    let details = check(&report, "code runtimes")["details"].to_string();
+    assert!(
+        details.contains(&format!("typescript: {}", bun.display())),
+        "{details}"
+    );
+}

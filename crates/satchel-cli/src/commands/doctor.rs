@@ -63,7 +63,7 @@ pub(crate) async fn run(args: DoctorArgs, project: &Project) -> anyhow::Result<E
     let mut checks = vec![configuration(project)];
     checks.push(model_endpoint(project, args.offline).await);
     checks.push(embedding_model(project, args.fix).await);
-    checks.push(runtimes(project));
+    checks.push(runtimes(project, args.fix).await);
     checks.push(sandbox());
     checks.push(database(project).await);
     checks.push(search(project));
@@ -243,23 +243,48 @@ async fn embedding_model(project: &Project, fix: bool) -> Check {
     }
 }
 
-fn runtimes(project: &Project) -> Check {
+/// The bun version `scripts/install-js-runtime.sh` installs.
+const BUN_VERSION: &str = "1.4.5";
+
+async fn runtimes(project: &Project, fix: bool) -> Check {
     let code = &project.tools_config.code;
-    let mut found = Vec::new();
-    let mut missing = Vec::new();
-    for language in [
-        Language::Python,
-        Language::Javascript,
-        Language::Typescript,
-        Language::Bash,
-    ] {
-        match resolve(language, code.js_runtime, &code.runtimes, &code.search_path) {
-            Ok(runtime) => found.push(format!(
-                "{}: {}",
-                language.as_str(),
-                runtime.program.display()
-            )),
-            Err(reason) => missing.push(format!("{}: {reason}", language.as_str())),
+    let mut search_path = code.search_path.clone();
+    let resolve_all = |search_path: &str| {
+        let mut found = Vec::new();
+        let mut missing = Vec::new();
+        for language in [
+            Language::Python,
+            Language::Javascript,
+            Language::Typescript,
+            Language::Bash,
+        ] {
+            match resolve(language, code.js_runtime, &code.runtimes, search_path) {
+                Ok(runtime) => found.push(format!(
+                    "{}: {}",
+                    language.as_str(),
+                    runtime.program.display()
+                )),
+                Err(reason) => missing.push((language, format!("{}: {reason}", language.as_str()))),
+            }
+        }
+        (found, missing)
+    };
+    let (mut found, mut missing) = resolve_all(&search_path);
+    let needs_js = missing
+        .iter()
+        .any(|(l, _)| matches!(l, Language::Javascript | Language::Typescript));
+    let mut notes = Vec::new();
+    if fix && needs_js {
+        match install_bun().await {
+            Ok(bin) => {
+                search_path = format!("{search_path}:{}", bin.display());
+                (found, missing) = resolve_all(&search_path);
+                notes.push(format!(
+                    "installed bun {BUN_VERSION} into {}",
+                    bin.display()
+                ));
+            }
+            Err(reason) => notes.push(format!("bun could not be installed: {reason}")),
         }
     }
     let status = if missing.is_empty() {
@@ -269,13 +294,43 @@ fn runtimes(project: &Project) -> Check {
     };
     let summary = format!("{} of 4 languages can run", found.len());
     let mut details = found;
-    details.extend(missing.iter().cloned());
+    details.extend(missing.iter().map(|(_, reason)| reason.clone()));
+    details.extend(notes);
     let checked = check("code runtimes", status, summary).details(details);
     if missing.is_empty() {
         checked
+    } else if needs_js {
+        checked.fix("`satchel doctor --fix` installs bun from npm (needs npm); or set code.runtimes in agent.json")
     } else {
-        checked.fix("install the missing runtime (python3, bun: scripts/install-js-runtime.sh in a clone), or set code.runtimes in agent.json")
+        checked.fix("install the missing runtime (python3), or set code.runtimes in agent.json")
     }
+}
+
+/// Installs bun from the npm registry into Satchel's runtimes directory
+/// (as `scripts/install-js-runtime.sh` does into a clone); returns the
+/// directory of its executable.
+async fn install_bun() -> Result<std::path::PathBuf, String> {
+    let dir = crate::paths::js_runtime_dir().ok_or("no data directory (XDG_DATA_HOME or HOME)")?;
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    eprintln!(
+        "installing bun {BUN_VERSION} from npm into {}",
+        dir.display()
+    );
+    let status = tokio::process::Command::new("npm")
+        .arg("install")
+        .arg("--prefix")
+        .arg(&dir)
+        .args(["--no-audit", "--no-fund", "--loglevel=error"])
+        .arg(format!("bun@{BUN_VERSION}"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .await
+        .map_err(|e| format!("cannot run npm ({e}); install nodejs and npm first"))?;
+    if !status.success() {
+        return Err(format!("npm install failed ({status})"));
+    }
+    Ok(dir.join("node_modules/.bin"))
 }
 
 /// What the kernel lets the sandbox enforce: Landlock (writes; TCP from

@@ -59,6 +59,14 @@ impl Project {
         // Children's output is redacted as it arrives, before it is cut,
         // spilled or shown to anyone.
         tools_config.runner.redactor = redactor.clone();
+        // Runtimes `satchel doctor --fix` installed are found after PATH's.
+        if let Some(bin) = paths::js_runtime_dir().map(|dir| dir.join("node_modules/.bin"))
+            && bin.is_dir()
+        {
+            let search = &mut tools_config.code.search_path;
+            search.push(':');
+            search.push_str(&bin.display().to_string());
+        }
         let warnings: Vec<String> = settings
             .warnings
             .iter()
