@@ -87,7 +87,7 @@ pub fn builtin_tools(deps: &BuiltinDeps) -> Vec<Arc<dyn Tool>> {
 pub fn builtin_registry() -> Result<Registry, RegistryError> {
     let mut registry = Registry::new();
     for tool in builtin_tools(&BuiltinDeps::default()) {
-        registry.register_arc(tool)?;
+        registry.register_builtin(tool)?;
     }
     Ok(registry)
 }

@@ -256,7 +256,7 @@ impl Snapshot {
     ) -> Result<Snapshot, RegistryError> {
         let mut registry = Registry::new();
         for tool in builtins {
-            registry.register_arc(tool.clone())?;
+            registry.register_builtin(tool.clone())?;
         }
         let mut skipped = discovery_skipped.clone();
         for tool in &externals {

@@ -34,10 +34,9 @@ pub enum RegistryError {
 
 struct Entry {
     tool: Arc<dyn Tool>,
-    /// Compiled at registration for tools from outside (an invalid schema
-    /// is refused there); on first call for built-in tools, whose schemas
-    /// are Satchel's own (checked by a test), so a one-shot command does
-    /// not compile schemas it never uses.
+    /// Compiled at registration (an invalid schema is refused there),
+    /// except for Satchel's built-in tools ([`Registry::register_builtin`]):
+    /// on their first call.
     validator: std::sync::OnceLock<Result<jsonschema::Validator, String>>,
 }
 
@@ -74,6 +73,18 @@ impl Registry {
 
     /// Adds a shared tool; see [`Registry::register`].
     pub fn register_arc(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        self.insert(tool, true)
+    }
+
+    /// Adds one of Satchel's own built-in tools (from
+    /// [`builtin_tools`](crate::builtin_tools)), whose schema is compiled
+    /// on its first call: their schemas are ours, checked by a test, so a
+    /// one-shot command does not compile the ones it never uses.
+    pub(crate) fn register_builtin(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        self.insert(tool, false)
+    }
+
+    fn insert(&mut self, tool: Arc<dyn Tool>, compile_now: bool) -> Result<(), RegistryError> {
         let spec = tool.spec();
         let name = spec.name.clone();
         if !is_valid_tool_name(&name) {
@@ -83,7 +94,7 @@ impl Registry {
             return Err(RegistryError::Duplicate(name));
         }
         let validator = std::sync::OnceLock::new();
-        if !matches!(tool.source(), crate::ToolSource::Builtin) {
+        if compile_now {
             let compiled = compile_schema(&spec.input_schema).map_err(|reason| {
                 RegistryError::InvalidSchema {
                     name: name.clone(),

@@ -427,7 +427,7 @@ async fn stats(project: &Project, memory: &Memory, as_json: bool) -> anyhow::Res
     writeln!(stdout, "archived         {}", stats.archived)?;
     let backlog = match (stats.without_embedding, model_present) {
         (0, _) => "0".to_owned(),
-        (n, true) => format!("{n} (being embedded; done after the next memory command)"),
+        (n, true) => format!("{n} (being embedded now, in the background)"),
         (n, false) => format!("{n} (embedded once the model is there: `satchel doctor --fix`)"),
     };
     writeln!(stdout, "to embed         {backlog}")?;
