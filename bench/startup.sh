@@ -11,6 +11,8 @@
 # Usage: bench/startup.sh [RUNS]      (default 50)
 #   SATCHEL_BIN=path/to/satchel to time another build; by default the
 #   release binary is built (cargo build --release -p satchel-cli).
+#   SATCHEL_BASE_BIN=path/to/older/satchel adds the same rows for that
+#   binary (e.g. a build of main), interleaved in the same run.
 #
 # Every run gets a temporary config, data and cache directory and
 # database: nothing is read from or written to the user's own.
@@ -49,10 +51,19 @@ names+=("  the same, sandbox: none");                commands+=("CALL_UNSANDBOXE
 names+=("satchel --version");                       commands+=("$SATCHEL_BIN --version")
 names+=("satchel tools list");                      commands+=("$SATCHEL_BIN tools list")
 
+if [ -n "${SATCHEL_BASE_BIN:-}" ]; then
+    names+=("before: tools call bash (command: true)"); commands+=("CALL $SATCHEL_BASE_BIN")
+    names+=("before:   the same, sandbox: none");      commands+=("CALL_UNSANDBOXED $SATCHEL_BASE_BIN")
+    names+=("before: --version");                      commands+=("$SATCHEL_BASE_BIN --version")
+    names+=("before: tools list");                     commands+=("$SATCHEL_BASE_BIN tools list")
+fi
+
 run() {
+    local bin="${1#* }"
+    [ "$bin" != "$1" ] || bin="$SATCHEL_BIN"
     case "$1" in
-        CALL) time_once "$SATCHEL_BIN" tools call bash '{"command":"true"}' ;;
-        CALL_UNSANDBOXED) time_once "$SATCHEL_BIN" tools call bash \
+        CALL|CALL\ *) time_once "$bin" tools call bash '{"command":"true"}' ;;
+        CALL_UNSANDBOXED*) time_once "$bin" tools call bash \
             '{"command":"true","sandbox":"none","justification":"start-up benchmark"}' ;;
         *) read -r -a argv <<<"$1"; time_once "${argv[@]}" ;;
     esac
