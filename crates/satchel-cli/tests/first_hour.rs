@@ -154,6 +154,7 @@ fn doctor_on_a_healthy_setup() {
     assert!(output.status.success(), "{report:#}\n{}", stderr(&output));
     assert_eq!(report["ok"], true);
     for name in [
+        "project trust",
         "configuration",
         "model",
         "embedding model",

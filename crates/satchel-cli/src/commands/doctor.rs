@@ -60,7 +60,7 @@ impl Check {
 }
 
 pub(crate) async fn run(args: DoctorArgs, project: &Project) -> anyhow::Result<ExitCode> {
-    let mut checks = vec![configuration(project)];
+    let mut checks = vec![trust(project), configuration(project)];
     checks.push(model_endpoint(project, args.offline).await);
     checks.push(embedding_model(project, args.fix).await);
     checks.push(runtimes(project, args.fix).await);
@@ -99,6 +99,27 @@ pub(crate) async fn run(args: DoctorArgs, project: &Project) -> anyhow::Result<E
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Whether the project's `.agents/` is loaded (workspace trust).
+fn trust(project: &Project) -> Check {
+    match crate::trust::additions(&project.root) {
+        None => check("project trust", Status::Ok, "no .agents/ in the project"),
+        Some(_) if crate::trust::is_trusted(&project.root) => check(
+            "project trust",
+            Status::Ok,
+            ".agents/ is trusted: its settings, tools and MCP servers load",
+        ),
+        Some(additions) => check(
+            "project trust",
+            Status::Warn,
+            format!(
+                ".agents/ is not trusted, so nothing from it loads ({})",
+                additions.describe()
+            ),
+        )
+        .fix("review .agents/, then `satchel trust` (or --trust-project for one run)"),
+    }
 }
 
 fn configuration(project: &Project) -> Check {
