@@ -71,7 +71,7 @@ pub(crate) fn additions(root: &Path) -> Option<Additions> {
     }
     let mut hasher = Sha256::new();
     let mut files = Vec::new();
-    collect(&dir, &dir, &mut files);
+    collect(&dir, &dir, 0, &mut files);
     files.sort();
     for relative in &files {
         hasher.update(relative.as_bytes());
@@ -83,11 +83,7 @@ pub(crate) fn additions(root: &Path) -> Option<Additions> {
         .filter_map(|f| f.strip_prefix("tools/"))
         .map(str::to_owned)
         .collect();
-    let digest = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let digest = crate::commands::fetch::hex(&hasher.finalize());
     Some(Additions {
         settings: dir.join("agent.json").is_file(),
         mcp_servers: dir.join("mcp.json").is_file(),
@@ -96,19 +92,23 @@ pub(crate) fn additions(root: &Path) -> Option<Additions> {
     })
 }
 
-/// Every file under `dir` (symbolic links by their target's path), as
-/// paths relative to `base`, skipping what a tool writes at run time.
-fn collect(base: &Path, dir: &Path, files: &mut Vec<String>) {
+/// Every file under `dir`, linked directories followed (eight levels at
+/// most, so a link loop ends), as paths relative to `base`.
+fn collect(base: &Path, dir: &Path, depth: usize, files: &mut Vec<String>) {
+    const MAX_DEPTH: usize = 8;
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        let Ok(kind) = entry.file_type() else {
+        // `metadata` follows links: a linked directory's files count too.
+        let Ok(metadata) = std::fs::metadata(&path) else {
             continue;
         };
-        if kind.is_dir() {
-            collect(base, &path, files);
+        if metadata.is_dir() {
+            if depth < MAX_DEPTH {
+                collect(base, &path, depth + 1, files);
+            }
         } else if let Ok(relative) = path.strip_prefix(base) {
             files.push(relative.to_string_lossy().into_owned());
         }
@@ -166,6 +166,26 @@ pub(crate) fn forget(root: &Path) -> anyhow::Result<bool> {
     let known = store.remove(&key(root)).is_some();
     write_store(&store)?;
     Ok(known)
+}
+
+/// The gate every reader of project files asks (`satchel_tools::config`):
+/// a path inside some project's `.agents` is admitted only while that
+/// project is trusted.
+pub(crate) fn admits(path: &Path) -> bool {
+    let Some(root) = path
+        .ancestors()
+        .find(|dir| dir.file_name().is_some_and(|name| name == AGENTS_DIR))
+        .and_then(Path::parent)
+    else {
+        return true;
+    };
+    is_trusted(root)
+}
+
+/// Whether the user trusted `root/.agents` as it is now (not merely that
+/// it is absent, nor `--trust-project`).
+pub(crate) fn trusted_by_record(root: &Path) -> bool {
+    additions(root).is_some_and(|a| read_store().get(&key(root)) == Some(&a.digest))
 }
 
 /// Config files of `root/.agents` are left out of `paths` unless trusted.

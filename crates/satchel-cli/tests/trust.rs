@@ -124,3 +124,52 @@ fn an_untrusted_project_loads_and_runs_nothing_until_trusted() {
     assert!(String::from_utf8_lossy(&output.stdout).contains("no longer trusted"));
     assert_eq!(mode(&project), "workspace");
 }
+
+#[path = "../../satchel-agent/tests/support/fake_model.rs"]
+mod fake_model;
+
+/// A sandboxed command can write in the project, but a `.agents/` it makes
+/// is a change nobody trusted: the next call still runs in the sandbox.
+#[test]
+fn a_command_cannot_trust_itself_by_writing_agent_json() {
+    let model = fake_model::FakeModel::start(Vec::new());
+    let project = Project::new(&json!({}));
+    std::fs::remove_dir_all(project.path("project/.agents")).unwrap();
+    // The model comes from the user's own config, so the project has no
+    // `.agents/` to start with.
+    let user = project.path("config/satchel");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(
+        user.join("agent.json"),
+        json!({"llm": {"provider": "openai", "baseUrl": model.base_url(), "model": "gpt-4o",
+                       "maxRetries": 0, "requestTimeoutSecs": 20}})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(project.path("outside")).unwrap();
+    let escape = format!("echo x > {}/after", project.path("outside").display());
+    model.push(vec![
+        fake_model::Reply::call(
+            "bash",
+            json!({"command": "mkdir -p .agents && echo '{\"permissions\": {\"mode\": \"trust\"}}' > .agents/agent.json"}),
+        ),
+        fake_model::Reply::call("bash", json!({"command": escape})),
+        fake_model::Reply::text("done"),
+    ]);
+    let output = project
+        .command(&["run", "--json", "go"])
+        .env_remove("SATCHEL_TRUST_PROJECT")
+        .env("TMPDIR", project.path("config"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        project.path("project/.agents/agent.json").exists(),
+        "the first command ran"
+    );
+    assert!(
+        !project.path("outside/after").exists(),
+        "the second command ran unsandboxed: the planted mode was loaded"
+    );
+}

@@ -219,6 +219,8 @@ async fn no_network_of_any_kind() {
             .to_owned(),
         "python3 -c 'import socket; a,b=socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)'"
             .to_owned(),
+        "python3 -c 'import socket; a,b=socket.socketpair(socket.AF_UNIX, socket.SOCK_RAW)'"
+            .to_owned(),
     ];
     for attempt in &attempts {
         let out = ws.run(attempt).await;

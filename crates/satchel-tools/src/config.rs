@@ -140,6 +140,22 @@ fn located(path: &Path, at: Option<(usize, usize)>) -> String {
     }
 }
 
+/// Whether a project path (an agent.json layer, a tools directory) may be
+/// read now: the host's workspace trust, asked at every read and reload,
+/// so a `.agents/` that appears or changes after start-up is not loaded
+/// behind the user's back. Without a gate everything is admitted.
+static GATE: OnceLock<fn(&Path) -> bool> = OnceLock::new();
+
+/// Sets the gate, once per process.
+pub fn set_gate(gate: fn(&Path) -> bool) {
+    let _ = GATE.set(gate);
+}
+
+/// Whether the gate admits `path`.
+pub fn admitted(path: &Path) -> bool {
+    GATE.get().is_none_or(|gate| gate(path))
+}
+
 /// The layer the command line puts on top of every agent.json (`--mode`,
 /// `--allow`, `--deny`), for the whole process.
 static COMMAND_LINE: OnceLock<Layer> = OnceLock::new();
@@ -605,7 +621,8 @@ impl Settings {
     pub fn from_parsed(layers: Vec<Layer>) -> Settings {
         let mut settings = Settings::default();
         let command_line = COMMAND_LINE.get().cloned();
-        for layer in layers.into_iter().chain(command_line) {
+        let admitted_layers = layers.into_iter().filter(|layer| admitted(&layer.path));
+        for layer in admitted_layers.chain(command_line) {
             for key in layer.object.keys() {
                 if TOP_LEVEL_KEYS.contains(&key.as_str()) {
                     continue;

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
-use satchel_core::{ErrorCode, Resource, ToolCall, ToolOutput};
+use satchel_core::{ErrorCode, Resource, ToolCall, ToolOutput, ToolSpec};
 use serde_json::{Map, Value, json};
 
 use crate::policy::{Decision, Policy, Verdict};
@@ -168,9 +168,21 @@ impl Dispatched {
 /// unless the call asked to leave it (and a rule or the user allowed
 /// that), or this system cannot sandbox (and a rule or the user allowed
 /// running unsandboxed).
-fn confinement_of(policy: &Policy, input: &Value, verdict: Verdict) -> Confinement {
+///
+/// Only tools that write `execution` (bash, code) can leave: the policy
+/// judges their requests to (`Policy::sandbox_default`). Other tools that
+/// start processes (external tools) stay in the sandbox whatever their
+/// input says, and fail where there is none.
+fn confinement_of(
+    policy: &Policy,
+    spec: &ToolSpec,
+    input: &Value,
+    verdict: Verdict,
+) -> Confinement {
     let mode = policy.mode().confinement();
-    let allowed_out = verdict != Verdict::Deny
+    let judged = spec.capabilities.writes.contains(&Resource::EXECUTION);
+    let allowed_out = judged
+        && verdict != Verdict::Deny
         && (crate::sandbox::asks_to_leave(input) || satchel_exec::sandbox::available().is_err());
     if allowed_out {
         Confinement::Unconfined
@@ -284,7 +296,7 @@ pub async fn dispatch(
         Ok(permit) => permit,
         Err(output) => return finish(output, Some(decision), answer),
     };
-    let confinement = confinement_of(policy, &call.input, decision.verdict);
+    let confinement = confinement_of(policy, spec, &call.input, decision.verdict);
     let output = if confinement == ctx.confinement {
         Registry::run_checked(tool, call, ctx).await
     } else {

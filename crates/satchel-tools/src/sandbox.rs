@@ -81,7 +81,13 @@ pub fn spec_for(ctx: &ToolContext) -> Option<SandboxSpec> {
         Confinement::Unconfined => return None,
         Confinement::ReadOnly => (Vec::new(), false),
         Confinement::Workspace => {
-            let mut writable = vec![project.to_path_buf(), std::env::temp_dir()];
+            // `.git` bound on itself: a mount point cannot be renamed, so
+            // its read-only hooks and config cannot be swapped out.
+            let mut writable = vec![
+                project.to_path_buf(),
+                project.join(".git"),
+                std::env::temp_dir(),
+            ];
             writable.extend(config.writable.iter().map(|path| resolve(project, path)));
             (writable, config.network)
         }
@@ -124,7 +130,23 @@ pub fn private_tmp() -> Option<PathBuf> {
         let parent = std::env::temp_dir().join(format!("satchel-{uid}"));
         remove_stale(&parent);
         let dir = parent.join(std::process::id().to_string());
-        match std::fs::create_dir_all(&dir) {
+        let owned = |path: &Path| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir() && m.uid() == uid)
+        };
+        let made = std::fs::create_dir_all(&dir).and_then(|()| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o700))
+        });
+        // Someone else's directory in a shared /tmp is never used.
+        let made = made.and_then(|()| {
+            if owned(&parent) && owned(&dir) {
+                Ok(())
+            } else {
+                Err(std::io::Error::other("owned by another user"))
+            }
+        });
+        match made {
             Ok(()) => Some(dir),
             Err(error) => {
                 tracing::warn!(dir = %dir.display(), %error, "no private temporary directory; /tmp stays read-only in the sandbox");

@@ -58,7 +58,7 @@ pub(crate) fn allowed() -> bool {
     std::env::var("SATCHEL_MODEL_FETCH").map_or(true, |value| value != "never")
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -7,7 +7,7 @@ mod config;
 mod context;
 mod db;
 mod doctor;
-mod fetch;
+pub(crate) mod fetch;
 mod log;
 mod mcp;
 mod memory;
@@ -46,6 +46,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if cli.trust_project {
         crate::trust::trust_for_this_run();
     }
+    satchel_tools::config::set_gate(crate::trust::admits);
     if let Command::Trust(args) = &cli.command {
         return trust(args, &root);
     }

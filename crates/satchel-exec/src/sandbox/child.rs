@@ -59,6 +59,17 @@ pub(crate) struct Namespaces {
 /// # Safety
 /// Call only between fork and exec, in a single-threaded child.
 pub(crate) unsafe fn confine(plan: &mut ChildPlan) -> io::Result<()> {
+    // This process and the two it may fork are copies of Satchel (keys,
+    // conversations): never dumped, never traced.
+    let no_core = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: prctl and setrlimit with plain values.
+    unsafe {
+        check(libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0))?;
+        check(libc::setrlimit(libc::RLIMIT_CORE, &no_core))?;
+    }
     if let Some(namespaces) = &plan.namespaces {
         // SAFETY: forwarded from the caller.
         unsafe {
@@ -79,6 +90,18 @@ pub(crate) unsafe fn confine(plan: &mut ChildPlan) -> io::Result<()> {
         ruleset.restrict_self().map_err(io::Error::other)?;
     }
     drop_capabilities();
+    // Descriptors Satchel inherited without close-on-exec (a socket from
+    // whatever started it) do not reach the command; std's own exec-error
+    // pipe is close-on-exec already.
+    // SAFETY: close_range on this process's own table.
+    unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        );
+    }
     match &plan.filter {
         Some(filter) => seccompiler::apply_filter(filter).map_err(|error| match error {
             seccompiler::Error::Seccomp(error) | seccompiler::Error::Prctl(error) => error,

@@ -48,17 +48,24 @@ fn build(network: bool, arch: TargetArch) -> Result<BpfProgram, seccompiler::Bac
         always.clone()
     };
     // A datagram pair can be aimed at any named socket with `sendto`, so
-    // pairs are unix streams (or seqpackets) only.
-    let socket_type = SeccompCondition::new(
-        1,
-        SeccompCmpArgLen::Dword,
-        SeccompCmpOp::MaskedEq(0xf),
-        u64::from(libc::SOCK_DGRAM.unsigned_abs()),
-    )?;
-    let socketpair = vec![
-        SeccompRule::new(vec![domain(SeccompCmpOp::Ne, libc::AF_UNIX)?])?,
-        SeccompRule::new(vec![socket_type])?,
-    ];
+    // pairs are unix streams (or seqpackets) only: every other type is
+    // refused (the kernel makes SOCK_RAW and SOCK_RDM unix pairs datagrams).
+    let socket_type = |kind: i32| {
+        SeccompCondition::new(
+            1,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::MaskedEq(0xf),
+            u64::from(kind.unsigned_abs()),
+        )
+        .and_then(|condition| SeccompRule::new(vec![condition]))
+    };
+    let mut socketpair = vec![SeccompRule::new(vec![domain(
+        SeccompCmpOp::Ne,
+        libc::AF_UNIX,
+    )?])?];
+    for kind in [libc::SOCK_DGRAM, libc::SOCK_RAW, libc::SOCK_RDM] {
+        socketpair.push(socket_type(kind)?);
+    }
     let rules: BTreeMap<i64, Vec<SeccompRule>> = [
         (libc::SYS_socket, socket),
         (libc::SYS_socketpair, socketpair),

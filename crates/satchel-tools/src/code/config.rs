@@ -23,7 +23,9 @@ pub struct CodeConfig {
     pub js_runtime: Option<RuntimeKind>,
     /// Explicit runtime executables by name (`bun`, `deno`, `node`, `python3`, `bash`).
     pub runtimes: BTreeMap<String, PathBuf>,
-    /// Confine programs with Landlock (writes only to their temporary directory).
+    /// Kept from older files and ignored: the policy's mode decides whether
+    /// programs run sandboxed (everything but `trust`), since only the mode
+    /// is what the policy judges by.
     pub sandbox: bool,
     /// Let programs open network connections.
     pub network: bool,
@@ -161,6 +163,13 @@ impl CodeConfig {
                 None
             }
         };
+        if !section.sandbox {
+            warnings.push(
+                "code.sandbox: false is ignored: the mode decides (programs run unsandboxed only when \
+                 permissions.mode is \"trust\")"
+                    .into(),
+            );
+        }
         let config = CodeConfig {
             js_runtime,
             runtimes: section.runtimes,

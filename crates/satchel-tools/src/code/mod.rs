@@ -222,7 +222,7 @@ impl CodeTool {
         request
             .env
             .push(("DENO_DIR".into(), dir.join(".deno").into_os_string()));
-        request.sandbox = (config.sandbox && ctx.confinement.is_sandboxed()).then(|| SandboxSpec {
+        request.sandbox = ctx.confinement.is_sandboxed().then(|| SandboxSpec {
             private_tmp: Some(dir.clone()),
             network: config.network,
             ..SandboxSpec::new(vec![dir.clone()])
@@ -234,7 +234,7 @@ impl CodeTool {
                 ExecError::SandboxUnavailable { reason } => ToolError::new(
                     ErrorCode::PermissionDenied,
                     format!(
-                        "{} was not run: {reason}. Set `permissions.mode` to `trust` (or `code.sandbox` to false) \
+                        "{} was not run: {reason}. Set `permissions.mode` to `trust` \
                          only if you accept running it unsandboxed.",
                         runtime.kind.program_name()
                     ),
@@ -263,7 +263,7 @@ impl CodeTool {
             };
             (Some(category), message)
         };
-        let sandbox = describe_sandbox(&outcome.sandbox, config.sandbox);
+        let sandbox = describe_sandbox(&outcome.sandbox);
         let duration_ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
 
         let trace = NewCodeExecution {
@@ -455,11 +455,10 @@ impl CodeTool {
 }
 
 /// The sandbox in words, for the model and the trace.
-fn describe_sandbox(report: &SandboxReport, wanted: bool) -> String {
+fn describe_sandbox(report: &SandboxReport) -> String {
     match report {
         SandboxReport::Enforced { .. } => report.describe(),
-        SandboxReport::NotRequested if wanted => "none (the mode is `trust`)".into(),
-        SandboxReport::NotRequested => "off (code.sandbox is false)".into(),
+        SandboxReport::NotRequested => "none (the mode is `trust`)".into(),
     }
 }
 

@@ -37,6 +37,9 @@ impl ToolDirs {
         ]
         .into_iter()
         .filter_map(|(level, dir)| dir.as_deref().map(|dir| (level, dir)))
+        // Asked at every scan: a project that became untrusted since
+        // start-up (its `.agents/` appeared or changed) adds nothing.
+        .filter(|(_, dir)| crate::config::admitted(dir))
     }
 }
 

@@ -76,10 +76,14 @@ impl Prompt {
     fn allow_for_project(&self, decision: &Decision) -> ConsentAnswer {
         let rules = narrowest_rules(decision);
         let path = &self.project_config;
+        let root = path.parent().and_then(std::path::Path::parent);
+        // Only a project the user already trusted stays trusted after the
+        // edit: trusting now would also trust whatever else is there.
+        let was_trusted = root.is_some_and(crate::trust::trusted_by_record);
         match satchel_tools::config::add_allow_rules(path, &rules) {
             Ok(()) => {
-                // The user's own edit: the project stays trusted as it now is.
-                if let Some(root) = path.parent().and_then(std::path::Path::parent)
+                if was_trusted
+                    && let Some(root) = root
                     && let Err(error) = crate::trust::trust(root)
                 {
                     tracing::warn!(%error, "cannot remember the project as trusted");
