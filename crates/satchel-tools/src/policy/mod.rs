@@ -213,7 +213,8 @@ pub fn narrowest_rules(decision: &Decision) -> Vec<String> {
             }
         })
         .collect();
-    rules.dedup();
+    let mut seen = std::collections::HashSet::new();
+    rules.retain(|rule| seen.insert(rule.clone()));
     rules
 }
 
