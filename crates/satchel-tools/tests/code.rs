@@ -646,8 +646,9 @@ async fn python_and_javascript_cannot_escape_the_sandbox() {
     let mut datagram = [0u8; 4];
     assert!(udp.recv(&mut datagram).is_err(), "a datagram arrived");
 
-    // A fork bomb ends at the process limit; the call returns.
-    let bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        break\nprint('stopped')";
+    // A fork bomb whose children hold their places stops at the process
+    // limit (1,024 by default), and its children end with it.
+    let bomb = "import os, time\nn = 0\nwhile True:\n    try:\n        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n        time.sleep(60)\n        os._exit(0)\n    n += 1\nprint('stopped after', n)";
     let out = harness
         .call(
             json!({"action": "execute", "language": "python", "code": bomb, "timeout_ms": 20_000}),
@@ -658,4 +659,11 @@ async fn python_and_javascript_cannot_escape_the_sandbox() {
         !body(&out)["result"]["timed_out"].as_bool().unwrap_or(true),
         "{out:?}"
     );
+    let stdout = body(&out)["result"]["stdout"].as_str().unwrap_or_default();
+    let forked: usize = stdout
+        .trim()
+        .strip_prefix("stopped after ")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{out:?}"));
+    assert!(forked < 1100, "{forked} processes");
 }
