@@ -237,11 +237,9 @@ fn read_store() -> BTreeMap<String, String> {
 
 fn write_store(store: &BTreeMap<String, String>) -> anyhow::Result<()> {
     let path = store_path().ok_or_else(|| anyhow::anyhow!("no data directory (set HOME)"))?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let temporary = path.with_extension(format!("json.{}", std::process::id()));
-    std::fs::write(&temporary, serde_json::to_string_pretty(store)?)?;
-    std::fs::rename(&temporary, &path)?;
+    satchel_tools::config::write_atomically(
+        &path,
+        serde_json::to_string_pretty(store)?.as_bytes(),
+    )?;
     Ok(())
 }

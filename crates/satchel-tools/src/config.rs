@@ -211,15 +211,19 @@ pub fn add_allow_rules(path: &Path, rules: &[String]) -> Result<(), String> {
         }
     }
     let text = serde_json::to_string_pretty(&Value::Object(object)).map_err(|e| e.to_string())?;
+    write_atomically(path, format!("{text}\n").as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Writes `bytes` to `path` whole or not at all: a temporary file (mode
+/// 0600) in the same directory, made if missing, renamed over it, so a
+/// reader never sees half a file.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let mut file = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
-    std::io::Write::write_all(&mut file, format!("{text}\n").as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    file.persist(path)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    Ok(())
+    std::fs::create_dir_all(dir)?;
+    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut file, bytes)?;
+    file.persist(path).map(drop).map_err(|e| e.error)
 }
 
 /// Reads a config file: `Ok(None)` when nothing is there. Anything but a

@@ -138,12 +138,7 @@ impl SpecCache {
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
             serde_json::to_vec(&*entries).map_err(io::Error::other)?
         };
-        if let Some(dir) = file.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let temporary = file.with_extension(format!("tmp.{}", std::process::id()));
-        let written =
-            std::fs::write(&temporary, bytes).and_then(|()| std::fs::rename(&temporary, file));
+        let written = crate::config::write_atomically(file, &bytes);
         if written.is_err() {
             // Try again at the next save.
             self.changed.store(true, Ordering::Relaxed);
