@@ -8,6 +8,10 @@
 //!
 //! Run with `cargo bench -p satchel-agent --bench turn`; prints a table.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 #![allow(missing_docs)]
 
@@ -84,7 +88,7 @@ fn main() {
         .build()
         .unwrap();
     let mut transcript = Transcript::from_statements((1..=STATEMENTS).map(statement).collect());
-    let specs: Vec<ToolSpec> = satchel_tools::builtin_registry()
+    let specs: Vec<ToolSpec> = satchel_builtins::builtin_registry()
         .unwrap()
         .specs()
         .cloned()

@@ -29,7 +29,6 @@ use satchel_store::{
     AuditSource, LogKind, NewCallStart, NewConversation, NewLlmCall, NewLlmMessage, NewLogEntry,
     NewStatement, NewToolCall, Statement, Store, StoreError, Timestamp,
 };
-use satchel_tools::conversation::THINKING_SIDE;
 use satchel_tools::format::{generic_result, generic_use};
 use satchel_tools::{
     CallTrace, Consent, LiveRegistry, Registry, Style, ToolContext, dispatch, not_recorded,
@@ -1107,7 +1106,7 @@ impl Agent {
     ) -> Result<(), AgentError> {
         if !thinking.trim().is_empty() {
             let mut entry = NewLogEntry::new(conversation_id, LogKind::Auxiliary, thinking);
-            entry.side_conversation = Some(THINKING_SIDE.into());
+            entry.side_conversation = Some(satchel_store::THINKING_SIDE.into());
             entry.statement_id = Some(statement_id.to_owned());
             self.store.append_log_entry(entry).await?;
         }

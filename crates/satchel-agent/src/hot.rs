@@ -36,17 +36,31 @@ pub struct Snapshot {
     pub generation: u64,
 }
 
+/// Completes a freshly read [`ToolsConfig`]: the sections of tools the
+/// runtime does not know (the built-ins'), and what the host adds (the
+/// redactor, its runtimes' directory); returns what was wrong. The host
+/// passes the same function it builds its own tools configuration with,
+/// so a reload never drops part of it.
+pub type ConfigureTools = Arc<dyn Fn(&Settings, &mut ToolsConfig) -> Vec<String> + Send + Sync>;
+
+/// A [`ConfigureTools`] that adds nothing: tools with no sections of their own.
+pub fn no_tool_sections() -> ConfigureTools {
+    Arc::new(|_, _| Vec::new())
+}
+
 impl Snapshot {
     /// Builds every section from `settings`; returns what was ignored.
     /// Invalid `permissions` is an error (see [`Policy::from_settings`]).
     pub fn from_settings(
         settings: Settings,
         generation: u64,
+        configure: &ConfigureTools,
     ) -> Result<(Snapshot, Vec<String>), ConfigError> {
         let mut warnings = settings.warnings.clone();
         let (policy, policy_warnings) = Policy::from_settings(&settings)?;
         let (agent, agent_warnings) = AgentConfig::from_settings(&settings);
-        let (tools, tools_warnings) = ToolsConfig::from_settings(&settings);
+        let (mut tools, mut tools_warnings) = ToolsConfig::from_settings(&settings);
+        tools_warnings.extend(configure(&settings, &mut tools));
         let (llm, llm_warning) = settings.section::<LlmConfig>("llm");
         warnings.extend(agent_warnings);
         warnings.extend(tools_warnings);
@@ -88,6 +102,7 @@ pub struct HotConfig {
     seen: Vec<Option<FileState>>,
     good: Vec<Option<Layer>>,
     current: Arc<Snapshot>,
+    configure: ConfigureTools,
     listeners: Vec<ReloadListener>,
 }
 
@@ -105,10 +120,12 @@ impl HotConfig {
     /// Reads `paths` (lowest precedence first); `env` holds the variables
     /// settings may name (API keys). Returns the warnings of the reading; a
     /// file that cannot be used (see [`Settings::load`]) is an error, as
-    /// there is no earlier version of it to keep.
+    /// there is no earlier version of it to keep. `configure` adds the
+    /// tool sections the runtime does not know, at every reading.
     pub fn load(
         paths: Vec<PathBuf>,
         env: BTreeMap<String, String>,
+        configure: ConfigureTools,
     ) -> Result<(HotConfig, Vec<String>), ConfigError> {
         let mut seen = Vec::with_capacity(paths.len());
         let mut good = Vec::with_capacity(paths.len());
@@ -126,13 +143,14 @@ impl HotConfig {
         }
         let settings =
             Settings::from_parsed(good.iter().flatten().cloned().collect()).with_env(env.clone());
-        let (snapshot, warnings) = Snapshot::from_settings(settings, 1)?;
+        let (snapshot, warnings) = Snapshot::from_settings(settings, 1, &configure)?;
         let hot = HotConfig {
             paths,
             env,
             seen,
             good,
             current: Arc::new(snapshot),
+            configure,
             listeners: Vec::new(),
         };
         Ok((hot, warnings))
@@ -193,7 +211,7 @@ impl HotConfig {
         let layers = self.good.iter().flatten().cloned().collect();
         let settings = Settings::from_parsed(layers).with_env(self.env.clone());
         let (snapshot, section_warnings) =
-            match Snapshot::from_settings(settings, self.current.generation + 1) {
+            match Snapshot::from_settings(settings, self.current.generation + 1, &self.configure) {
                 Ok(built) => built,
                 Err(error) => {
                     // Cannot happen with layers that parsed; kept safe anyway.
@@ -232,7 +250,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("agent.json");
         std::fs::write(&path, r#"{"maxTurns": 7}"#).unwrap();
-        let (mut hot, warnings) = HotConfig::load(vec![path.clone()], BTreeMap::new()).unwrap();
+        let (mut hot, warnings) =
+            HotConfig::load(vec![path.clone()], BTreeMap::new(), no_tool_sections()).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(hot.current().agent.max_turns, 7);
         assert!(hot.refresh().is_none(), "nothing changed");
@@ -262,7 +281,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("agent.json");
         std::fs::write(&path, r#"{"memory": {"recall": {"bm25K1": 1.0}}}"#).unwrap();
-        let (mut hot, _) = HotConfig::load(vec![path.clone()], BTreeMap::new()).unwrap();
+        let (mut hot, _) =
+            HotConfig::load(vec![path.clone()], BTreeMap::new(), no_tool_sections()).unwrap();
         let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
         let log = Arc::clone(&heard);
         hot.on_reload(Box::new(move |settings| {
@@ -287,13 +307,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("agent.json");
         std::fs::write(&path, "{").unwrap();
-        let error = HotConfig::load(vec![path.clone()], BTreeMap::new()).unwrap_err();
+        let error =
+            HotConfig::load(vec![path.clone()], BTreeMap::new(), no_tool_sections()).unwrap_err();
         assert!(
             error.to_string().contains("agent.json:1:1: invalid JSON"),
             "{error}"
         );
         std::fs::write(&path, r#"{"permissions": {"denny": ["bash"]}}"#).unwrap();
-        let error = HotConfig::load(vec![path], BTreeMap::new()).unwrap_err();
+        let error = HotConfig::load(vec![path], BTreeMap::new(), no_tool_sections()).unwrap_err();
         assert!(
             error.to_string().contains("did you mean `deny`?"),
             "{error}"
@@ -314,8 +335,12 @@ mod tests {
             r#"{"maxTurns": 4, "permissions": {"deny": ["bash(rm *)"], "mode": "readonly"}}"#,
         )
         .unwrap();
-        let (mut hot, warnings) =
-            HotConfig::load(vec![user, path.clone()], BTreeMap::new()).unwrap();
+        let (mut hot, warnings) = HotConfig::load(
+            vec![user, path.clone()],
+            BTreeMap::new(),
+            no_tool_sections(),
+        )
+        .unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         let rules = |hot: &HotConfig| {
             let snapshot = hot.current();
@@ -381,7 +406,8 @@ mod tests {
             "{\"llm\": {\"model\": \"m1\", \"baseUrl\": \"http://127.0.0.1:9/v1\",\n  \"constrainedRepliez\": true}}",
         )
         .unwrap();
-        let (hot, warnings) = HotConfig::load(vec![path], BTreeMap::new()).unwrap();
+        let (hot, warnings) =
+            HotConfig::load(vec![path], BTreeMap::new(), no_tool_sections()).unwrap();
         assert_eq!(hot.current().llm.model.as_deref(), Some("m1"));
         assert_eq!(
             hot.current().llm.base_url.as_deref(),

@@ -32,7 +32,7 @@ pub use config::{AgentConfig, DEFAULT_SYSTEM_PROMPT, SideTiming};
 pub use events::{AgentEvent, EventSink, Silent};
 pub use feedback::Feedback;
 pub use history::{Phase, Transcript};
-pub use hot::{HotConfig, ReloadListener, Snapshot};
+pub use hot::{ConfigureTools, HotConfig, ReloadListener, Snapshot, no_tool_sections};
 pub use resume::{Loaded, load_transcript};
 pub use satchel_tools::usage::{Resources, ToolTally};
 pub use schedule::waves;

@@ -5,7 +5,6 @@
 mod cli;
 mod commands;
 mod paths;
-mod trust;
 
 use std::process::ExitCode;
 
@@ -50,12 +49,9 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 /// `redaction` once a project is read ([`set_log_redactor`]).
 static LOG_REDACTOR: std::sync::LazyLock<std::sync::RwLock<satchel_core::redact::Redactor>> =
     std::sync::LazyLock::new(|| {
-        let env = std::env::vars_os().filter_map(|(name, value)| {
-            Some((name.into_string().ok()?, value.into_string().ok()?))
-        });
         std::sync::RwLock::new(satchel_core::redact::Redactor::from_env(
             &satchel_core::redact::RedactionConfig::default(),
-            env,
+            paths::process_env(),
         ))
     });
 
@@ -89,7 +85,6 @@ impl std::io::Write for RedactingStderr {
 
 /// Logs go to stderr; stdout is for results. `RUST_LOG` overrides `-v`.
 fn init_tracing(verbose: u8) {
-    use std::io::IsTerminal;
     let default = match verbose {
         0 => "warn",
         1 => "info",
@@ -101,7 +96,7 @@ fn init_tracing(verbose: u8) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(|| RedactingStderr)
-        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+        .with_ansi(crate::paths::color(&std::io::stderr()))
         .with_target(false)
         .without_time()
         .init();

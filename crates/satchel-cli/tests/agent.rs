@@ -6,6 +6,10 @@
 //! and what the user sees, what is stored and the exit status when the
 //! model's answer goes wrong on the wire.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 #[path = "../../satchel-agent/tests/support/fake_model.rs"]

@@ -4,6 +4,10 @@
 //! stays), consent asked and refused with a reason the model is told,
 //! agent.json changed between two statements, `/context`, and `/exit`.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 #[path = "../../satchel-agent/tests/support/fake_model.rs"]

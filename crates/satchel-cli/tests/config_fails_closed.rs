@@ -7,6 +7,10 @@
 //! the deny rules the file meant (or hung on the FIFO, or exhausted memory
 //! on /dev/zero).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 mod support;

@@ -3,6 +3,10 @@
 //! doctor --json` on a healthy and a broken setup, memories stored before
 //! the embedding model was there getting embeddings, and a closed pipe.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 mod support;

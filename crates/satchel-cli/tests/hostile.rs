@@ -15,6 +15,10 @@
 //! script that parses is refused by policy (nobody can consent over MCP)
 //! rather than run.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 mod support;

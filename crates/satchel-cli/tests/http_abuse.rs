@@ -12,6 +12,10 @@
 //! The project allows `bash(echo ok)` only, and has its own XDG
 //! directories (tests never touch the user's state).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 mod support;

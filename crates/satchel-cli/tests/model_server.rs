@@ -12,6 +12,10 @@
 //! side request interrupted the main answer and the cut-off stream was
 //! taken for a finished one.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 mod support;

@@ -9,6 +9,10 @@
 //! A missing peer fails the test with that instruction: these tests never
 //! skip silently.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 mod support;

@@ -5,6 +5,10 @@
 //! and `mcp serve`; Ctrl-C at the REPL's consent prompt, through a
 //! pseudo-terminal.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 mod support;

@@ -1,6 +1,10 @@
 //! Workspace trust: a cloned repository's `.agents/` is not read or run
 //! until the user trusts it, and a change to it asks again.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 mod support;

@@ -205,6 +205,10 @@ pub async fn run(
 }
 
 async fn spawn(request: &ExecRequest) -> Result<(Child, SandboxReport), ExecError> {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the runner: every child of Satchel starts here"
+    )]
     let mut command = Command::new(&request.program);
     if request.clear_env {
         command.env_clear();
@@ -285,7 +289,14 @@ fn hide_secrets(command: &mut Command, request: &ExecRequest, spec: &SandboxSpec
     if request.clear_env {
         return;
     }
-    for (name, _) in std::env::vars_os() {
+    // The child inherits this process's environment: the names are read to
+    // take secrets out of what it inherits, not as configuration.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "names of inherited variables, to remove secrets"
+    )]
+    let inherited = std::env::vars_os();
+    for (name, _) in inherited {
         let Some(name) = name.to_str() else { continue };
         if satchel_core::redact::is_secret_name(name)
             && !spec.pass_env.iter().any(|passed| passed == name)

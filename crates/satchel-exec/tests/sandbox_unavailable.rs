@@ -2,6 +2,10 @@
 //! missing) fails closed: the command does not run, and the error says why.
 //! Its own test binary, because the probe runs once per process.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 use std::time::Duration;

@@ -18,6 +18,10 @@
 //! Run with `cargo bench -p satchel-llm --bench tokens` (set
 //! `SATCHEL_BENCH_ITERS` to change the number of request builds, default 50).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
 
 use std::collections::HashMap;

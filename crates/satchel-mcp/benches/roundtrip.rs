@@ -23,6 +23,10 @@
 //! directory of the target directory this bench runs from, which is built
 //! (`cargo build --release -p satchel-cli`) when missing.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // A bench fails loudly and prints its table.
 
 use std::path::{Path, PathBuf};

@@ -374,9 +374,14 @@ mod tests {
             user: None,
             system: None,
         };
-        let live = LiveRegistry::load(dirs, SpecCache::in_memory(), ExternalConfig::default())
-            .await
-            .unwrap();
+        let live = LiveRegistry::load_with(
+            satchel_builtins::builtin_tools(&satchel_builtins::BuiltinDeps::default()),
+            dirs,
+            SpecCache::in_memory(),
+            ExternalConfig::default(),
+        )
+        .await
+        .unwrap();
         let policy = Arc::new(Policy::new(
             Vec::new(),
             Mode::Trust,

@@ -3,6 +3,10 @@
 //! small stdio server in bash (process groups, ordered shutdown, crashes
 //! and restarts, startup failures, name collisions).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 use std::collections::BTreeMap;

@@ -2,6 +2,10 @@
 //! `SatchelServer` over an in-memory duplex pipe (the same framing as
 //! stdio) and over streamable HTTP.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 use std::future::Future;
@@ -103,9 +107,14 @@ impl Fixture {
             user: None,
             system: None,
         };
-        let live = LiveRegistry::load(dirs, SpecCache::in_memory(), ExternalConfig::default())
-            .await
-            .unwrap();
+        let live = LiveRegistry::load_with(
+            satchel_builtins::builtin_tools(&satchel_builtins::BuiltinDeps::default()),
+            dirs,
+            SpecCache::in_memory(),
+            ExternalConfig::default(),
+        )
+        .await
+        .unwrap();
         Fixture {
             dir,
             live: Arc::new(live),

@@ -9,6 +9,10 @@
 //! `/work/shared/data/locomo-dev.json`). `BENCH_ROUNDS` (default 20) sets
 //! the passes over the queries, `BENCH_REPS` (default 5) over the batch.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // A bench fails loudly.
 #![allow(missing_docs)]
 

@@ -2,6 +2,11 @@
 //! the model files are. Production code never calls this; it is handed
 //! its model directory (see `config`).
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks find the model where the scripts put it"
+)]
+
 use std::path::{Path, PathBuf};
 
 /// `SATCHEL_TEST_MODEL_DIR`, else `.peers/models/all-MiniLM-L6-v2` in the

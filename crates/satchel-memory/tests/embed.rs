@@ -1,6 +1,10 @@
 //! The embedding model against known answers. Needs the model files:
 //! `scripts/fetch-memory-model.sh` (or `SATCHEL_TEST_MODEL_DIR`).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 mod support;

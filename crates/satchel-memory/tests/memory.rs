@@ -5,6 +5,10 @@
 //! Tests that use the model need its files (`scripts/fetch-memory-model.sh`
 //! or `SATCHEL_TEST_MODEL_DIR`) and fail saying so when they are missing.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 mod support;

@@ -18,6 +18,10 @@
 //! `SATCHEL_BENCH_ROWS` to change the number of single-row calls, default
 //! 3000).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
 
 use std::time::{Duration, Instant};

@@ -52,7 +52,8 @@ pub use records::{
     ConversationSearch, ConversationSummary, ExportRecord, LlmMessage, LogEntry, LogKind,
     MemoryChanges, MemoryFilter, MemoryIndexRow, MemoryLayer, MemoryRecord, MemorySession,
     MemoryStats, MemoryUpdate, NewAudit, NewCallStart, NewConversation, NewLlmMessage, NewLogEntry,
-    NewMemory, NewMemorySession, NewStatement, NewToolCall, SearchHit, Statement, ToolCallRecord,
+    NewMemory, NewMemorySession, NewStatement, NewToolCall, SearchHit, Statement, THINKING_SIDE,
+    ToolCallRecord,
 };
 pub use redact::{RedactionConfig, Redactor};
 pub use sqlite::{APPLICATION_ID, Access, Durability, SCHEMA_VERSION, SqliteStore, StoreOptions};

@@ -12,6 +12,10 @@ use serde_json::Value;
 
 use crate::Timestamp;
 
+/// The side conversation under which the agent logs the model's thinking
+/// (the `conversation` tool leaves it out of timelines).
+pub const THINKING_SIDE: &str = "thinking";
+
 /// One conversation: the container of a log, a history and tool calls.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Conversation {

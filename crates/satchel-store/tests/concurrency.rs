@@ -1,6 +1,10 @@
 //! Many writers at once: 100 tasks on one store never see `SQLITE_BUSY`,
 //! and two stores on one file (as two Satchel processes would) share it.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
 
 mod support;

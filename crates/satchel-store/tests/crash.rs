@@ -6,6 +6,10 @@
 //! child_process` and an environment variable choosing what the child
 //! does; in a normal run, `child_process` does nothing.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
 
 mod support;

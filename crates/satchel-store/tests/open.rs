@@ -2,6 +2,10 @@
 //! and every file Satchel must refuse (corrupt, foreign, newer) left
 //! exactly as it was. Also the read-only mode and a database that is full.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
 
 mod support;

@@ -3,6 +3,10 @@
 //! image data), that no other conversation answers, that the index follows
 //! deletions, and that rows written before the index existed are found.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 mod support;

@@ -1,6 +1,10 @@
 //! The repositories on a real SQLite file: what goes in comes back exactly,
 //! in order, linked, filtered and redacted.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
 
 mod support;

@@ -8,6 +8,10 @@
 //!
 //! Run with `cargo bench -p satchel-tools --bench external`.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Benches fail loudly by design.
 
 use std::io::Write;

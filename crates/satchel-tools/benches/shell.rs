@@ -5,6 +5,10 @@
 //!
 //! Run with `cargo bench -p satchel-tools --bench shell`.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // Tests and benches fail loudly by design.
 

@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::external::{Discovery, ExternalTool, Skipped, SpecCache, ToolDirs, discover};
-use crate::{BuiltinDeps, ExternalConfig, Registry, RegistryError, Tool, builtin_tools};
+use crate::{ExternalConfig, Registry, RegistryError, Tool};
 
 /// A registry snapshot, what it was built from, and what did not make it.
 struct Snapshot {
@@ -76,16 +76,17 @@ impl RefreshReport {
 
 impl LiveRegistry {
     /// Discovers the external tools in `dirs` and builds the first snapshot
-    /// with the built-in tools that need nothing from their host.
+    /// of them alone (no built-in tools).
     pub async fn load(
         dirs: ToolDirs,
         cache: SpecCache,
         config: ExternalConfig,
     ) -> Result<LiveRegistry, RegistryError> {
-        LiveRegistry::load_with(builtin_tools(&BuiltinDeps::default()), dirs, cache, config).await
+        LiveRegistry::load_with(Vec::new(), dirs, cache, config).await
     }
 
-    /// Like [`LiveRegistry::load`], with the given built-in tools.
+    /// Like [`LiveRegistry::load`], with the given built-in tools (see
+    /// [`Registry::register_builtin`]).
     pub async fn load_with(
         builtins: Vec<Arc<dyn Tool>>,
         dirs: ToolDirs,

@@ -127,6 +127,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use satchel_core::ToolSpec;
+
     use crate::policy::Mode;
     use crate::{NonInteractive, ToolsConfig};
 
@@ -155,6 +157,49 @@ mod tests {
         }
     }
 
+    /// `touch`: creates the file `path` names, so a test can see it ran.
+    struct Touch(ToolSpec);
+
+    fn touch_registry() -> Registry {
+        let spec = ToolSpec {
+            name: "touch".into(),
+            title: None,
+            description: "creates a file".into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"],
+            }),
+            output_schema: None,
+            annotations: Default::default(),
+            capabilities: Default::default(),
+        };
+        let mut registry = Registry::new();
+        registry.register(Touch(spec)).unwrap();
+        registry
+    }
+
+    #[async_trait]
+    impl crate::Tool for Touch {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+
+        async fn run(
+            &self,
+            input: serde_json::Value,
+            _: &ToolContext,
+        ) -> Result<ToolOutput, crate::ToolError> {
+            let path = input["path"].as_str().unwrap_or_default();
+            std::fs::write(path, "")
+                .map_err(|e| crate::ToolError::new(ErrorCode::ToolCrashed, e.to_string()))?;
+            Ok(ToolOutput::success(
+                satchel_core::ToolResults::json(json!("done")),
+                "done",
+            ))
+        }
+    }
+
     /// An observer whose store cannot write.
     struct Unwritable;
 
@@ -179,7 +224,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_call_that_cannot_be_put_on_record_does_not_run() {
-        let registry = crate::builtin_registry().unwrap();
+        let registry = touch_registry();
         let policy = Policy::new(Vec::new(), Mode::Trust, Vec::new(), 4, Duration::ZERO);
         let dir = tempfile::tempdir().unwrap();
         let marker = dir.path().join("ran");
@@ -190,8 +235,8 @@ mod tests {
         );
         let call = ToolCall {
             id: "c1".into(),
-            name: "bash".into(),
-            input: json!({"command": format!("touch {}", marker.display())}),
+            name: "touch".into(),
+            input: json!({"path": marker}),
         };
         let observer: Arc<dyn CallObserver> = Arc::new(Unwritable);
         let source = CallSource {
@@ -215,8 +260,9 @@ mod tests {
 
     #[tokio::test]
     async fn every_call_reaches_the_observer_failures_included() {
-        let registry = crate::builtin_registry().unwrap();
+        let registry = touch_registry();
         let policy = Policy::new(Vec::new(), Mode::Trust, Vec::new(), 4, Duration::ZERO);
+        let dir = tempfile::tempdir().unwrap();
         let recorder = Arc::new(Recorder::default());
         let observer: Arc<dyn CallObserver> = recorder.clone();
         let ctx =
@@ -226,9 +272,9 @@ mod tests {
             peer: Some("unit".into()),
         };
         for (name, input) in [
-            ("bash", json!({"command": "true"})),
+            ("touch", json!({"path": dir.path().join("a")})),
             ("nope", json!({})),
-            ("bash", json!({"command": 1})),
+            ("touch", json!({"path": 1})),
         ] {
             let call = ToolCall {
                 id: "c1".into(),
@@ -250,9 +296,9 @@ mod tests {
         assert_eq!(
             calls,
             vec![
-                (source.clone(), "bash".into(), false, true),
+                (source.clone(), "touch".into(), false, true),
                 (source.clone(), "nope".into(), true, true),
-                (source, "bash".into(), true, true),
+                (source, "touch".into(), true, true),
             ]
         );
     }

@@ -102,13 +102,10 @@ pub fn spec_for(ctx: &ToolContext) -> Option<SandboxSpec> {
     })
 }
 
-/// An `exec.writable` entry: `~/` is the home directory, a relative path
-/// is the project's.
+/// An `exec.writable` entry (`~/` was expanded when the settings were
+/// read): a relative path is the project's.
 fn resolve(project: &Path, path: &Path) -> PathBuf {
-    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
-        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
-        _ => project.join(path),
-    }
+    project.join(path)
 }
 
 /// Paths in the project a sandboxed command may not change.

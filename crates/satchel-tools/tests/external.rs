@@ -1,6 +1,10 @@
 //! External tools end to end: real executables in real directories,
 //! discovered, probed and called through the registry.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 use std::future::Future;
@@ -345,6 +349,41 @@ async fn a_broken_project_tool_falls_back_to_the_users() {
     );
 }
 
+/// A tool compiled in, as Satchel's built-ins are.
+struct CompiledIn(satchel_core::ToolSpec);
+
+impl CompiledIn {
+    fn named(name: &str) -> CompiledIn {
+        CompiledIn(satchel_core::ToolSpec {
+            name: name.into(),
+            title: None,
+            description: "compiled in".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations: Default::default(),
+            capabilities: Default::default(),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl satchel_tools::Tool for CompiledIn {
+    fn spec(&self) -> &satchel_core::ToolSpec {
+        &self.0
+    }
+
+    async fn run(
+        &self,
+        _input: serde_json::Value,
+        _ctx: &satchel_tools::ToolContext,
+    ) -> Result<satchel_core::ToolOutput, satchel_tools::ToolError> {
+        Ok(satchel_core::ToolOutput::success(
+            satchel_core::ToolResults::json(json!({"builtin": true})),
+            "ok",
+        ))
+    }
+}
+
 #[tokio::test]
 async fn external_tools_never_replace_builtins() {
     let fx = Fixture::new();
@@ -354,9 +393,14 @@ async fn external_tools_never_replace_builtins() {
         &object_schema(),
         "echo '{\"fake\": true}'",
     );
-    let live = LiveRegistry::load(fx.dirs(), SpecCache::in_memory(), config())
-        .await
-        .unwrap();
+    let live = LiveRegistry::load_with(
+        vec![Arc::new(CompiledIn::named("bash"))],
+        fx.dirs(),
+        SpecCache::in_memory(),
+        config(),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         live.current().get("bash").unwrap().source(),
         ToolSource::Builtin

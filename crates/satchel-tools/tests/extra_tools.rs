@@ -1,6 +1,10 @@
 //! `LiveRegistry::set_extra_tools`: tools added at run time (the MCP
 //! client's imports) join the registry without displacing anyone.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 use std::path::PathBuf;
@@ -28,17 +32,21 @@ fn named(name: &str, group: &'static str) -> Arc<dyn Tool> {
 
 fn named_with_schema(name: &str, group: &'static str, schema: Value) -> Arc<dyn Tool> {
     Arc::new(Named {
-        spec: ToolSpec {
-            name: name.into(),
-            title: None,
-            description: format!("{name} from {group}"),
-            input_schema: schema,
-            output_schema: None,
-            annotations: Default::default(),
-            capabilities: Default::default(),
-        },
+        spec: named_spec(name, group, schema),
         group,
     })
+}
+
+fn named_spec(name: &str, group: &str, schema: Value) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        title: None,
+        description: format!("{name} from {group}"),
+        input_schema: schema,
+        output_schema: None,
+        annotations: Default::default(),
+        capabilities: Default::default(),
+    }
 }
 
 #[async_trait]
@@ -62,6 +70,25 @@ impl Tool for Named {
     }
 }
 
+/// A tool compiled in, as Satchel's built-ins are (their own crate's
+/// tests cover the real ones).
+struct Builtin(ToolSpec);
+
+#[async_trait]
+impl Tool for Builtin {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+
+    async fn run(&self, _input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::success(
+            ToolResults::json(json!({"builtin": true})),
+            "ok",
+        ))
+    }
+}
+
+/// A live registry with built-ins named as Satchel's, and no tools directory.
 async fn empty_live() -> (tempfile::TempDir, LiveRegistry) {
     let dir = tempfile::tempdir().unwrap();
     let dirs = ToolDirs {
@@ -69,9 +96,24 @@ async fn empty_live() -> (tempfile::TempDir, LiveRegistry) {
         user: None,
         system: None,
     };
-    let live = LiveRegistry::load(dirs, SpecCache::in_memory(), ExternalConfig::default())
-        .await
-        .unwrap();
+    let builtins = ["bash", "code", "conversation", "memory", "search"]
+        .into_iter()
+        .map(|name| {
+            Arc::new(Builtin(named_spec(
+                name,
+                "builtin",
+                json!({"type": "object"}),
+            ))) as Arc<dyn Tool>
+        })
+        .collect();
+    let live = LiveRegistry::load_with(
+        builtins,
+        dirs,
+        SpecCache::in_memory(),
+        ExternalConfig::default(),
+    )
+    .await
+    .unwrap();
     (dir, live)
 }
 

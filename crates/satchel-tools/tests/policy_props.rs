@@ -10,6 +10,10 @@
 //! the smallest input found and saves its seed under
 //! `proptest-regressions/`.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 use proptest::prelude::*;

@@ -21,10 +21,10 @@ use satchel_store::{
 };
 use serde_json::{Value, json};
 
-use super::project::Project;
 use crate::cli::{BenchCommand, BenchMemoryArgs, SplitArg};
+use satchel_host::Host;
 
-pub(crate) async fn run(command: BenchCommand, project: &Project) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(command: BenchCommand, project: &Host) -> anyhow::Result<ExitCode> {
     match command {
         BenchCommand::Memory(args) => {
             let model_dir = args
@@ -197,7 +197,7 @@ fn write_details(
 
 async fn locomo_bench(
     args: &BenchMemoryArgs,
-    project: &Project,
+    project: &Host,
     store: &SqliteStore,
     model_dir: Option<PathBuf>,
     dataset: &Path,
@@ -486,7 +486,7 @@ impl Timing {
 
 async fn synthetic(
     args: &BenchMemoryArgs,
-    project: &Project,
+    project: &Host,
     store: &SqliteStore,
     model_dir: Option<PathBuf>,
     count: usize,

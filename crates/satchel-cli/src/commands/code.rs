@@ -3,21 +3,21 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use satchel_builtins::code::{FailureSummary, code_stats};
 use satchel_store::{Clock, CodeQuery, CodeStore, SystemClock, Timestamp};
-use satchel_tools::code::{FailureSummary, code_stats};
 
 use super::db;
-use super::project::Project;
 use crate::cli::{CodeCommand, CodeFailuresArgs, CodeStatsArgs};
+use satchel_host::Host;
 
-pub(crate) async fn run(command: CodeCommand, project: &Project) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(command: CodeCommand, project: &Host) -> anyhow::Result<ExitCode> {
     match command {
         CodeCommand::Stats(args) => stats(args, project).await,
         CodeCommand::Failures(args) => failures(args, project).await,
     }
 }
 
-pub(crate) async fn stats(args: CodeStatsArgs, project: &Project) -> anyhow::Result<ExitCode> {
+pub(crate) async fn stats(args: CodeStatsArgs, project: &Host) -> anyhow::Result<ExitCode> {
     let since =
         Timestamp::from_millis(SystemClock.now().as_millis() - i64::from(args.days) * 86_400_000);
     let rows = match db::open_for_reading(project.db.as_deref()).await? {
@@ -75,10 +75,7 @@ pub(crate) async fn stats(args: CodeStatsArgs, project: &Project) -> anyhow::Res
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) async fn failures(
-    args: CodeFailuresArgs,
-    project: &Project,
-) -> anyhow::Result<ExitCode> {
+pub(crate) async fn failures(args: CodeFailuresArgs, project: &Host) -> anyhow::Result<ExitCode> {
     let rows = match db::open_for_reading(project.db.as_deref()).await? {
         Some(store) => {
             store

@@ -11,8 +11,8 @@ use satchel_tools::config_schema::{AGENT_SCHEMA, agent_schema};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::project::{Project, read_settings};
 use crate::cli::{ConfigCommand, Origin};
+use satchel_host::{Host, read_settings};
 
 /// One effective value and where it came from.
 #[derive(Debug, Clone, Serialize)]
@@ -31,7 +31,7 @@ pub(crate) struct Entry {
 
 pub(crate) async fn run(
     command: ConfigCommand,
-    project: &Project,
+    project: &Host,
     origin: &Origin,
 ) -> anyhow::Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
@@ -40,7 +40,7 @@ pub(crate) async fn run(
             writeln!(stdout, "{}", AGENT_SCHEMA.trim_end())?;
         }
         ConfigCommand::Show(args) => {
-            let settings = read_settings(&project.root)?;
+            let settings = read_settings(&project.root, &project.paths, &project.env)?;
             let entries = effective(&settings, project, origin);
             if args.json {
                 let value = json!({
@@ -83,7 +83,7 @@ pub(crate) async fn run(
 /// can set, with its source: defaults from the schema, then the user's
 /// file, the project's, the environment and the flags, later ones winning
 /// as they do when Satchel reads them.
-pub(crate) fn effective(settings: &Settings, project: &Project, origin: &Origin) -> Vec<Entry> {
+pub(crate) fn effective(settings: &Settings, project: &Host, origin: &Origin) -> Vec<Entry> {
     let mut values: BTreeMap<String, Entry> = BTreeMap::new();
     defaults(agent_schema(), "", &mut values);
     let project_file = project.root.join(satchel_tools::config::PROJECT_CONFIG);
@@ -150,7 +150,7 @@ pub(crate) fn effective(settings: &Settings, project: &Project, origin: &Origin)
             });
         }
     }
-    let search = &project.tools_config.search;
+    let search = satchel_builtins::search_config(&project.tools_config);
     if !values.contains_key("search.backends") {
         values.insert(
             "search.backends".into(),

@@ -14,11 +14,10 @@ use satchel_tools::{NonInteractive, Style};
 use serde_json::json;
 
 use super::db;
-use super::project::Project;
-use super::session::hot_config;
 use crate::cli::ContextArgs;
+use satchel_host::Host;
 
-pub(crate) async fn run(args: ContextArgs, project: &Project) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(args: ContextArgs, project: &Host) -> anyhow::Result<ExitCode> {
     let Some(store) = db::open_for_reading(project.db.as_deref()).await? else {
         anyhow::bail!("nothing recorded yet: no database at the configured location");
     };
@@ -30,7 +29,7 @@ pub(crate) async fn run(args: ContextArgs, project: &Project) -> anyhow::Result<
     let deps = AgentDeps {
         store,
         tools: Arc::new(project.tools(false).await?),
-        config: hot_config(project)?,
+        config: project.hot_config()?,
         consent: Arc::new(NonInteractive),
         source: AuditSource::Cli,
         working_dir: project.root.clone(),

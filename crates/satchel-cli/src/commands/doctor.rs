@@ -6,14 +6,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use satchel_builtins::code::{Language, resolve};
 use satchel_llm::LlmConfig;
-use satchel_tools::code::{Language, resolve};
 use serde::Serialize;
 use serde_json::json;
 
-use super::project::{Project, read_settings};
-use super::{fetch, setup};
+use super::fetch;
 use crate::cli::DoctorArgs;
+use satchel_host::{Host, read_settings};
 
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -59,7 +59,7 @@ impl Check {
     }
 }
 
-pub(crate) async fn run(args: DoctorArgs, project: &Project) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(args: DoctorArgs, project: &Host) -> anyhow::Result<ExitCode> {
     let mut checks = vec![trust(project), configuration(project)];
     checks.push(model_endpoint(project, args.offline).await);
     checks.push(embedding_model(project, args.fix).await);
@@ -102,10 +102,10 @@ pub(crate) async fn run(args: DoctorArgs, project: &Project) -> anyhow::Result<E
 }
 
 /// Whether the project's `.agents/` is loaded (workspace trust).
-fn trust(project: &Project) -> Check {
-    match crate::trust::additions(&project.root) {
+fn trust(project: &Host) -> Check {
+    match satchel_host::trust::additions(&project.root) {
         None => check("project trust", Status::Ok, "no .agents/ in the project"),
-        Some(_) if crate::trust::is_trusted(&project.root) => check(
+        Some(_) if satchel_host::trust::is_trusted(&project.root) => check(
             "project trust",
             Status::Ok,
             ".agents/ is trusted: its settings, tools and MCP servers load",
@@ -122,7 +122,7 @@ fn trust(project: &Project) -> Check {
     }
 }
 
-fn configuration(project: &Project) -> Check {
+fn configuration(project: &Host) -> Check {
     if project.warnings.is_empty() {
         return check(
             "configuration",
@@ -145,8 +145,8 @@ fn configuration(project: &Project) -> Check {
     .fix("edit the keys named; `satchel config show` prints what is in force")
 }
 
-async fn model_endpoint(project: &Project, offline: bool) -> Check {
-    let settings = match read_settings(&project.root) {
+async fn model_endpoint(project: &Host, offline: bool) -> Check {
+    let settings = match read_settings(&project.root, &project.paths, &project.env) {
         Ok(settings) => settings,
         Err(error) => return check("model", Status::Fail, error.to_string()),
     };
@@ -224,7 +224,7 @@ async fn model_endpoint(project: &Project, offline: bool) -> Check {
     }
 }
 
-async fn embedding_model(project: &Project, fix: bool) -> Check {
+async fn embedding_model(project: &Host, fix: bool) -> Check {
     let Some(dir) = project.memory.config().model_dir else {
         return check(
             "embedding model",
@@ -267,8 +267,8 @@ async fn embedding_model(project: &Project, fix: bool) -> Check {
 /// The bun version `scripts/install-js-runtime.sh` installs.
 const BUN_VERSION: &str = "1.4.5";
 
-async fn runtimes(project: &Project, fix: bool) -> Check {
-    let code = &project.tools_config.code;
+async fn runtimes(project: &Host, fix: bool) -> Check {
+    let code = satchel_builtins::code_config(&project.tools_config);
     let mut search_path = code.search_path.clone();
     let resolve_all = |search_path: &str| {
         let mut found = Vec::new();
@@ -296,7 +296,7 @@ async fn runtimes(project: &Project, fix: bool) -> Check {
         .any(|(l, _)| matches!(l, Language::Javascript | Language::Typescript));
     let mut notes = Vec::new();
     if fix && needs_js {
-        match install_bun().await {
+        match install_bun(&project.paths).await {
             Ok(bin) => {
                 search_path = format!("{search_path}:{}", bin.display());
                 (found, missing) = resolve_all(&search_path);
@@ -330,13 +330,21 @@ async fn runtimes(project: &Project, fix: bool) -> Check {
 /// Installs bun from the npm registry into Satchel's runtimes directory
 /// (as `scripts/install-js-runtime.sh` does into a clone); returns the
 /// directory of its executable.
-async fn install_bun() -> Result<std::path::PathBuf, String> {
-    let dir = crate::paths::js_runtime_dir().ok_or("no data directory (XDG_DATA_HOME or HOME)")?;
+async fn install_bun(paths: &satchel_host::HostPaths) -> Result<std::path::PathBuf, String> {
+    let dir = paths
+        .js_runtime_dir()
+        .ok_or("no data directory (XDG_DATA_HOME or HOME)")?;
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     eprintln!(
         "installing bun {BUN_VERSION} from npm into {}",
         dir.display()
     );
+    // A one-off install the user asked for, watched by them: not a tool
+    // call, so not through the runner's limits and sandbox.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "`doctor --fix` runs npm in the foreground for the user"
+    )]
     let status = tokio::process::Command::new("npm")
         .arg("install")
         .arg("--prefix")
@@ -406,7 +414,7 @@ fn sandbox() -> Check {
     }
 }
 
-async fn database(project: &Project) -> Check {
+async fn database(project: &Host) -> Check {
     let Some(path) = &project.db else {
         return check(
             "database",
@@ -454,8 +462,8 @@ async fn database(project: &Project) -> Check {
     }
 }
 
-fn search(project: &Project) -> Check {
-    let names = project.tools_config.search.backend_names();
+fn search(project: &Host) -> Check {
+    let names = satchel_builtins::search_config(&project.tools_config).backend_names();
     if names.is_empty() {
         check("search", Status::Warn, "no backend: the search tool answers TOOL_UNAVAILABLE")
             .fix("set SEARXNG_URL, BRAVE_API_KEY or TAVILY_API_KEY, or \"search\": {\"backends\": [\"duckduckgo\"]} in agent.json")
@@ -495,10 +503,10 @@ fn external_tools(live: &satchel_tools::LiveRegistry) -> Check {
 
 async fn mcp_servers(
     live: &Arc<satchel_tools::LiveRegistry>,
-    project: &Project,
+    project: &Host,
     offline: bool,
 ) -> Check {
-    let config = setup::load_mcp_config(&project.root);
+    let config = satchel_host::loaders::load_mcp_config(project);
     if config.servers.is_empty() && config.warnings.is_empty() {
         return check("mcp servers", Status::Ok, "none configured");
     }
@@ -513,7 +521,7 @@ async fn mcp_servers(
         )
         .details(config.warnings.clone());
     }
-    let manager = setup::start_mcp_in_background(live, &project.root);
+    let manager = satchel_host::loaders::start_mcp_in_background(live, project);
     manager.ready().await;
     let statuses = manager.statuses();
     manager.shutdown().await;

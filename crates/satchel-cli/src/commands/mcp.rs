@@ -19,12 +19,11 @@ use satchel_store::{
 };
 use satchel_tools::{CallObserver, CallSource};
 
-use super::db::LazyStore;
-use super::project::Project;
-use super::setup;
 use crate::cli::{ListArgs, McpCommand, ServeArgs};
+use satchel_host::Host;
+use satchel_host::LazyStore;
 
-pub(crate) async fn run(command: McpCommand, project: &Project) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(command: McpCommand, project: &Arc<Host>) -> anyhow::Result<ExitCode> {
     match command {
         McpCommand::Serve(args) => serve(*args, project).await,
         McpCommand::Servers(args) => servers(args, project).await,
@@ -33,20 +32,18 @@ pub(crate) async fn run(command: McpCommand, project: &Project) -> anyhow::Resul
 
 /// `mcp serve`: the registry (kept current) behind an MCP server, until
 /// the client leaves (stdio) or a signal arrives.
-async fn serve(args: ServeArgs, project: &Project) -> anyhow::Result<ExitCode> {
-    let live = Arc::new(project.tools(false).await?);
-    let _watcher = live.spawn_watcher();
+async fn serve(args: ServeArgs, project: &Arc<Host>) -> anyhow::Result<ExitCode> {
+    // Imported tools arrive while serving; clients hear of them through
+    // `notifications/tools/list_changed`.
+    let live = project.shared_tools().await?;
     if args.echo_tool {
         live.set_extra_tools(diagnostic::GROUP, vec![Arc::new(EchoTool::new())])?;
     }
-    // Imported tools arrive while serving; clients hear of them through
-    // `notifications/tools/list_changed`.
-    let servers = setup::start_mcp_in_background(&live, &project.root);
 
     let shutdown = CancellationToken::new();
     let on_signal = shutdown.clone();
     tokio::spawn(async move {
-        setup::wait_for_interrupt().await;
+        super::signals::wait_for_interrupt().await;
         on_signal.cancel();
     });
     let options = ServerOptions {
@@ -57,8 +54,8 @@ async fn serve(args: ServeArgs, project: &Project) -> anyhow::Result<ExitCode> {
         }
         .into(),
         working_dir: project.root.clone(),
-        config: setup::config_loader(&project.root),
-        policy: setup::policy_loader(&project.root),
+        config: satchel_host::loaders::config_loader(project),
+        policy: satchel_host::loaders::policy_loader(project),
         observer: Some(Arc::new(AuditObserver {
             store: project.store.clone(),
         })),
@@ -86,15 +83,15 @@ async fn serve(args: ServeArgs, project: &Project) -> anyhow::Result<ExitCode> {
         }
     };
     shutdown.cancel();
-    servers.shutdown().await;
+    project.stop_mcp_servers().await;
     served?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// `mcp servers`: start each server, report, stop.
-async fn servers(args: ListArgs, project: &Project) -> anyhow::Result<ExitCode> {
+async fn servers(args: ListArgs, project: &Host) -> anyhow::Result<ExitCode> {
     let live = Arc::new(project.tools(false).await?);
-    let manager = setup::start_mcp_in_background(&live, &project.root);
+    let manager = satchel_host::loaders::start_mcp_in_background(&live, project);
     manager.ready().await;
     let statuses = manager.statuses();
     manager.shutdown().await;

@@ -3,183 +3,24 @@
 //! starting a new session, and [`LazyMemory`], the memory the `memory` tool
 //! and these commands share within one process.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context;
-use async_trait::async_trait;
 use satchel_core::{ToolCall, ToolOutput};
-use satchel_memory::{
-    Memory, MemoryConfig, MemoryOptions, ModelSource, Summarizer, spawn_maintenance,
-};
-use satchel_store::SystemClock;
+use satchel_memory::Memory;
 use satchel_tools::format::{paint, truncate_chars};
-use satchel_tools::memory::MemoryHandle;
 use satchel_tools::{Style, ToolContext, UserInitiated, dispatch};
 use serde_json::{Value, json};
 
-use super::db::{self, LazyStore};
-use super::project::Project;
+use super::db;
 use crate::cli::MemoryCommand;
+use satchel_host::Host;
 
 /// Characters of a memory shown in a table row.
 const CONTENT_CHARS: usize = 80;
 
-/// The memory over the project's database, opened on first use and shared
-/// by the `memory` commands and the `memory` tool, so one process loads
-/// the model and builds the vector index at most once. A command that
-/// never touches memory opens nothing.
-pub(crate) struct LazyMemory {
-    store: Arc<LazyStore>,
-    /// Replaced by `reconfigure` when agent.json changes.
-    config: std::sync::RwLock<MemoryConfig>,
-    summarizer: Option<Arc<dyn Summarizer>>,
-    cell: tokio::sync::OnceCell<Result<Arc<Memory>, String>>,
-    /// Embedding memories stored without one, started when memory opens.
-    backfill: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
-}
-
-/// Fetches the embedding model into `dir` when it is missing and fetching
-/// is allowed, once per process; a failure is a warning (recall then says
-/// once that it uses keywords only, and how to fix it).
-async fn fetch_if_missing(dir: &std::path::Path, configured: bool) {
-    static TRIED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if satchel_memory::Embedder::files_present(dir)
-        || !configured
-        || !super::fetch::allowed()
-        || TRIED.swap(true, std::sync::atomic::Ordering::SeqCst)
-    {
-        return;
-    }
-    let index = super::fetch::index_url();
-    if let Err(error) = super::fetch::fetch(&index, dir, &super::fetch::MINILM).await {
-        tracing::warn!("the embedding model could not be fetched: {error}");
-    }
-}
-
-/// Embeds, in the background, memories stored before the model was there.
-fn spawn_backfill(memory: &Arc<Memory>) -> tokio::task::JoinHandle<()> {
-    let memory = Arc::clone(memory);
-    tokio::spawn(async move {
-        match memory.backfill_embeddings(64).await {
-            Ok(0) => {}
-            Ok(count) => tracing::info!("embedded {count} memories stored without an embedding"),
-            Err(error) => tracing::warn!("embedding stored memories failed: {error}"),
-        }
-    })
-}
-
-impl LazyMemory {
-    /// Memory with `config` over `store` (the model loads on first use).
-    pub(crate) fn new(
-        store: Arc<LazyStore>,
-        config: MemoryConfig,
-        summarizer: Option<Arc<dyn Summarizer>>,
-    ) -> LazyMemory {
-        LazyMemory {
-            store,
-            config: std::sync::RwLock::new(config),
-            summarizer,
-            cell: tokio::sync::OnceCell::new(),
-            backfill: std::sync::Mutex::new(None),
-        }
-    }
-
-    /// The `memory` section, with the model directory resolved.
-    pub(crate) fn config(&self) -> MemoryConfig {
-        self.config
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Takes a new `memory` section (agent.json changed): the open memory,
-    /// if any, uses it from its next operation. Returns what cannot change
-    /// without a restart: the model, loaded once per process.
-    pub(crate) fn reconfigure(&self, config: MemoryConfig) -> Vec<String> {
-        let mut warnings = Vec::new();
-        if let Some(Ok(memory)) = self.cell.get() {
-            if config.model_dir != self.config().model_dir {
-                warnings.push(
-                    "memory.modelDir: the model is loaded once; the new directory is used when satchel restarts"
-                        .to_owned(),
-                );
-            }
-            memory.reconfigure(config.clone());
-        }
-        *self
-            .config
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = config;
-        warnings
-    }
-
-    /// The open memory, or why the database cannot be opened.
-    ///
-    /// On first use, sessions whose time has passed are ended and expired
-    /// memories purged, then again every `purgeIntervalMinutes` for as long
-    /// as the process runs (which matters for `mcp serve`).
-    pub(crate) async fn get(&self) -> Result<Arc<Memory>, String> {
-        self.cell
-            .get_or_init(|| async {
-                let store = self.store.get().await?.clone();
-                let config = self.config();
-                if let Some(dir) = &config.model_dir {
-                    fetch_if_missing(dir, config.fetch_model).await;
-                }
-                let model = match &config.model_dir {
-                    Some(dir) => ModelSource::Dir(dir.clone()),
-                    None => ModelSource::None,
-                };
-                let memory = Arc::new(Memory::new(
-                    Arc::new(store),
-                    config,
-                    MemoryOptions {
-                        clock: Arc::new(SystemClock),
-                        model,
-                        summarizer: self.summarizer.clone(),
-                    },
-                ));
-                if let Err(error) = memory.maintain().await {
-                    tracing::warn!("memory maintenance: {error}");
-                }
-                drop(spawn_maintenance(&memory));
-                *self
-                    .backfill
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
-                    Some(spawn_backfill(&memory));
-                Ok(memory)
-            })
-            .await
-            .clone()
-    }
-}
-
-impl LazyMemory {
-    /// Waits for the background backfill started at open, if any (a
-    /// one-shot command finishes it before it exits).
-    pub(crate) async fn finish_backfill(&self) {
-        let handle = self
-            .backfill
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        if let Some(handle) = handle {
-            let _ = handle.await;
-        }
-    }
-}
-
-#[async_trait]
-impl MemoryHandle for LazyMemory {
-    async fn memory(&self) -> Result<Arc<Memory>, String> {
-        self.get().await
-    }
-}
-
-pub(crate) async fn run(command: MemoryCommand, project: &Project) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(command: MemoryCommand, project: &Host) -> anyhow::Result<ExitCode> {
     let memory = project
         .memory
         .get()
@@ -263,7 +104,7 @@ fn add_filters(input: &mut Value, layer: Option<&str>, category: Option<String>)
 }
 
 /// Runs one memory tool call through dispatch and prints it.
-async fn call(project: &Project, input: Value, as_json: bool) -> anyhow::Result<ExitCode> {
+async fn call(project: &Host, input: Value, as_json: bool) -> anyhow::Result<ExitCode> {
     let registry = project.tools(false).await?.current();
     let ctx = ToolContext::standalone(
         format!("cli-memory-{}", std::process::id()),
@@ -288,7 +129,7 @@ async fn call(project: &Project, input: Value, as_json: bool) -> anyhow::Result<
 
 fn style() -> Style {
     Style::Terminal {
-        color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        color: crate::paths::color(&std::io::stdout()),
     }
 }
 
@@ -387,7 +228,7 @@ async fn list_all(memory: &Memory, args: crate::cli::MemoryListArgs) -> anyhow::
     let memories: Vec<Value> = listed
         .iter()
         .map(|m| {
-            let mut value = satchel_tools::memory::memory_json(m, None);
+            let mut value = satchel_builtins::memory::memory_json(m, None);
             value["expires_at"] = json!(m.expires_at);
             value["archived_at"] = json!(m.archived_at);
             value
@@ -403,7 +244,7 @@ async fn list_all(memory: &Memory, args: crate::cli::MemoryListArgs) -> anyhow::
     Ok(ExitCode::SUCCESS)
 }
 
-async fn stats(project: &Project, memory: &Memory, as_json: bool) -> anyhow::Result<ExitCode> {
+async fn stats(project: &Host, memory: &Memory, as_json: bool) -> anyhow::Result<ExitCode> {
     let stats = memory.stats().await?;
     let model_dir = project.memory.config().model_dir.clone();
     let model_present = model_dir
@@ -454,46 +295,4 @@ async fn stats(project: &Project, memory: &Memory, as_json: bool) -> anyhow::Res
     };
     writeln!(stdout, "model            {model}")?;
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use satchel_tools::Settings;
-
-    use super::*;
-
-    #[tokio::test]
-    async fn a_new_memory_section_reaches_the_open_memory() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(LazyStore::new(
-            Some(dir.path().join("satchel.db")),
-            db::redactor(&Settings::default()),
-        ));
-        let config = MemoryConfig {
-            model_dir: Some(dir.path().join("no-model")),
-            ..MemoryConfig::default()
-        };
-        let lazy = LazyMemory::new(store, config.clone(), None);
-
-        // Before the memory is opened only the section is replaced.
-        let smaller = MemoryConfig {
-            max_content_chars: 300,
-            ..config.clone()
-        };
-        assert!(lazy.reconfigure(smaller).is_empty());
-        let memory = lazy.get().await.unwrap();
-        assert_eq!(memory.config().max_content_chars, 300);
-
-        let moved = MemoryConfig {
-            max_content_chars: 200,
-            model_dir: Some(dir.path().join("elsewhere")),
-            ..config
-        };
-        let warnings = lazy.reconfigure(moved);
-        assert_eq!(memory.config().max_content_chars, 200);
-        assert!(
-            warnings.len() == 1 && warnings[0].contains("when satchel restarts"),
-            "{warnings:?}"
-        );
-    }
 }

@@ -11,42 +11,46 @@ pub(crate) mod fetch;
 mod log;
 mod mcp;
 mod memory;
-mod model;
 mod policy;
-mod project;
 mod prompt;
 mod records;
 mod run;
 mod search;
-mod session;
-mod setup;
+mod signals;
 mod tools;
 
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
+use satchel_host::{Host, HostOptions};
+
 use crate::cli::{Cli, Command};
 use crate::paths;
-use project::Project;
 
 /// Runs the parsed command line.
 pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let root = std::path::absolute(&cli.project)?;
+    let user_paths = paths::host_paths();
     let origin = crate::cli::Origin {
         project_flag: cli.project != std::path::Path::new("."),
         db_flag: cli
             .db
             .as_ref()
             .filter(|path| !path.as_os_str().is_empty())
-            .map(|path| std::env::var_os("SATCHEL_DB").is_none_or(|var| var != path.as_os_str())),
+            .map(|path| {
+                crate::paths::var("SATCHEL_DB")
+                    .is_none_or(|var| std::ffi::OsStr::new(&var) != path.as_os_str())
+            }),
     };
     let db = match cli.db.filter(|path| !path.as_os_str().is_empty()) {
         Some(path) => Some(std::path::absolute(path)?),
-        None => paths::default_db(),
+        None => user_paths.default_db(),
     };
+    satchel_host::trust::init(user_paths.trust_store());
     if cli.trust_project {
-        crate::trust::trust_for_this_run();
+        satchel_host::trust::trust_for_this_run();
     }
-    satchel_tools::config::set_gate(crate::trust::admits);
     if let Command::Trust(args) = &cli.command {
         return trust(args, &root);
     }
@@ -54,9 +58,17 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         ask_to_trust(&root)?;
     }
     if let Some(layer) = cli.command.policy_flags().and_then(|flags| flags.layer()) {
-        satchel_tools::config::set_command_line(layer).map_err(project::refused)?;
+        satchel_tools::config::set_command_line(layer).map_err(satchel_host::refused)?;
     }
-    let project = Project::load(&root, db)?;
+    let project = Arc::new(Host::open(HostOptions {
+        root: root.clone(),
+        db,
+        paths: user_paths,
+        env: paths::process_env(),
+        fetcher: fetch::allowed()
+            .then(|| Arc::new(fetch::Fetcher) as Arc<dyn satchel_host::ModelFetcher>),
+    })?);
+    crate::set_log_redactor(project.redactor.clone());
     match cli.command {
         Command::Chat(args) => chat::run(args, &project).await,
         Command::Run(args) => run::run(args, &project).await,
@@ -85,7 +97,7 @@ fn trust(args: &crate::cli::TrustArgs, root: &std::path::Path) -> anyhow::Result
         None => root.to_path_buf(),
     };
     if args.forget {
-        let known = crate::trust::forget(&path)?;
+        let known = satchel_host::trust::forget(&path)?;
         println!(
             "{}: {}",
             path.display(),
@@ -97,7 +109,7 @@ fn trust(args: &crate::cli::TrustArgs, root: &std::path::Path) -> anyhow::Result
         );
         return Ok(ExitCode::SUCCESS);
     }
-    match crate::trust::trust(&path)? {
+    match satchel_host::trust::trust(&path)? {
         Some(additions) => println!("trusted {}: {}", path.display(), additions.describe()),
         None => println!("{} has no .agents/: nothing to trust", path.display()),
     }
@@ -108,10 +120,10 @@ fn trust(args: &crate::cli::TrustArgs, root: &std::path::Path) -> anyhow::Result
 /// is loaded; elsewhere the warning says how to trust it.
 fn ask_to_trust(root: &std::path::Path) -> anyhow::Result<()> {
     use std::io::{BufRead, IsTerminal, Write};
-    if crate::trust::is_trusted(root) || !std::io::stdin().is_terminal() {
+    if satchel_host::trust::is_trusted(root) || !std::io::stdin().is_terminal() {
         return Ok(());
     }
-    let Some(additions) = crate::trust::additions(root) else {
+    let Some(additions) = satchel_host::trust::additions(root) else {
         return Ok(());
     };
     let mut stderr = std::io::stderr();
@@ -125,7 +137,7 @@ fn ask_to_trust(root: &std::path::Path) -> anyhow::Result<()> {
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
     if matches!(answer.trim(), "y" | "Y" | "yes") {
-        crate::trust::trust(root)?;
+        satchel_host::trust::trust(root)?;
     }
     Ok(())
 }

@@ -6,17 +6,17 @@ use std::process::ExitCode;
 use satchel_tools::policy::Decision;
 use serde_json::{Value, json};
 
-use super::project::Project;
 use super::tools::{names, read_input};
 use crate::cli::{CheckArgs, PolicyCommand};
+use satchel_host::Host;
 
-pub(crate) async fn run(command: PolicyCommand, project: &Project) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(command: PolicyCommand, project: &Host) -> anyhow::Result<ExitCode> {
     match command {
         PolicyCommand::Check(args) => check(project, args).await,
     }
 }
 
-async fn check(project: &Project, args: CheckArgs) -> anyhow::Result<ExitCode> {
+async fn check(project: &Host, args: CheckArgs) -> anyhow::Result<ExitCode> {
     let input = read_input(args.input.as_deref())?;
     let registry = project.tools(false).await?.current();
     let mut stdout = std::io::stdout().lock();
@@ -73,7 +73,7 @@ async fn check(project: &Project, args: CheckArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn decision_json(decision: &Decision, project: &Project) -> Value {
+fn decision_json(decision: &Decision, project: &Host) -> Value {
     let judgements: Vec<Value> = decision
         .judgements
         .iter()

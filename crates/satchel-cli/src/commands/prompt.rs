@@ -17,14 +17,14 @@ use satchel_llm::{
 };
 use serde_json::{Value, json};
 
-use super::project::{Project, read_settings};
 use crate::cli::{PromptArgs, PromptFormat};
+use satchel_host::{Host, read_settings};
 
 /// Prints the presentation of `tools` that `args` asks for.
 pub(crate) fn run(
     tools: &[ToolSpec],
     args: &PromptArgs,
-    project: &Project,
+    project: &Host,
 ) -> anyhow::Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     if args.compare {
@@ -111,8 +111,8 @@ pub(crate) fn run(
 
 /// The configured model. Nothing is sent, so a missing API key does not
 /// matter here: the settings are resolved as if it were set.
-fn model_config(project: &Project) -> anyhow::Result<ModelConfig> {
-    let settings = read_settings(&project.root)?;
+fn model_config(project: &Host) -> anyhow::Result<ModelConfig> {
+    let settings = read_settings(&project.root, &project.paths, &project.env)?;
     let (config, warning) = settings.section::<LlmConfig>("llm");
     if let Some(warning) = warning {
         tracing::warn!("{warning}");

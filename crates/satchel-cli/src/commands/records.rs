@@ -2,7 +2,7 @@
 //! and exporting what the store holds.
 
 use std::fs::OpenOptions;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::process::ExitCode;
 
@@ -15,7 +15,7 @@ use satchel_tools::format::{call_summary, paint, truncate_chars};
 
 use crate::cli::{AuditArgs, ConversationsArgs, ExportArgs, Since, SourceArg};
 use crate::commands::db;
-use crate::commands::project::Project;
+use satchel_host::Host;
 
 /// Characters of a title shown by `satchel conversations`.
 const TITLE_CHARS: usize = 60;
@@ -24,14 +24,11 @@ const INPUT_CHARS: usize = 80;
 
 fn style() -> Style {
     Style::Terminal {
-        color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        color: crate::paths::color(&std::io::stdout()),
     }
 }
 
-pub(crate) async fn conversations(
-    args: ConversationsArgs,
-    env: &Project,
-) -> anyhow::Result<ExitCode> {
+pub(crate) async fn conversations(args: ConversationsArgs, env: &Host) -> anyhow::Result<ExitCode> {
     let listed = match db::open_for_reading(env.db.as_deref()).await? {
         Some(store) => {
             let listed = store.list_conversations(args.limit).await?;
@@ -73,7 +70,7 @@ pub(crate) async fn conversations(
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) async fn audit(args: AuditArgs, env: &Project) -> anyhow::Result<ExitCode> {
+pub(crate) async fn audit(args: AuditArgs, env: &Host) -> anyhow::Result<ExitCode> {
     let query = AuditQuery {
         tool: args.tool,
         source: args.source.map(|source| match source {
@@ -180,7 +177,7 @@ fn duration(micros: u64) -> String {
     }
 }
 
-pub(crate) async fn export(args: ExportArgs, env: &Project) -> anyhow::Result<ExitCode> {
+pub(crate) async fn export(args: ExportArgs, env: &Host) -> anyhow::Result<ExitCode> {
     let Some(store) = db::open_for_reading(env.db.as_deref()).await? else {
         bail!(
             "no conversation matches `{}`: nothing is recorded yet",

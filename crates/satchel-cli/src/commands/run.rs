@@ -2,7 +2,7 @@
 //! streams to stdout and tool activity to stderr; `--json` prints the
 //! whole transcript instead. The exit status says how it ended.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -12,39 +12,36 @@ use satchel_tools::{NonInteractive, Style};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::project::Project;
-use super::session::{self, SessionOptions};
-use super::setup;
 use crate::cli::RunArgs;
+use satchel_host::ConversationOptions;
+use satchel_host::Host;
 
 /// Exit status when the turn budget ran out.
 const EXIT_TURN_LIMIT: u8 = 3;
 /// Exit status when interrupted (128 + SIGINT).
 const EXIT_INTERRUPTED: u8 = 130;
 
-pub(crate) async fn run(args: RunArgs, project: &Project) -> anyhow::Result<ExitCode> {
-    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let mut session = session::open(
-        project,
-        SessionOptions {
+pub(crate) async fn run(args: RunArgs, project: &Host) -> anyhow::Result<ExitCode> {
+    let color = crate::paths::color(&std::io::stderr());
+    let mut agent = project
+        .conversation(ConversationOptions {
             source: AuditSource::Run,
             consent: Arc::new(NonInteractive),
             display: Style::Terminal { color },
             resume: args.resume.clone(),
-        },
-    )
-    .await?;
+        })
+        .await?;
     let json_output = args.json;
     let sink = move |event: AgentEvent| report(event, json_output);
     let cancel = CancellationToken::new();
     let interrupt = {
         let cancel = cancel.clone();
         tokio::spawn(async move {
-            setup::wait_for_interrupt().await;
+            super::signals::wait_for_interrupt().await;
             cancel.cancel();
         })
     };
-    let result = session.agent.statement(&args.prompt, &cancel, &sink).await;
+    let result = agent.statement(&args.prompt, &cancel, &sink).await;
     interrupt.abort();
     let report = result?;
     if !json_output {
@@ -61,11 +58,7 @@ pub(crate) async fn run(args: RunArgs, project: &Project) -> anyhow::Result<Exit
             .get()
             .await
             .map_err(|reason| anyhow::anyhow!(reason))?;
-        let id = session
-            .agent
-            .conversation_id()
-            .unwrap_or_default()
-            .to_owned();
+        let id = agent.conversation_id().unwrap_or_default().to_owned();
         let dump = store.dump_conversation(&id).await?;
         let usage = store.llm_calls(&id).await?;
         let outcome = match &report.outcome {

@@ -1,16 +1,16 @@
 //! `satchel search`: the search tool from a shell.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use satchel_core::ToolCall;
 use satchel_tools::{Style, ToolContext, UserInitiated, dispatch};
 use serde_json::json;
 
-use super::project::Project;
 use crate::cli::SearchArgs;
+use satchel_host::Host;
 
-pub(crate) async fn run(args: SearchArgs, project: &Project) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(args: SearchArgs, project: &Host) -> anyhow::Result<ExitCode> {
     let registry = project.tools(false).await?.current();
     let input = json!({
         "query": args.query,
@@ -47,7 +47,7 @@ pub(crate) async fn run(args: SearchArgs, project: &Project) -> anyhow::Result<E
             .unwrap_or_else(|| json!(output.results.to_text()));
         writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
     } else if let Some(tool) = registry.get("search") {
-        let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let color = crate::paths::color(&std::io::stdout());
         writeln!(
             stdout,
             "{}",

@@ -7,14 +7,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
+use satchel_builtins::{BuiltinDeps, builtin_tools};
 use satchel_core::{ToolCall, ToolOutput, ToolResults, ToolSpec, is_valid_tool_name};
 use satchel_tools::external::{
     Language, SpecCache, ToolDirs, discover, skeleton, tool_name_for_file,
 };
 use satchel_tools::format::truncate_chars;
 use satchel_tools::{
-    BuiltinDeps, LiveRegistry, Registry, Style, ToolContext, ToolSource, UserInitiated,
-    builtin_tools, dispatch, not_recorded,
+    LiveRegistry, Registry, Style, ToolContext, ToolSource, UserInitiated, dispatch, not_recorded,
 };
 use serde_json::{Value, json};
 
@@ -23,15 +23,14 @@ use satchel_store::{
     ToolCallStore,
 };
 
-use super::project::{PROJECT_TOOLS, Project};
 use super::prompt;
-use super::setup;
 use crate::cli::{CallArgs, Lang, ListArgs, NewArgs, ToolsCommand};
+use satchel_host::{Host, PROJECT_TOOLS};
 
 /// Characters of a description shown by `tools list`.
 const LIST_DESCRIPTION_CHARS: usize = 60;
 
-pub(crate) async fn run(command: ToolsCommand, project: &Project) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(command: ToolsCommand, project: &Host) -> anyhow::Result<ExitCode> {
     let reprobe = matches!(command, ToolsCommand::Refresh(_));
     let live = match command {
         ToolsCommand::New(args) => return new_tool(args, project).await,
@@ -52,7 +51,7 @@ pub(crate) async fn run(command: ToolsCommand, project: &Project) -> anyhow::Res
     };
     let servers = match wanted {
         Some(name) if live.current().get(name).is_some() => None,
-        _ => Some(setup::start_mcp_servers(&live, &project.root).await),
+        _ => Some(satchel_host::loaders::start_mcp_servers(&live, project).await),
     };
     let code = run_with(command, &live, project).await;
     if let Some(servers) = servers {
@@ -64,7 +63,7 @@ pub(crate) async fn run(command: ToolsCommand, project: &Project) -> anyhow::Res
 async fn run_with(
     command: ToolsCommand,
     live: &LiveRegistry,
-    project: &Project,
+    project: &Host,
 ) -> anyhow::Result<ExitCode> {
     let registry = live.current();
     match command {
@@ -99,7 +98,7 @@ pub(crate) fn names(registry: &Registry) -> String {
     registry.names().collect::<Vec<_>>().join(", ")
 }
 
-fn source_label(source: &ToolSource, project: &Project) -> String {
+fn source_label(source: &ToolSource, project: &Host) -> String {
     match source {
         ToolSource::Builtin => "builtin".to_owned(),
         ToolSource::External { level, path } => format!("{level} {}", project.display_path(path)),
@@ -110,7 +109,7 @@ fn source_label(source: &ToolSource, project: &Project) -> String {
 fn print_list(
     live: &LiveRegistry,
     registry: &Registry,
-    project: &Project,
+    project: &Host,
     args: &ListArgs,
 ) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
@@ -188,7 +187,7 @@ fn print_list(
     Ok(())
 }
 
-async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow::Result<ExitCode> {
+async fn call(registry: &Registry, args: CallArgs, project: &Host) -> anyhow::Result<ExitCode> {
     let input = read_input(args.input.as_deref())?;
     let ctx = ToolContext::standalone(
         format!("cli-{}", std::process::id()),
@@ -197,7 +196,7 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
     );
     let cancel = ctx.cancel.clone();
     tokio::spawn(async move {
-        setup::wait_for_interrupt().await;
+        super::signals::wait_for_interrupt().await;
         tracing::warn!("interrupted: stopping the tool");
         cancel.cancel();
     });
@@ -237,7 +236,7 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
     if args.json {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&output)?)?;
     } else if args.human {
-        let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let color = crate::paths::color(&std::io::stdout());
         let style = Style::Terminal { color };
         match registry.get(&call.name) {
             Some(tool) => {
@@ -266,7 +265,7 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
         );
         tokio::select! {
             () = project.code_jobs.wait_all() => {}
-            () = setup::wait_for_interrupt() => tracing::warn!("interrupted: background jobs stopped"),
+            () = super::signals::wait_for_interrupt() => tracing::warn!("interrupted: background jobs stopped"),
         }
     }
     project.store.close().await;
@@ -279,7 +278,7 @@ async fn call(registry: &Registry, args: CallArgs, project: &Project) -> anyhow:
 
 /// Puts a call on record before it runs; the error says why it could not.
 async fn begin_call(
-    project: &Project,
+    project: &Host,
     call: &ToolCall,
     started_at: Timestamp,
 ) -> Result<String, String> {
@@ -297,7 +296,7 @@ async fn begin_call(
 
 /// Records a finished call and ends its start; a failure now is a warning
 /// (the call ran; its start stays on record as unfinished).
-async fn record_call(project: &Project, record: NewToolCall, start: String) {
+async fn record_call(project: &Host, record: NewToolCall, start: String) {
     let recorded = match project.store.get().await {
         Ok(store) => match store.record_tool_call(record).await {
             Ok(_) => store
@@ -352,7 +351,7 @@ pub(crate) fn read_input(argument: Option<&str>) -> anyhow::Result<Value> {
 
 /// `satchel tools new`: writes the skeleton, then checks that it answers
 /// `--schema` the way discovery will ask it.
-async fn new_tool(args: NewArgs, project: &Project) -> anyhow::Result<ExitCode> {
+async fn new_tool(args: NewArgs, project: &Host) -> anyhow::Result<ExitCode> {
     let name = tool_name_for_file(&args.name).map_err(anyhow::Error::msg)?;
     if !is_valid_tool_name(&args.name) {
         bail!(

@@ -3,6 +3,10 @@
 //! user can meet, and the invariant that the bytes received are exactly
 //! the bytes the estimate counted.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 mod anthropic;

@@ -47,6 +47,10 @@ impl ServerProcess {
         env: &BTreeMap<String, String>,
         cwd: &Path,
     ) -> io::Result<(ServerProcess, Pipes)> {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "a long-lived MCP server on pipes, not a command: its own group, killed on drop"
+        )]
         let mut cmd = Command::new(command);
         cmd.args(args)
             .envs(env)

@@ -79,12 +79,12 @@ impl Prompt {
         let root = path.parent().and_then(std::path::Path::parent);
         // Only a project the user already trusted stays trusted after the
         // edit: trusting now would also trust whatever else is there.
-        let was_trusted = root.is_some_and(crate::trust::trusted_by_record);
+        let was_trusted = root.is_some_and(satchel_host::trust::trusted_by_record);
         match satchel_tools::config::add_allow_rules(path, &rules) {
             Ok(()) => {
                 if was_trusted
                     && let Some(root) = root
-                    && let Err(error) = crate::trust::trust(root)
+                    && let Err(error) = satchel_host::trust::trust(root)
                 {
                     tracing::warn!(%error, "cannot remember the project as trusted");
                 }

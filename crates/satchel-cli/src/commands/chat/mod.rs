@@ -7,7 +7,6 @@ mod consent;
 mod markdown;
 mod screen;
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -15,15 +14,16 @@ use std::sync::{Arc, Mutex};
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 use satchel_agent::{AgentEvent, Outcome};
+use satchel_builtins::conversation::{select, timeline};
 use satchel_store::{AuditSource, LogStore, StatementStore, ToolCallStore};
 use satchel_tools::Style;
-use satchel_tools::conversation::{select, timeline};
 use tokio_util::sync::CancellationToken;
 
-use super::project::Project;
-use super::session::{self, Session, SessionOptions};
 use crate::cli::{ChatArgs, CodeFailuresArgs, CodeStatsArgs, NewSessionArgs};
 use consent::TerminalConsent;
+use satchel_agent::Agent;
+use satchel_host::ConversationOptions;
+use satchel_host::Host;
 use screen::SharedScreen;
 
 /// The line editor, shared by the prompt and consent questions.
@@ -44,8 +44,8 @@ Commands:
   /exit              leave (or Ctrl-D)
 Anything else is sent to the model. Ctrl-C interrupts a running turn.";
 
-pub(crate) async fn run(args: ChatArgs, project: &Project) -> anyhow::Result<ExitCode> {
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+pub(crate) async fn run(args: ChatArgs, project: &Host) -> anyhow::Result<ExitCode> {
+    let color = crate::paths::color(&std::io::stdout());
     let editor: LineEditor = Arc::new(Mutex::new(DefaultEditor::new()?));
     let history = history_file(project);
     if let Some(path) = &history {
@@ -60,18 +60,16 @@ pub(crate) async fn run(args: ChatArgs, project: &Project) -> anyhow::Result<Exi
         screen.clone(),
         project.root.join(satchel_tools::config::PROJECT_CONFIG),
     ));
-    let mut session = session::open(
-        project,
-        SessionOptions {
+    let mut agent = project
+        .conversation(ConversationOptions {
             source: AuditSource::Repl,
             consent: consent.clone(),
             display: Style::Terminal { color },
             resume: args.resume,
-        },
-    )
-    .await?;
+        })
+        .await?;
     let spinner = screen.spawn_spinner();
-    greet(&session, &screen);
+    greet(&agent, &screen);
     loop {
         let prompt = if color { "\x1b[1;32m›\x1b[0m " } else { "> " };
         let line = read_line(&editor, prompt).await;
@@ -98,7 +96,7 @@ pub(crate) async fn run(args: ChatArgs, project: &Project) -> anyhow::Result<Exi
             }
         }
         if let Some(command) = line.strip_prefix('/') {
-            match slash(command, &mut session, &screen, &consent, project).await {
+            match slash(command, &mut agent, &screen, &consent, project).await {
                 Ok(true) => continue,
                 Ok(false) => break,
                 Err(error) => {
@@ -107,7 +105,7 @@ pub(crate) async fn run(args: ChatArgs, project: &Project) -> anyhow::Result<Exi
                 }
             }
         }
-        statement(line, &mut session, &screen, &consent).await;
+        statement(line, &mut agent, &screen, &consent).await;
     }
     spinner.abort();
     project.store.close().await;
@@ -148,11 +146,12 @@ fn wrap_words(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-fn greet(session: &Session, screen: &SharedScreen) {
-    let snapshot = session.agent.config();
+fn greet(agent: &Agent, screen: &SharedScreen) {
+    let snapshot = agent.config();
     // What the model section resolves to, with SATCHEL_MODEL and the
     // endpoint's defaults applied, as the loop will use it.
-    let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+    let env: std::collections::HashMap<String, String> =
+        crate::paths::process_env().into_iter().collect();
     let model = match snapshot.llm.resolve(&env) {
         Ok(model) => format!(
             "model {} at {} ({} tool calling)",
@@ -162,28 +161,24 @@ fn greet(session: &Session, screen: &SharedScreen) {
         ),
         Err(error) => format!("no usable model ({error})"),
     };
-    let resumed = match session.agent.conversation_id() {
+    let resumed = match agent.conversation_id() {
         Some(id) => format!(
             "; resuming {}{}",
             id,
-            session
-                .agent
-                .title()
-                .map(|t| format!(" ({t})"))
-                .unwrap_or_default()
+            agent.title().map(|t| format!(" ({t})")).unwrap_or_default()
         ),
         None => String::new(),
     };
     screen.lock().line(&format!(
         "satchel chat: {} tools, {model}{resumed}. /help for commands, Ctrl-D to leave.",
-        session.live.current().len()
+        agent.tools().current().len()
     ));
 }
 
 /// Runs one statement; Ctrl-C cancels it and its processes.
 async fn statement(
     text: &str,
-    session: &mut Session,
+    agent: &mut Agent,
     screen: &SharedScreen,
     consent: &TerminalConsent,
 ) {
@@ -202,7 +197,7 @@ async fn statement(
         move |event: AgentEvent| screen.show(event)
     };
     screen.lock().waiting(true);
-    let result = session.agent.statement(text, &cancel, &sink).await;
+    let result = agent.statement(text, &cancel, &sink).await;
     interrupt.abort();
     consent.set_running(None);
     let mut screen = screen.lock();
@@ -221,10 +216,10 @@ async fn statement(
 /// Handles `/command args`; false means leave.
 async fn slash(
     command: &str,
-    session: &mut Session,
+    agent: &mut Agent,
     screen: &SharedScreen,
     consent: &TerminalConsent,
-    project: &Project,
+    project: &Host,
 ) -> anyhow::Result<bool> {
     let (name, rest) = command
         .split_once(char::is_whitespace)
@@ -233,10 +228,9 @@ async fn slash(
         "help" | "?" => screen.lock().line(HELP),
         "exit" | "quit" | "q" => return Ok(false),
         "tools" => {
-            let registry = session.live.current();
+            let registry = agent.tools().current();
             let mut text = String::new();
-            let width = std::env::var("COLUMNS")
-                .ok()
+            let width = crate::paths::var("COLUMNS")
                 .and_then(|c| c.parse::<usize>().ok())
                 .unwrap_or(100)
                 .max(40);
@@ -251,19 +245,19 @@ async fn slash(
             screen.lock().line(text.trim_end());
         }
         "refresh" => {
-            let report = session.live.refresh(true).await?;
+            let report = agent.tools().refresh(true).await?;
             screen.lock().line(&format!(
                 "{} tools{}",
-                session.live.current().len(),
+                agent.tools().current().len(),
                 if report.is_change() { " (changed)" } else { "" }
             ));
         }
         "goal" if rest.is_empty() => {
-            let goal = session.agent.goal().unwrap_or("(not set yet)").to_owned();
+            let goal = agent.goal().unwrap_or("(not set yet)").to_owned();
             screen.lock().line(&format!("goal: {goal}"));
         }
         "goal" => {
-            session.agent.set_goal(rest.to_owned()).await?;
+            agent.set_goal(rest.to_owned()).await?;
             screen.lock().line(&format!("goal set: {rest}"));
         }
         "history" => {
@@ -277,20 +271,20 @@ async fn slash(
                         anyhow::anyhow!("/history takes a number of events, not `{rest}`")
                     })?
             };
-            let text = show_history(session, project, count, screen.color()).await?;
+            let text = show_history(agent, project, count, screen.color()).await?;
             screen.lock().line(&text);
         }
         "context" => {
-            let report = session.agent.context_report().await?;
+            let report = agent.context_report().await?;
             screen
                 .lock()
                 .line(super::context::render(&report).trim_end());
         }
         "new" => {
-            session.agent.new_conversation();
+            agent.new_conversation();
             consent.forget();
             if !rest.is_empty() {
-                session.agent.set_title(rest.to_owned()).await?;
+                agent.set_title(rest.to_owned()).await?;
             }
             screen.lock().line("new conversation.");
         }
@@ -339,12 +333,12 @@ const DEFAULT_HISTORY_EVENTS: usize = 20;
 /// The last `count` events of the conversation's timeline, as the
 /// `conversation` tool builds it, through the tools' terminal formatters.
 async fn show_history(
-    session: &Session,
-    project: &Project,
+    agent: &Agent,
+    project: &Host,
     count: usize,
     color: bool,
 ) -> anyhow::Result<String> {
-    let Some(id) = session.agent.conversation_id() else {
+    let Some(id) = agent.conversation_id() else {
         return Ok("nothing yet: the conversation starts with your first message.".to_owned());
     };
     let store = project
@@ -362,7 +356,7 @@ async fn show_history(
     if chosen.is_empty() {
         return Ok("nothing recorded yet.".to_owned());
     }
-    let registry = session.live.current();
+    let registry = agent.tools().current();
     let mut text = super::log::render_timeline(&chosen, &registry, Style::Terminal { color });
     if chosen.len() < events.len() {
         text = format!(
@@ -375,7 +369,7 @@ async fn show_history(
 }
 
 /// Where input history is kept: beside the database.
-fn history_file(project: &Project) -> Option<PathBuf> {
+fn history_file(project: &Host) -> Option<PathBuf> {
     let dir = project.db.as_ref()?.parent()?.to_path_buf();
     std::fs::create_dir_all(&dir).ok()?;
     Some(dir.join("chat-history.txt"))

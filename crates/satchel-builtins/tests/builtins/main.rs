@@ -1,0 +1,14 @@
+//! The built-in tools, each against the real parts it drives: processes
+//! in the sandbox, a SQLite store, the memory service, local search
+//! backends.
+
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
+mod bash;
+mod code;
+mod conversation;
+mod memory;
+mod policy;
+mod search;

@@ -1,0 +1,221 @@
+//! [`LazyMemory`]: the memory over the host's database, opened on first
+//! use and shared by every conversation, the `memory` tool and the
+//! commands, so one process loads the model and builds the vector index at
+//! most once.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use satchel_builtins::memory::MemoryHandle;
+use satchel_memory::{
+    Memory, MemoryConfig, MemoryOptions, ModelSource, Summarizer, spawn_maintenance,
+};
+use satchel_store::SystemClock;
+
+use crate::store::LazyStore;
+
+/// Fetches the embedding model into a directory (the binary's fetcher
+/// shows its progress to the user); tried once per process.
+#[async_trait]
+pub trait ModelFetcher: Send + Sync {
+    /// Fetches and verifies the model into `dir`.
+    async fn fetch(&self, dir: &Path) -> Result<(), String>;
+}
+
+/// The memory over the project's database, opened on first use and shared
+/// by the `memory` commands and the `memory` tool, so one process loads
+/// the model and builds the vector index at most once. A command that
+/// never touches memory opens nothing.
+pub struct LazyMemory {
+    store: Arc<LazyStore>,
+    /// Replaced by `reconfigure` when agent.json changes.
+    config: std::sync::RwLock<MemoryConfig>,
+    summarizer: Option<Arc<dyn Summarizer>>,
+    fetcher: Option<Arc<dyn ModelFetcher>>,
+    cell: tokio::sync::OnceCell<Result<Arc<Memory>, String>>,
+    /// Embedding memories stored without one, started when memory opens.
+    backfill: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// Fetches the embedding model into `dir` when it is missing and fetching
+/// is allowed, once per process; a failure is a warning (recall then says
+/// once that it uses keywords only, and how to fix it).
+async fn fetch_if_missing(fetcher: Option<&dyn ModelFetcher>, dir: &Path, configured: bool) {
+    static TRIED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let Some(fetcher) = fetcher else {
+        return;
+    };
+    if satchel_memory::Embedder::files_present(dir)
+        || !configured
+        || TRIED.swap(true, std::sync::atomic::Ordering::SeqCst)
+    {
+        return;
+    }
+    if let Err(error) = fetcher.fetch(dir).await {
+        tracing::warn!("the embedding model could not be fetched: {error}");
+    }
+}
+
+/// Embeds, in the background, memories stored before the model was there.
+fn spawn_backfill(memory: &Arc<Memory>) -> tokio::task::JoinHandle<()> {
+    let memory = Arc::clone(memory);
+    tokio::spawn(async move {
+        match memory.backfill_embeddings(64).await {
+            Ok(0) => {}
+            Ok(count) => tracing::info!("embedded {count} memories stored without an embedding"),
+            Err(error) => tracing::warn!("embedding stored memories failed: {error}"),
+        }
+    })
+}
+
+impl LazyMemory {
+    /// Memory with `config` over `store` (the model loads on first use).
+    pub fn new(
+        store: Arc<LazyStore>,
+        config: MemoryConfig,
+        summarizer: Option<Arc<dyn Summarizer>>,
+        fetcher: Option<Arc<dyn ModelFetcher>>,
+    ) -> LazyMemory {
+        LazyMemory {
+            store,
+            config: std::sync::RwLock::new(config),
+            summarizer,
+            fetcher,
+            cell: tokio::sync::OnceCell::new(),
+            backfill: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The `memory` section, with the model directory resolved.
+    pub fn config(&self) -> MemoryConfig {
+        self.config
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Takes a new `memory` section (agent.json changed): the open memory,
+    /// if any, uses it from its next operation. Returns what cannot change
+    /// without a restart: the model, loaded once per process.
+    pub fn reconfigure(&self, config: MemoryConfig) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if let Some(Ok(memory)) = self.cell.get() {
+            if config.model_dir != self.config().model_dir {
+                warnings.push(
+                    "memory.modelDir: the model is loaded once; the new directory is used when satchel restarts"
+                        .to_owned(),
+                );
+            }
+            memory.reconfigure(config.clone());
+        }
+        *self
+            .config
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = config;
+        warnings
+    }
+
+    /// The open memory, or why the database cannot be opened.
+    ///
+    /// On first use, sessions whose time has passed are ended and expired
+    /// memories purged, then again every `purgeIntervalMinutes` for as long
+    /// as the process runs (which matters for `mcp serve`).
+    pub async fn get(&self) -> Result<Arc<Memory>, String> {
+        self.cell
+            .get_or_init(|| async {
+                let store = self.store.get().await?.clone();
+                let config = self.config();
+                if let Some(dir) = &config.model_dir {
+                    fetch_if_missing(self.fetcher.as_deref(), dir, config.fetch_model).await;
+                }
+                let model = match &config.model_dir {
+                    Some(dir) => ModelSource::Dir(dir.clone()),
+                    None => ModelSource::None,
+                };
+                let memory = Arc::new(Memory::new(
+                    Arc::new(store),
+                    config,
+                    MemoryOptions {
+                        clock: Arc::new(SystemClock),
+                        model,
+                        summarizer: self.summarizer.clone(),
+                    },
+                ));
+                if let Err(error) = memory.maintain().await {
+                    tracing::warn!("memory maintenance: {error}");
+                }
+                drop(spawn_maintenance(&memory));
+                *self
+                    .backfill
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    Some(spawn_backfill(&memory));
+                Ok(memory)
+            })
+            .await
+            .clone()
+    }
+}
+
+impl LazyMemory {
+    /// Waits for the background backfill started at open, if any (a
+    /// one-shot command finishes it before it exits).
+    pub async fn finish_backfill(&self) {
+        let handle = self
+            .backfill
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(handle) = handle {
+            let _ = handle.await;
+        }
+    }
+}
+
+#[async_trait]
+impl MemoryHandle for LazyMemory {
+    async fn memory(&self) -> Result<Arc<Memory>, String> {
+        self.get().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_new_memory_section_reaches_the_open_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(LazyStore::new(
+            Some(dir.path().join("satchel.db")),
+            satchel_store::Redactor::default(),
+        ));
+        let config = MemoryConfig {
+            model_dir: Some(dir.path().join("no-model")),
+            ..MemoryConfig::default()
+        };
+        let lazy = LazyMemory::new(store, config.clone(), None, None);
+
+        // Before the memory is opened only the section is replaced.
+        let smaller = MemoryConfig {
+            max_content_chars: 300,
+            ..config.clone()
+        };
+        assert!(lazy.reconfigure(smaller).is_empty());
+        let memory = lazy.get().await.unwrap();
+        assert_eq!(memory.config().max_content_chars, 300);
+
+        let moved = MemoryConfig {
+            max_content_chars: 200,
+            model_dir: Some(dir.path().join("elsewhere")),
+            ..config
+        };
+        let warnings = lazy.reconfigure(moved);
+        assert_eq!(memory.config().max_content_chars, 200);
+        assert!(
+            warnings.len() == 1 && warnings[0].contains("when satchel restarts"),
+            "{warnings:?}"
+        );
+    }
+}

@@ -1,0 +1,105 @@
+//! [`LazyStore`]: the database a host records into, opened on first use,
+//! and the [`redactor`] every record, log line and child's output passes
+//! through.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use satchel_builtins::code::CodeStoreHandle;
+use satchel_builtins::conversation::RecordsHandle;
+use satchel_store::{CodeStore, RedactionConfig, Redactor, SqliteStore, Store, StoreOptions};
+use satchel_tools::Settings;
+
+/// The redactor for this host: the environment variables agent.json's
+/// `redaction` section names, plus conventional secret names. A broken
+/// section is a warning.
+pub fn redactor(settings: &Settings, env: &BTreeMap<String, String>) -> Redactor {
+    let (config, warning) = settings.section::<RedactionConfig>("redaction");
+    if let Some(warning) = warning {
+        tracing::warn!("{warning}");
+    }
+    Redactor::from_env(&config, env.iter().map(|(k, v)| (k.clone(), v.clone())))
+}
+
+/// [`redactor`] without the warning (a reload's tools configuration: the
+/// section's warning was given when the host opened).
+pub(crate) fn redactor_quietly(settings: &Settings, env: &BTreeMap<String, String>) -> Redactor {
+    let (config, _) = settings.section::<RedactionConfig>("redaction");
+    Redactor::from_env(&config, env.iter().map(|(k, v)| (k.clone(), v.clone())))
+}
+
+/// The database for recording, opened on first use and shared by every
+/// conversation and tool of the host (the `code` tool traces into it, the
+/// `conversation` tool reads it). A command that records nothing never
+/// creates the file.
+pub struct LazyStore {
+    db: Option<PathBuf>,
+    redactor: Redactor,
+    cell: tokio::sync::OnceCell<Result<SqliteStore, String>>,
+}
+
+impl LazyStore {
+    /// A store at `db` (none when no location is known) that redacts with `redactor`.
+    pub fn new(db: Option<PathBuf>, redactor: Redactor) -> LazyStore {
+        LazyStore {
+            db,
+            redactor,
+            cell: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// The open store, or why it cannot be opened (a warning for callers,
+    /// never a lost result).
+    pub async fn get(&self) -> Result<&SqliteStore, String> {
+        let opened = self
+            .cell
+            .get_or_init(|| async {
+                let Some(path) = &self.db else {
+                    return Err(
+                        "no database location: set --db, SATCHEL_DB, XDG_DATA_HOME or HOME"
+                            .to_owned(),
+                    );
+                };
+                let options = StoreOptions {
+                    redactor: self.redactor.clone(),
+                    ..StoreOptions::default()
+                };
+                SqliteStore::open(path, options)
+                    .await
+                    .map_err(|error| error.to_string())
+            })
+            .await;
+        opened.as_ref().map_err(Clone::clone)
+    }
+
+    /// The open store as the record traits, or why it cannot be opened.
+    pub async fn records(&self) -> Result<Arc<dyn Store>, String> {
+        Ok(Arc::new(self.get().await?.clone()))
+    }
+
+    /// Waits for queued writes and closes the file, if it was opened.
+    pub async fn close(&self) {
+        if let Some(Ok(store)) = self.cell.get()
+            && let Err(error) = store.close().await
+        {
+            tracing::warn!("closing the database: {error}");
+        }
+    }
+}
+
+#[async_trait]
+impl CodeStoreHandle for LazyStore {
+    async fn code_store(&self) -> Result<Arc<dyn CodeStore>, String> {
+        let store = self.get().await?;
+        Ok(Arc::new(store.clone()))
+    }
+}
+
+#[async_trait]
+impl RecordsHandle for LazyStore {
+    async fn records(&self) -> Result<Arc<dyn Store>, String> {
+        LazyStore::records(self).await
+    }
+}
