@@ -4,13 +4,18 @@
 //! Every crate that talks HTTP (model providers, search backends, MCP
 //! servers) starts from [`client_builder`], so the whole binary links one
 //! TLS stack (no aws-lc build) and no process-wide crypto provider has to
-//! be installed before a client can be built.
+//! be installed before a client can be built. [`retry_after`] is the one
+//! reader of a server's `Retry-After` those clients share.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod retry_after;
 
 use std::sync::Arc;
 
 use rustls_platform_verifier::BuilderVerifierExt;
+
+pub use retry_after::retry_after;
 
 /// Why a client could not be set up (a broken system certificate store).
 #[derive(Debug, thiserror::Error)]

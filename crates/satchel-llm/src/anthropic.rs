@@ -26,9 +26,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::LlmError;
 use crate::config::{ANTHROPIC_DEFAULT_MAX_OUTPUT, ModelConfig};
-use crate::http::{DecodeError, Decoder, EventStream, Transport};
+use crate::http::{DecodeError, Decoder, EventStream, Transport, clip};
 use crate::models::model_info;
-use crate::openai::clip;
 use crate::provider::Provider;
 use crate::request::{BodyWriter, ChatRequest, Mode, PreparedRequest, ToolChoice, size_hint};
 use crate::response::{Assembler, StopReason, StreamEvent, Usage};

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use futures_util::{Stream, StreamExt};
 use reqwest::StatusCode;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -24,7 +24,7 @@ use crate::config::{ModelConfig, RetryPolicy};
 use crate::error::is_overload_kind;
 use crate::request::{Mode, PreparedRequest};
 use crate::response::{Assembler, Response, StreamEvent};
-use crate::sse::{SseEvent, SseParser};
+use crate::sse::{self, SseError, SseEvent};
 
 /// The events of one model call, ending with [`StreamEvent::Done`] or an error.
 ///
@@ -45,6 +45,15 @@ pub(crate) enum DecodeError {
     Provider { kind: String, message: String },
     /// The data is not the documented format.
     Invalid(String),
+}
+
+/// The start of `text` (300 characters), for a [`DecodeError`]'s message.
+pub(crate) fn clip(text: &str) -> String {
+    let mut clipped: String = text.chars().take(300).collect();
+    if clipped.len() < text.len() {
+        clipped.push_str("...");
+    }
+    clipped
 }
 
 /// Turns a provider's wire events into assembler calls.
@@ -178,6 +187,7 @@ pub async fn collect(mut stream: EventStream) -> Result<Response, LlmError> {
 }
 
 /// One failed attempt.
+#[derive(Debug)]
 struct Failure {
     error: LlmError,
     retry: bool,
@@ -193,6 +203,26 @@ impl Failure {
         }
     }
 }
+
+/// Why the body of a stream stopped before its end.
+#[derive(Debug)]
+enum Stopped {
+    /// The request timeout ran out between chunks, or the call was cancelled.
+    Guard(Failure),
+    /// The connection failed.
+    Connection(reqwest::Error),
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stopped::Guard(failure) => failure.error.fmt(f),
+            Stopped::Connection(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Stopped {}
 
 struct Run {
     transport: Arc<Transport>,
@@ -293,7 +323,7 @@ impl Run {
 
         let status = response.status();
         if !status.is_success() {
-            let retry_after = retry_after(response.headers(), SystemTime::now());
+            let retry_after = satchel_http::retry_after(response.headers(), SystemTime::now());
             let body = self
                 .guarded("reading an error response", read_limited(response))
                 .await?;
@@ -335,23 +365,36 @@ impl Run {
             return Ok(());
         }
 
-        let mut chunks = response.bytes_stream();
-        let mut parser = SseParser::default();
-        let mut events = Vec::new();
+        // The request timeout bounds the wait for each chunk of the body,
+        // so comments (keep-alives) count as signs of life.
+        let chunks =
+            futures_util::stream::unfold(response.bytes_stream(), |mut chunks| async move {
+                let chunk = match self
+                    .guarded("waiting for the next part of the stream", chunks.next())
+                    .await
+                {
+                    Ok(None) => return None,
+                    Ok(Some(Ok(chunk))) => Ok(chunk),
+                    Ok(Some(Err(error))) => Err(Stopped::Connection(error)),
+                    Err(failure) => Err(Stopped::Guard(failure)),
+                };
+                Some((chunk, chunks))
+            });
+        let mut events = std::pin::pin!(sse::events(chunks));
         let mut finished = false;
         while !finished {
-            let chunk = match self
-                .guarded("waiting for the next part of the stream", chunks.next())
-                .await
-            {
-                Err(failure) if matches!(failure.error, LlmError::Cancelled) => {
+            let event = match events.next().await {
+                None => break,
+                Some(Ok(event)) => event,
+                Some(Err(SseError::Body(Stopped::Guard(failure))))
+                    if matches!(failure.error, LlmError::Cancelled) =>
+                {
                     return Err(failure);
                 }
-                Err(failure) => {
+                Some(Err(SseError::Body(Stopped::Guard(failure)))) => {
                     return Err(self.cut(asm, failure.error.to_string(), failure.error));
                 }
-                Ok(None) => break,
-                Ok(Some(Err(error))) => {
+                Some(Err(SseError::Body(Stopped::Connection(error)))) => {
                     let reason = format!(
                         "the connection failed after {} streamed part(s) of the answer: {}",
                         asm.pieces,
@@ -360,24 +403,18 @@ impl Run {
                     let error = self.incomplete(reason.clone());
                     return Err(self.cut(asm, reason, error));
                 }
-                Ok(Some(Ok(chunk))) => chunk,
+                Some(Err(SseError::Invalid(detail))) => {
+                    return Err(self.decode_failure(DecodeError::Invalid(detail), asm));
+                }
             };
-            if let Err(detail) = parser.push(&chunk, &mut events) {
-                return Err(self.decode_failure(DecodeError::Invalid(detail), asm));
-            }
-            for event in events.drain(..) {
-                match decoder.event(&event, &mut asm, &mut out) {
-                    Ok(done) => finished |= done,
-                    Err(error) => {
-                        self.emit(&mut out);
-                        return Err(self.decode_failure(error, asm));
-                    }
-                }
-                self.emit(&mut out);
-                if finished {
-                    break;
+            match decoder.event(&event, &mut asm, &mut out) {
+                Ok(done) => finished = done,
+                Err(error) => {
+                    self.emit(&mut out);
+                    return Err(self.decode_failure(error, asm));
                 }
             }
+            self.emit(&mut out);
         }
         match decoder.missing_end(&asm) {
             None => {
@@ -635,29 +672,6 @@ fn with_attempts(error: LlmError, attempts: u32) -> LlmError {
     }
 }
 
-/// How long a server asks to wait: `retry-after-ms` (OpenAI), or
-/// `Retry-After` in seconds or as an HTTP date (relative to `now`).
-pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    let text = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-    };
-    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
-        && ms.is_finite()
-        && ms >= 0.0
-    {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
-    }
-    let value = text(RETRY_AFTER.as_str())?;
-    if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
 /// Exponential backoff with jitter: `base × 2^(attempt-1)`, capped at
 /// `max_delay`, then scaled by a random factor in [0.5, 1.0).
 pub(crate) fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
@@ -672,32 +686,6 @@ pub(crate) fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn retry_after_reads_seconds_dates_and_milliseconds() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        let mut headers = HeaderMap::new();
-        headers.insert(RETRY_AFTER, HeaderValue::from_static("7"));
-        assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(7)));
-
-        let later = httpdate::fmt_http_date(now + Duration::from_secs(30));
-        headers.insert(RETRY_AFTER, HeaderValue::from_str(&later).unwrap());
-        assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(30)));
-
-        let past = httpdate::fmt_http_date(now - Duration::from_secs(30));
-        headers.insert(RETRY_AFTER, HeaderValue::from_str(&past).unwrap());
-        assert_eq!(retry_after(&headers, now), Some(Duration::ZERO));
-
-        headers.insert("retry-after-ms", HeaderValue::from_static("1500"));
-        assert_eq!(
-            retry_after(&headers, now),
-            Some(Duration::from_millis(1500))
-        );
-
-        headers.clear();
-        headers.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
-        assert_eq!(retry_after(&headers, now), None);
-    }
 
     #[test]
     fn backoff_doubles_within_jitter_and_stays_under_the_cap() {

@@ -46,6 +46,7 @@
 mod anthropic;
 mod calibrate;
 mod config;
+mod connect;
 mod count_cache;
 mod error;
 mod http;
@@ -66,11 +67,12 @@ pub use config::{
     DEFAULT_OLLAMA_URL, DEFAULT_OPENAI_MODEL, LlmConfig, ModelConfig, OPENAI_URL, ProviderKind,
     ReplyFormat, RetryPolicy, ToolCalling, ToolMode,
 };
+pub use connect::{connect, native_tools_json};
 pub use error::LlmError;
 pub use http::{EventStream, collect};
 pub use models::{ModelInfo, UNKNOWN_MODEL, model_info};
 pub use openai::OpenAiProvider;
-pub use provider::{Provider, connect, native_tools_json};
+pub use provider::Provider;
 pub use request::{ChatRequest, Mode, PreparedRequest, ToolChoice};
 pub use response::{AssembledToolCall, Response, StopReason, StreamEvent, Usage};
 pub use tokens::{Encoding, IMAGE_TOKENS, Section, SectionTokens, TokenEstimate, count_tokens};

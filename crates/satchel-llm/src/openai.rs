@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::LlmError;
 use crate::config::{ModelConfig, OPENAI_URL, ReplyFormat};
-use crate::http::{DecodeError, Decoder, EventStream, Transport};
+use crate::http::{DecodeError, Decoder, EventStream, Transport, clip};
 use crate::provider::Provider;
 use crate::request::{BodyWriter, ChatRequest, Mode, PreparedRequest, ToolChoice, size_hint};
 use crate::response::{Assembler, StopReason, StreamEvent, Usage};
@@ -567,13 +567,4 @@ impl Decoder for OpenAiDecoder {
         }
         self.chunk(chunk, asm, out)
     }
-}
-
-/// The start of `text`, for error messages.
-pub(crate) fn clip(text: &str) -> String {
-    let mut clipped: String = text.chars().take(300).collect();
-    if clipped.len() < text.len() {
-        clipped.push_str("...");
-    }
-    clipped
 }

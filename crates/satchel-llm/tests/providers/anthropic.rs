@@ -1,82 +1,22 @@
-//! Anthropic Messages, as documented: `message_start`, `content_block_start`
-//! / `content_block_delta` (`text_delta`, `input_json_delta`,
-//! `thinking_delta`, `signature_delta`) / `content_block_stop`,
-//! `message_delta` with `stop_reason` and cumulative `usage`,
-//! `message_stop`, `ping` and `error` events; `x-api-key` and
-//! `anthropic-version` headers.
+//! What only Anthropic Messages has, as documented: the `x-api-key` and
+//! `anthropic-version` headers, the top-level `system`, thinking blocks
+//! (streamed with their signature, sent back only within the current tool
+//! loop), `tool_use` input sent back as an object, cache token counts and
+//! the usage `message_start` reports. Behaviours both formats share are in
+//! `shared.rs`.
 
 use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use satchel_core::{AssistantPart, Content, ErrorCode, Message, ToolCall, ToolOutput, ToolResults};
 use satchel_llm::{
-    ChatRequest, LlmError, Mode, ProviderKind, Section, StopReason, StreamEvent, ToolChoice, Usage,
+    ChatRequest, Mode, ProviderKind, Section, StopReason, StreamEvent, ToolChoice, Usage,
 };
 use serde_json::{Value, json};
 
-use crate::server::{End, Reply, Server, event};
+use crate::server::{End, Reply, Server};
+use crate::wire::anthropic::{end, ev, message_start, text_block, thinking_block, tool_block};
 use crate::{assert_sent_exactly, bash_spec, call, provider, read_spec};
-
-fn ev(data: Value) -> String {
-    let name = data["type"].as_str().unwrap().to_owned();
-    event(Some(&name), &data)
-}
-
-fn message_start(input_tokens: u64) -> String {
-    ev(json!({"type": "message_start", "message": {
-        "id": "msg_01", "type": "message", "role": "assistant", "content": [],
-        "model": "claude-sonnet-4-5-20250929", "stop_reason": null, "stop_sequence": null,
-        "usage": {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
-                  "cache_read_input_tokens": 0, "output_tokens": 1}
-    }}))
-}
-
-fn text_block(index: usize, pieces: &[&str]) -> Vec<String> {
-    let mut events = vec![ev(
-        json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
-    )];
-    for piece in pieces {
-        events.push(ev(json!({"type": "content_block_delta", "index": index,
-                              "delta": {"type": "text_delta", "text": piece}})));
-    }
-    events.push(ev(json!({"type": "content_block_stop", "index": index})));
-    events
-}
-
-fn tool_block(index: usize, id: &str, name: &str, input: &str, piece: usize) -> Vec<String> {
-    let mut events = vec![ev(json!({"type": "content_block_start", "index": index,
-        "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}))];
-    let chars: Vec<char> = input.chars().collect();
-    for fragment in chars.chunks(piece) {
-        let fragment: String = fragment.iter().collect();
-        events.push(ev(json!({"type": "content_block_delta", "index": index,
-                              "delta": {"type": "input_json_delta", "partial_json": fragment}})));
-    }
-    events.push(ev(json!({"type": "content_block_stop", "index": index})));
-    events
-}
-
-fn thinking_block(index: usize, pieces: &[&str], signature: &str) -> Vec<String> {
-    let mut events = vec![ev(json!({"type": "content_block_start", "index": index,
-        "content_block": {"type": "thinking", "thinking": ""}}))];
-    for piece in pieces {
-        events.push(ev(json!({"type": "content_block_delta", "index": index,
-                              "delta": {"type": "thinking_delta", "thinking": piece}})));
-    }
-    events.push(ev(json!({"type": "content_block_delta", "index": index,
-                          "delta": {"type": "signature_delta", "signature": signature}})));
-    events.push(ev(json!({"type": "content_block_stop", "index": index})));
-    events
-}
-
-fn end(stop_reason: &str, output_tokens: u64) -> Vec<String> {
-    vec![
-        ev(json!({"type": "message_delta",
-                  "delta": {"stop_reason": stop_reason, "stop_sequence": null},
-                  "usage": {"output_tokens": output_tokens}})),
-        ev(json!({"type": "message_stop"})),
-    ]
-}
 
 fn history() -> Vec<Message> {
     vec![
@@ -86,7 +26,7 @@ fn history() -> Vec<Message> {
 }
 
 #[tokio::test]
-async fn streams_a_plain_answer_with_usage() {
+async fn a_streamed_request_is_the_documented_body_and_headers() {
     let mut events = vec![message_start(25)];
     events.push(ev(json!({"type": "ping"})));
     events.extend(text_block(0, &["Hello", "! How can", " I help?"]));
@@ -237,7 +177,7 @@ async fn streams_thinking_and_parallel_tool_calls_split_across_chunks() {
 }
 
 #[tokio::test]
-async fn answers_without_streaming() {
+async fn a_whole_answer_reads_thinking_and_cache_usage() {
     let body = json!({
         "id": "msg_02", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
         "content": [
@@ -443,116 +383,7 @@ async fn malformed_tool_input_is_kept_raw_and_sent_back_as_an_empty_object() {
 }
 
 #[tokio::test]
-async fn an_overloaded_error_before_content_is_retried() {
-    let overloaded = vec![
-        message_start(10),
-        ev(
-            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
-        ),
-    ];
-    let mut fine = vec![message_start(10)];
-    fine.extend(text_block(0, &["here"]));
-    fine.extend(end("end_turn", 1));
-    let server = Server::start(vec![Reply::sse(overloaded), Reply::sse(fine)]).await;
-    let provider = provider(ProviderKind::Anthropic, &server, |_| {});
-    let messages = history();
-    let outcome = call(
-        provider.as_ref(),
-        &ChatRequest::new(&messages, &[]),
-        Mode::Stream,
-    )
-    .await;
-    assert_eq!(outcome.response().text(), "here");
-    assert_eq!(server.requests().len(), 2);
-}
-
-#[tokio::test]
-async fn an_error_event_after_content_keeps_the_partial_answer() {
-    let mut events = vec![message_start(10)];
-    events.push(ev(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})));
-    events.push(ev(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Half an"}})));
-    events.push(ev(
-        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
-    ));
-    let server = Server::start(vec![Reply::sse(events)]).await;
-    let provider = provider(ProviderKind::Anthropic, &server, |_| {});
-    let messages = history();
-    let outcome = call(
-        provider.as_ref(),
-        &ChatRequest::new(&messages, &[]),
-        Mode::Stream,
-    )
-    .await;
-    let error = outcome.error();
-    assert!(matches!(error, LlmError::Interrupted { .. }), "{error}");
-    assert_eq!(error.partial_response().unwrap().text(), "Half an");
-    assert!(error.to_string().contains("overloaded_error"), "{error}");
-    assert_eq!(server.requests().len(), 1);
-}
-
-#[tokio::test]
-async fn errors_name_the_key_variable_and_overload_is_retried() {
-    let body = json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}});
-    let server = Server::start(vec![Reply::json(401, body.to_string())]).await;
-    let provider = provider(ProviderKind::Anthropic, &server, |_| {});
-    let messages = history();
-    let outcome = call(
-        provider.as_ref(),
-        &ChatRequest::new(&messages, &[]),
-        Mode::Stream,
-    )
-    .await;
-    assert!(
-        outcome
-            .error()
-            .to_string()
-            .starts_with("the API key in $ANTHROPIC_API_KEY was rejected by http://127.0.0.1:"),
-        "{}",
-        outcome.error()
-    );
-
-    let overloaded =
-        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
-    let server = Server::start(vec![Reply::json(529, overloaded.to_string())]).await;
-    let provider = crate::provider(ProviderKind::Anthropic, &server, |c| {
-        c.max_retries = Some(1)
-    });
-    let outcome = call(
-        provider.as_ref(),
-        &ChatRequest::new(&messages, &[]),
-        Mode::Whole,
-    )
-    .await;
-    assert!(matches!(
-        outcome.error(),
-        LlmError::Server {
-            status: 529,
-            attempts: 2,
-            ..
-        }
-    ));
-    assert_eq!(server.requests().len(), 2);
-
-    let not_found = json!({"type": "error", "error": {"type": "not_found_error", "message": "model: claude-nope"}});
-    let server = Server::start(vec![Reply::json(404, not_found.to_string())]).await;
-    let provider = crate::provider(ProviderKind::Anthropic, &server, |c| {
-        c.model = Some("claude-nope".into())
-    });
-    let outcome = call(
-        provider.as_ref(),
-        &ChatRequest::new(&messages, &[]),
-        Mode::Stream,
-    )
-    .await;
-    let message = outcome.error().to_string();
-    assert!(
-        message.contains("does not know the model `claude-nope` (404: model: claude-nope)"),
-        "{message}"
-    );
-}
-
-#[tokio::test]
-async fn a_stream_cut_in_the_middle_keeps_the_partial_answer() {
+async fn a_cut_answer_keeps_the_usage_message_start_reported() {
     let mut events = vec![message_start(10)];
     events.extend(text_block(0, &["Partial ", "answer", " lost"]));
     events.extend(end("end_turn", 3));
@@ -575,105 +406,4 @@ async fn a_stream_cut_in_the_middle_keeps_the_partial_answer() {
     assert_eq!(partial.text(), "Partial answer");
     assert_eq!(partial.stop_reason, StopReason::Interrupted);
     assert_eq!(partial.usage.unwrap().input_tokens, 10);
-}
-
-#[tokio::test]
-async fn streams_one_tool_call_with_its_input_in_many_deltas() {
-    let input = r#"{"command": "cargo test --workspace 2>&1 | tail -n 20", "timeout": 600}"#;
-    let mut events = vec![message_start(120)];
-    events.extend(tool_block(0, "toolu_single", "bash", input, 1));
-    events.extend(end("tool_use", 40));
-    let server = Server::start(vec![Reply::Sse {
-        events,
-        piece: 5,
-        delay: Duration::ZERO,
-        end: End::Clean,
-    }])
-    .await;
-    let provider = provider(ProviderKind::Anthropic, &server, |_| {});
-    let messages = history();
-    let tools = [bash_spec()];
-    let outcome = call(
-        provider.as_ref(),
-        &ChatRequest::new(&messages, &tools),
-        Mode::Stream,
-    )
-    .await;
-    let response = outcome.response();
-    assert_eq!(response.tool_calls.len(), 1);
-    let call = &response.tool_calls[0];
-    assert_eq!(call.arguments, input);
-    assert_eq!(
-        call.input,
-        json!({"command": "cargo test --workspace 2>&1 | tail -n 20", "timeout": 600})
-    );
-    let deltas = outcome
-        .events
-        .iter()
-        .filter(|e| matches!(e, StreamEvent::ToolCallDelta { .. }))
-        .count();
-    assert_eq!(deltas, input.chars().count());
-    assert_eq!(response.stop_reason, StopReason::ToolUse);
-    assert_sent_exactly(&server, &outcome.prepared);
-}
-
-#[tokio::test]
-async fn shared_failures_behave_the_same_for_anthropic() {
-    let messages = history();
-    let request = ChatRequest::new(&messages, &[]);
-    let mut fine = vec![message_start(10)];
-    fine.extend(text_block(0, &["after the wait"]));
-    fine.extend(end("end_turn", 3));
-
-    // 429 with Retry-After, then an answer.
-    let limited = Reply::json(
-        429,
-        json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})
-            .to_string(),
-    )
-    .with_header("retry-after", "1");
-    let server = Server::start(vec![limited, Reply::sse(fine)]).await;
-    let provider = provider(ProviderKind::Anthropic, &server, |_| {});
-    let outcome = call(provider.as_ref(), &request, Mode::Stream).await;
-    assert_eq!(outcome.response().text(), "after the wait");
-    let requests = server.requests();
-    assert!(requests[1].at - requests[0].at >= Duration::from_millis(950));
-
-    // Silence: a timeout, retried, then reported.
-    let server = Server::start(vec![Reply::Hang]).await;
-    let provider = crate::provider(ProviderKind::Anthropic, &server, |c| {
-        c.request_timeout_secs = Some(1);
-        c.max_retries = Some(1);
-    });
-    let outcome = call(provider.as_ref(), &request, Mode::Whole).await;
-    assert!(matches!(outcome.error(), LlmError::Timeout { .. }));
-    assert_eq!(server.requests().len(), 2);
-
-    // Cancellation while the server holds the request.
-    let server = Server::start(vec![Reply::Hang]).await;
-    let provider = crate::provider(ProviderKind::Anthropic, &server, |_| {});
-    let cancel = tokio_util::sync::CancellationToken::new();
-    let trigger = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        trigger.cancel();
-    });
-    let started = std::time::Instant::now();
-    let outcome = crate::call_with(provider.as_ref(), &request, Mode::Stream, cancel).await;
-    assert!(matches!(outcome.error(), LlmError::Cancelled));
-    assert!(started.elapsed() < Duration::from_millis(1_500));
-
-    // Nothing listening at a configured address.
-    let port = crate::closed_port().await;
-    let provider = crate::provider(ProviderKind::Anthropic, &server, |c| {
-        c.base_url = Some(format!("http://127.0.0.1:{port}"));
-        c.max_retries = Some(0);
-    });
-    let outcome = call(provider.as_ref(), &request, Mode::Stream).await;
-    let message = outcome.error().to_string();
-    assert!(
-        message.starts_with(&format!("cannot reach http://127.0.0.1:{port} (")),
-        "{message}"
-    );
-    assert!(message.contains("Connection refused"), "{message}");
 }

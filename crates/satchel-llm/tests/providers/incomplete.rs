@@ -11,79 +11,34 @@
 use pretty_assertions::assert_eq;
 use satchel_core::Message;
 use satchel_llm::{ChatRequest, LlmError, Mode, ProviderKind, StopReason, StreamEvent};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::server::{End, Reply, Server, event};
+use crate::server::{End, Reply, Server};
+use crate::wire::anthropic::{block_stop, message_delta, message_stop};
+use crate::wire::openai::DONE;
+use crate::wire::{self};
 use crate::{call, provider};
 
-const DONE: &str = "data: [DONE]\n\n";
-
-fn openai_chunk(delta: Value, finish: Option<&str>) -> String {
-    event(
-        None,
-        &json!({"id": "c1", "object": "chat.completion.chunk", "model": "m",
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
-    )
-}
-
 fn openai_text(words: &[&str]) -> Vec<String> {
-    let mut events = vec![openai_chunk(
-        json!({"role": "assistant", "content": ""}),
-        None,
-    )];
-    events.extend(
-        words
-            .iter()
-            .map(|w| openai_chunk(json!({"content": w}), None)),
-    );
-    events
+    wire::unfinished(ProviderKind::OpenAi, words)
 }
 
 fn openai_finished(words: &[&str]) -> Vec<String> {
-    let mut events = openai_text(words);
-    events.push(openai_chunk(json!({}), Some("stop")));
-    events.push(DONE.into());
-    events
-}
-
-fn anthropic(data: Value) -> String {
-    let name = data["type"].as_str().unwrap().to_owned();
-    event(Some(&name), &data)
+    wire::answer(ProviderKind::OpenAi, words)
 }
 
 fn anthropic_text(words: &[&str]) -> Vec<String> {
-    let mut events = vec![
-        anthropic(json!({"type": "message_start", "message": {
-            "id": "msg_1", "type": "message", "role": "assistant", "content": [],
-            "model": "claude-sonnet-4-5", "stop_reason": null,
-            "usage": {"input_tokens": 10, "output_tokens": 1}}})),
-        anthropic(json!({"type": "content_block_start", "index": 0,
-                         "content_block": {"type": "text", "text": ""}})),
-    ];
-    events.extend(words.iter().map(|w| {
-        anthropic(json!({"type": "content_block_delta", "index": 0,
-                         "delta": {"type": "text_delta", "text": w}}))
-    }));
-    events.push(anthropic(json!({"type": "content_block_stop", "index": 0})));
+    let mut events = wire::unfinished(ProviderKind::Anthropic, words);
+    events.push(block_stop(0));
     events
 }
 
 fn anthropic_delta() -> String {
-    anthropic(
-        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                     "usage": {"output_tokens": 3}}),
-    )
-}
-
-fn anthropic_stop() -> String {
-    anthropic(json!({"type": "message_stop"}))
+    message_delta("end_turn", 3)
 }
 
 fn anthropic_finished(words: &[&str]) -> Vec<String> {
-    let mut events = anthropic_text(words);
-    events.push(anthropic_delta());
-    events.push(anthropic_stop());
-    events
+    wire::answer(ProviderKind::Anthropic, words)
 }
 
 async fn stream_once(kind: ProviderKind, replies: Vec<Reply>) -> (crate::Outcome, Server) {
@@ -120,7 +75,7 @@ async fn a_partial_answer_without_its_finishing_word_is_an_error_not_an_answer()
     let mut anthropic_no_stop = anthropic_text(&["The ", "answer ", "is"]);
     anthropic_no_stop.push(anthropic_delta());
     let mut anthropic_stop_without_reason = anthropic_text(&["The ", "answer ", "is"]);
-    anthropic_stop_without_reason.push(anthropic_stop());
+    anthropic_stop_without_reason.push(message_stop());
     let cases = [
         (
             ProviderKind::OpenAi,
@@ -183,7 +138,7 @@ async fn an_unfinished_answer_before_any_content_is_retried_and_the_retry_is_rep
     let mut openai_empty_done = openai_text(&[]);
     openai_empty_done.push(DONE.into());
     let mut anthropic_empty = anthropic_text(&[]);
-    anthropic_empty.push(anthropic_stop());
+    anthropic_empty.push(message_stop());
     let cases = [
         (
             ProviderKind::OpenAi,
@@ -284,92 +239,5 @@ async fn an_html_page_or_a_body_that_is_not_json_is_a_clear_error() {
                 .contains("format Satchel does not understand"),
             "{error}"
         );
-    }
-}
-
-fn openai_tool_start() -> Vec<String> {
-    vec![
-        openai_chunk(json!({"content": "Running it."}), None),
-        openai_chunk(
-            json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                   "function": {"name": "bash", "arguments": ""}}]}),
-            None,
-        ),
-        openai_chunk(
-            json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"comm"}}]}),
-            None,
-        ),
-    ]
-}
-
-fn anthropic_tool_start() -> Vec<String> {
-    let mut events = anthropic_text(&["Running it."]);
-    events.push(anthropic(json!({"type": "content_block_start", "index": 1,
-        "content_block": {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {}}})));
-    events.push(anthropic(json!({"type": "content_block_delta", "index": 1,
-        "delta": {"type": "input_json_delta", "partial_json": "{\"comm"}})));
-    events
-}
-
-/// Both wire formats: a stream cut mid tool-call arguments keeps the text
-/// and drops the call (it never runs); a stall after content is cut at the
-/// idle timeout; 502 and 503 are retried, then reported with the status.
-#[tokio::test]
-async fn tool_arguments_cut_stalls_and_gateway_errors_in_both_formats() {
-    for kind in [ProviderKind::OpenAi, ProviderKind::Anthropic] {
-        let messages = vec![Message::user("hi")];
-        let request = ChatRequest::new(&messages, &[]);
-
-        let events = match kind {
-            ProviderKind::OpenAi => openai_tool_start(),
-            ProviderKind::Anthropic => anthropic_tool_start(),
-        };
-        let cut = Reply::Sse {
-            end: End::CutAfter(events.len()),
-            events,
-            piece: 0,
-            delay: std::time::Duration::ZERO,
-        };
-        let (outcome, _server) = stream_once(kind, vec![cut]).await;
-        let partial = outcome.error().partial_response().unwrap();
-        assert_eq!(partial.text(), "Running it.", "{kind:?}");
-        assert!(
-            partial.tool_calls.is_empty(),
-            "{kind:?}: the cut call is dropped"
-        );
-
-        let events = match kind {
-            ProviderKind::OpenAi => openai_text(&["Thinking about"]),
-            ProviderKind::Anthropic => anthropic_text(&["Thinking about"]),
-        };
-        let stall = Reply::Sse {
-            end: End::HangAfter(events.len()),
-            events,
-            piece: 0,
-            delay: std::time::Duration::ZERO,
-        };
-        let server = Server::start(vec![stall]).await;
-        let slow = provider(kind, &server, |c| c.request_timeout_secs = Some(1));
-        let outcome = call(slow.as_ref(), &request, Mode::Stream).await;
-        let error = outcome.error();
-        assert!(
-            error.to_string().contains("sent nothing for 1 s"),
-            "{kind:?}: {error}"
-        );
-        assert_eq!(error.partial_response().unwrap().text(), "Thinking about");
-
-        for status in [502, 503] {
-            let body = r#"{"error": {"type": "api_error", "message": "upstream down"}}"#;
-            let server = Server::start(vec![Reply::json(status, body)]).await;
-            let provider = provider(kind, &server, |_| {});
-            let outcome = call(provider.as_ref(), &request, Mode::Stream).await;
-            let error = outcome.error();
-            assert!(
-                matches!(error, LlmError::Server { status: s, attempts: 3, .. } if *s == status),
-                "{kind:?}: {error}"
-            );
-            assert_eq!(server.requests().len(), 3);
-            assert_eq!(retries(&outcome).len(), 2);
-        }
     }
 }

@@ -2,6 +2,10 @@
 //! as documented: streaming and not, tool calls, usage, every error the
 //! user can meet, and the invariant that the bytes received are exactly
 //! the bytes the estimate counted.
+//!
+//! `shared` holds each behaviour the formats share, written once and run
+//! against both providers (the [`both!`] macro); `openai` and `anthropic`
+//! what only one format has; `wire` builds each server's replies.
 
 #![allow(
     clippy::disallowed_methods,
@@ -9,11 +13,40 @@
 )]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
+/// A behaviour written once as `async fn name(kind) { ... }`, run as one
+/// test per provider: `name::openai` and `name::anthropic`.
+macro_rules! both {
+    ($(#[doc = $doc:literal])* async fn $name:ident($kind:ident) $body:block) => {
+        $(#[doc = $doc])*
+        mod $name {
+            #[allow(unused_imports)]
+            use pretty_assertions::assert_eq;
+            use satchel_llm::ProviderKind;
+
+            use super::*;
+
+            async fn check($kind: ProviderKind) $body
+
+            #[tokio::test]
+            async fn openai() {
+                check(ProviderKind::OpenAi).await
+            }
+
+            #[tokio::test]
+            async fn anthropic() {
+                check(ProviderKind::Anthropic).await
+            }
+        }
+    };
+}
+
 mod anthropic;
 mod incomplete;
 mod openai;
 mod prompted;
 mod server;
+mod shared;
+mod wire;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -40,19 +73,33 @@ pub(crate) fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         .collect()
 }
 
+/// The base URL [`provider`] gives a provider of `kind` at `server`.
+pub(crate) fn base_url(kind: ProviderKind, server: &Server) -> String {
+    match kind {
+        ProviderKind::OpenAi => server.url("/v1"),
+        ProviderKind::Anthropic => server.url(""),
+    }
+}
+
+/// `error`'s message with the server's base URL (which holds a random
+/// port) written `<url>`, for snapshots.
+pub(crate) fn shown(error: &LlmError, server: &Server, kind: ProviderKind) -> String {
+    error.to_string().replace(&base_url(kind, server), "<url>")
+}
+
 /// A provider of `kind` pointed at `server`, with fast retries.
 pub(crate) fn provider(
     kind: ProviderKind,
     server: &Server,
     tweak: impl FnOnce(&mut LlmConfig),
 ) -> std::sync::Arc<dyn Provider> {
-    let (base, model, key_var) = match kind {
-        ProviderKind::OpenAi => (server.url("/v1"), "gpt-4o", "OPENAI_API_KEY"),
-        ProviderKind::Anthropic => (server.url(""), "claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+    let (model, key_var) = match kind {
+        ProviderKind::OpenAi => ("gpt-4o", "OPENAI_API_KEY"),
+        ProviderKind::Anthropic => ("claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
     };
     let mut config = LlmConfig {
         provider: Some(kind),
-        base_url: Some(base),
+        base_url: Some(base_url(kind, server)),
         model: Some(model.into()),
         max_retries: Some(2),
         retry_base_delay_ms: Some(10),
