@@ -147,12 +147,8 @@ async fn send(request: RequestBuilder, timeout: Duration) -> Result<Response, Ba
     };
     let status = response.status();
     if status == StatusCode::TOO_MANY_REQUESTS {
-        let retry_after = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let retry_after =
+            satchel_http::retry_after(response.headers(), std::time::SystemTime::now());
         return Err(BackendError::RateLimited { retry_after });
     }
     // DuckDuckGo answers an anomaly (bot) check with 202 and a captcha page.
