@@ -15,6 +15,7 @@ mod message;
 mod output;
 pub mod redact;
 mod spec;
+pub mod text;
 
 pub use error_code::ErrorCode;
 pub use message::{AssistantPart, Message, ToolResult};

@@ -49,11 +49,7 @@ pub(crate) enum DecodeError {
 
 /// The start of `text` (300 characters), for a [`DecodeError`]'s message.
 pub(crate) fn clip(text: &str) -> String {
-    let mut clipped: String = text.chars().take(300).collect();
-    if clipped.len() < text.len() {
-        clipped.push_str("...");
-    }
-    clipped
+    satchel_core::text::cut_with(text, 300, "...")
 }
 
 /// Turns a provider's wire events into assembler calls.
@@ -637,11 +633,7 @@ fn error_message(status: StatusCode, body: &[u8]) -> String {
             .unwrap_or("no reason given")
             .to_owned();
     }
-    let mut shown: String = text.chars().take(500).collect();
-    if shown.len() < text.len() {
-        shown.push_str("...");
-    }
-    shown
+    satchel_core::text::cut_with(text, 500, "...")
 }
 
 fn with_attempts(error: LlmError, attempts: u32) -> LlmError {

@@ -115,10 +115,7 @@ impl AssembledToolCall {
     /// unusable and how to retry; `None` when they were fine.
     pub fn invalid_params_output(&self) -> Option<ToolOutput> {
         let error = self.error.as_ref()?;
-        let mut shown: String = self.arguments.chars().take(200).collect();
-        if shown.len() < self.arguments.len() {
-            shown.push_str("...");
-        }
+        let shown = satchel_core::text::cut_with(&self.arguments, 200, "...");
         let mut details = Map::new();
         details.insert("arguments".into(), Value::String(shown));
         Some(

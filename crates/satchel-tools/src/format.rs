@@ -58,10 +58,7 @@ pub const TRUNCATED_MARK: &str = "... [truncated]";
 /// `text` cut to `max_chars` characters with [`TRUNCATED_MARK`] appended
 /// when it was longer.
 pub fn cut_chars(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((cut, _)) => format!("{}{TRUNCATED_MARK}", &text[..cut]),
-        None => text.to_owned(),
-    }
+    satchel_core::text::cut_with(text, max_chars, TRUNCATED_MARK)
 }
 
 /// A past call's result as the model reads it: the results' text, then
@@ -87,10 +84,7 @@ pub fn plural(count: usize, one: &str, many: &str) -> String {
 
 /// Cuts `text` to at most `max` characters, marking a cut with `…`.
 pub fn truncate_chars(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
+    satchel_core::text::cut_with(text, max, "…")
 }
 
 /// Wraps `text` in ANSI SGR `code` when the style allows colour.

@@ -157,10 +157,10 @@ async fn send(request: RequestBuilder, timeout: Duration) -> Result<Response, Ba
     }
     if !status.is_success() {
         let body = response.text().await.unwrap_or_default();
-        let head: String = body.trim().chars().take(BODY_HEAD).collect();
+        let (head, _) = satchel_core::text::char_prefix(body.trim(), BODY_HEAD);
         return Err(BackendError::Http {
             status: status.as_u16(),
-            body: head,
+            body: head.to_owned(),
         });
     }
     Ok(response)

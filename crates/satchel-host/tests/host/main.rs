@@ -25,16 +25,20 @@ use satchel_tools::{Consent, ConsentAnswer, Style};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-/// Answers every question the same way and counts them.
+/// Answers every question the same way and counts them. It answers only
+/// once both conversations have asked (`together`), so each has had its
+/// first reply, a tool call, before either asks the model again.
 struct Fixed {
     answer: fn() -> ConsentAnswer,
     asked: Mutex<Vec<String>>,
+    together: Arc<tokio::sync::Barrier>,
 }
 
 #[async_trait]
 impl Consent for Fixed {
     async fn ask(&self, call: &ToolCall, _: &Decision) -> ConsentAnswer {
         self.asked.lock().unwrap().push(call.input.to_string());
+        self.together.wait().await;
         (self.answer)()
     }
 }
@@ -97,9 +101,8 @@ fn open_host(model: &FakeModel, dir: &std::path::Path) -> Host {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_conversations_run_at_once_each_with_its_own_consent_and_events() {
     let echo = || Reply::call("bash", json!({"command": "echo hello"}));
-    // Whichever conversation asks first gets the first reply: each
-    // statement calls bash until it gets a text, so any interleaving ends
-    // with both answered.
+    // The script is one queue: both first requests get a call (consent
+    // holds each until both asked), both second requests an answer.
     let model = FakeModel::start(vec![
         echo(),
         echo(),
@@ -109,13 +112,16 @@ async fn two_conversations_run_at_once_each_with_its_own_consent_and_events() {
     let dir = tempfile::tempdir().unwrap();
     let host = open_host(&model, dir.path());
 
+    let together = Arc::new(tokio::sync::Barrier::new(2));
     let allow = Arc::new(Fixed {
         answer: || ConsentAnswer::AllowOnce,
         asked: Mutex::default(),
+        together: together.clone(),
     });
     let deny = Arc::new(Fixed {
         answer: || ConsentAnswer::Deny { reason: None },
         asked: Mutex::default(),
+        together,
     });
     let open = |consent: Arc<Fixed>| {
         host.conversation(ConversationOptions {
@@ -148,24 +154,10 @@ async fn two_conversations_run_at_once_each_with_its_own_consent_and_events() {
     // Each conversation's questions went to its own consent, and its
     // events to its own sink.
     let (allowed, denied) = (first_events.tool_results(), second_events.tool_results());
-    assert!(
-        !allowed.is_empty() && !denied.is_empty(),
-        "{allowed:?} {denied:?}"
-    );
-    assert!(
-        allowed
-            .iter()
-            .all(|(tool, failed)| tool == "bash" && !failed),
-        "{allowed:?}"
-    );
-    assert!(
-        denied
-            .iter()
-            .all(|(tool, failed)| tool == "bash" && *failed),
-        "{denied:?}"
-    );
-    assert_eq!(allow.asked.lock().unwrap().len(), allowed.len());
-    assert_eq!(deny.asked.lock().unwrap().len(), denied.len());
+    assert_eq!(allowed, [("bash".to_owned(), false)]);
+    assert_eq!(denied, [("bash".to_owned(), true)]);
+    assert_eq!(allow.asked.lock().unwrap().len(), 1);
+    assert_eq!(deny.asked.lock().unwrap().len(), 1);
 
     // Both are in the one database.
     let store = host.store.records().await.unwrap();

@@ -76,7 +76,7 @@ pub fn assign<'a>(
 
 /// The first `max` characters (all ASCII after sanitising).
 fn cut(text: &str, max: usize) -> String {
-    text.chars().take(max).collect()
+    satchel_core::text::char_prefix(text, max).0.to_owned()
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ pub fn parse_schema_document(name: &str, text: &str) -> Result<ToolSpec, String>
 
 pub(crate) fn parse(name: &str, text: &str) -> Result<ParsedSchema, String> {
     let document: SchemaDocument = serde_json::from_str(text.trim()).map_err(|error| {
-        let head: String = text.trim().chars().take(120).collect();
+        let (head, _) = satchel_core::text::char_prefix(text.trim(), 120);
         format!("`--schema` did not print a JSON object ({error}); it printed: {head:?}")
     })?;
     if let Some(declared) = &document.name

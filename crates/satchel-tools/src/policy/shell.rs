@@ -543,11 +543,12 @@ impl Walker {
 /// The start of a script, for a message: at most 40 characters, on one line.
 fn preview(script: &str) -> String {
     let line = script.lines().next().unwrap_or_default();
-    let mut cut: String = line.chars().take(40).collect();
-    if cut.len() < script.len() {
-        cut.push_str("...");
+    let (head, _) = satchel_core::text::char_prefix(line, 40);
+    if head.len() < script.len() {
+        format!("{head}...")
+    } else {
+        head.to_owned()
     }
-    cut
 }
 
 /// The last path component: `/bin/rm` → `rm`.
