@@ -2,12 +2,6 @@
 //! every agent.json example in the README must validate against it, and
 //! a mistake must not.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
-
 use satchel_tools::config_schema::agent_schema;
 use serde_json::{Value, json};
 

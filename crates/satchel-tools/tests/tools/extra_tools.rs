@@ -1,12 +1,6 @@
 //! `LiveRegistry::set_extra_tools`: tools added at run time (the MCP
 //! client's imports) join the registry without displacing anyone.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
-
 use std::path::PathBuf;
 use std::sync::Arc;
 

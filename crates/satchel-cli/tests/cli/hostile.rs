@@ -15,14 +15,6 @@
 //! script that parses is refused by policy (nobody can consent over MCP)
 //! rather than run.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
-
-mod support;
-
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -30,7 +22,7 @@ use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::mcp_http::{address_of, message_in, post, spawn_http};
+use crate::support::mcp_http::{address_of, message_in, post, spawn_http};
 
 /// How long one answer may take (a debug build parses a 1 MB word in
 /// under a second; this is for a loaded CI machine).

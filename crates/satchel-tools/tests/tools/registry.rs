@@ -1,12 +1,6 @@
 //! The registry's contract: every problem becomes an actionable error
 //! output, nothing reaches the caller as a panic or a Rust error.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
-
 use std::sync::Arc;
 
 use async_trait::async_trait;

@@ -10,12 +10,6 @@
 //! the smallest input found and saves its seed under
 //! `proptest-regressions/`.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
-
 use proptest::prelude::*;
 use satchel_core::ToolSpec;
 use satchel_tools::policy::shell::{MAX_NESTING, ShellError, simple_commands};

@@ -5,14 +5,6 @@
 //! Tests that use the model need its files (`scripts/fetch-memory-model.sh`
 //! or `SATCHEL_TEST_MODEL_DIR`) and fail saying so when they are missing.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
-
-mod support;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -80,7 +72,7 @@ impl Setup {
 }
 
 fn with_model() -> ModelSource {
-    ModelSource::Loaded(support::embedder())
+    ModelSource::Loaded(crate::support::embedder())
 }
 
 /// A model directory with no model in it: keyword recall only.

@@ -1,19 +1,11 @@
 //! Workspace trust: a cloned repository's `.agents/` is not read or run
 //! until the user trusts it, and a change to it asks again.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
-
-mod support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Output, Stdio};
 
 use serde_json::{Value, json};
-use support::project::Project;
+use crate::support::project::Project;
 
 /// A project someone else wrote: a tool whose discovery leaves a marker,
 /// and settings that would turn every check off.
@@ -129,14 +121,11 @@ fn an_untrusted_project_loads_and_runs_nothing_until_trusted() {
     assert_eq!(mode(&project), "workspace");
 }
 
-#[path = "../../satchel-agent/tests/support/fake_model.rs"]
-mod fake_model;
-
 /// A sandboxed command can write in the project, but a `.agents/` it makes
 /// is a change nobody trusted: the next call still runs in the sandbox.
 #[test]
 fn a_command_cannot_trust_itself_by_writing_agent_json() {
-    let model = fake_model::FakeModel::start(Vec::new());
+    let model = crate::fake_model::FakeModel::start(Vec::new());
     let project = Project::new(&json!({}));
     std::fs::remove_dir_all(project.path("project/.agents")).unwrap();
     // The model comes from the user's own config, so the project has no
@@ -153,12 +142,12 @@ fn a_command_cannot_trust_itself_by_writing_agent_json() {
     std::fs::create_dir_all(project.path("outside")).unwrap();
     let escape = format!("echo x > {}/after", project.path("outside").display());
     model.push(vec![
-        fake_model::Reply::call(
+        crate::fake_model::Reply::call(
             "bash",
             json!({"command": "mkdir -p .agents && echo '{\"permissions\": {\"mode\": \"trust\"}}' > .agents/agent.json"}),
         ),
-        fake_model::Reply::call("bash", json!({"command": escape})),
-        fake_model::Reply::text("done"),
+        crate::fake_model::Reply::call("bash", json!({"command": escape})),
+        crate::fake_model::Reply::text("done"),
     ]);
     let output = project
         .command(&["run", "--json", "go"])

@@ -7,20 +7,12 @@
 //! the deny rules the file meant (or hung on the FIFO, or exhausted memory
 //! on /dev/zero).
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
-
-mod support;
-
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::project::Project;
+use crate::support::project::Project;
 
 /// What a bounded run left behind.
 struct Ran {

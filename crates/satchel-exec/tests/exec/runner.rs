@@ -2,12 +2,6 @@
 //! flood or misbehave. Each test is bounded by an outer timeout, so a
 //! regression fails instead of hanging the suite.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
-
 use std::future::Future;
 use std::path::Path;
 use std::time::Duration;

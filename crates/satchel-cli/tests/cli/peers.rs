@@ -9,14 +9,6 @@
 //! A missing peer fails the test with that instruction: these tests never
 //! skip silently.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
-
-mod support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -24,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use support::mcp_http::spawn_http;
+use crate::support::mcp_http::spawn_http;
 
 /// A peer installed by the install script, or a failure that says how to get it.
 fn peer(relative: &str) -> PathBuf {

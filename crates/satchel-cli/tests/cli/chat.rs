@@ -4,19 +4,10 @@
 //! stays), consent asked and refused with a reason the model is told,
 //! agent.json changed between two statements, `/context`, and `/exit`.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
-
-#[path = "../../satchel-agent/tests/support/fake_model.rs"]
-mod fake_model;
-
 use std::process::Command;
 use std::time::Duration;
 
-use fake_model::{FakeModel, Reply, tool_contents};
+use crate::fake_model::{FakeModel, Reply, tool_contents};
 use serde_json::json;
 
 fn config(model: &FakeModel, tool_result_max_length: u32) -> String {

@@ -12,22 +12,14 @@
 //! The project allows `bash(echo ok)` only, and has its own XDG
 //! directories (tests never touch the user's state).
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
-
-mod support;
-
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::mcp_http::{Answer, address_of, post, read_answer, spawn_http};
-use support::project::Project;
+use crate::support::mcp_http::{Answer, address_of, post, read_answer, spawn_http};
+use crate::support::project::Project;
 
 /// How long an answer may take on a loaded machine.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);

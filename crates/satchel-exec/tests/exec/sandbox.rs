@@ -6,12 +6,6 @@
 //! user namespaces. On a kernel without them they fail and say so, rather
 //! than pass without testing anything.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 

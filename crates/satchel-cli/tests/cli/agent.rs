@@ -6,23 +6,13 @@
 //! and what the user sees, what is stored and the exit status when the
 //! model's answer goes wrong on the wire.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
-
-#[path = "../../satchel-agent/tests/support/fake_model.rs"]
-mod fake_model;
-mod support;
-
 use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
 
-use fake_model::{FakeModel, Fault, Reply, side_task, system_text, tool_contents};
+use crate::fake_model::{FakeModel, Fault, Reply, side_task, system_text, tool_contents};
 use serde_json::{Value, json};
-use support::project::{Project, log_entries, merge};
+use crate::support::project::{Project, log_entries, merge};
 
 /// A project pointing at the fake model.
 struct Sandbox {

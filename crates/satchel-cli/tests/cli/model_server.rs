@@ -12,19 +12,11 @@
 //! side request interrupted the main answer and the cut-off stream was
 //! taken for a finished one.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
-
-mod support;
-
 use std::process::Output;
 
 use serde_json::{Value, json};
-use support::model_server::{MODEL, ModelServer};
-use support::project::{Project, log_entries, merge};
+use crate::support::model_server::{MODEL, ModelServer};
+use crate::support::project::{Project, log_entries, merge};
 
 /// A project for `server`: default settings but for the model, a fixed
 /// temperature, bounded answers and `extra`.

@@ -3,20 +3,12 @@
 //! doctor --json` on a healthy and a broken setup, memories stored before
 //! the embedding model was there getting embeddings, and a closed pipe.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
-
-mod support;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::process::Stdio;
 
 use serde_json::{Value, json};
-use support::project::Project;
+use crate::support::project::Project;
 
 fn stderr(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()

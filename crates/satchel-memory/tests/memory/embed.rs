@@ -1,19 +1,11 @@
 //! The embedding model against known answers. Needs the model files:
 //! `scripts/fetch-memory-model.sh` (or `SATCHEL_TEST_MODEL_DIR`).
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
-
-mod support;
-
 use satchel_memory::embed::cosine;
 
 #[test]
 fn minilm_matches_the_reference_similarity() {
-    let embedder = support::embedder();
+    let embedder = crate::support::embedder();
     let vectors = embedder
         .embed(&[
             "A man is eating food.",

@@ -5,24 +5,13 @@
 //! and `mcp serve`; Ctrl-C at the REPL's consent prompt, through a
 //! pseudo-terminal.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
-
-mod support;
-
-#[path = "../../satchel-agent/tests/support/fake_model.rs"]
-mod fake_model;
-
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-use fake_model::{FakeModel, Reply, tool_contents};
+use crate::fake_model::{FakeModel, Reply, tool_contents};
 use serde_json::{Value, json};
-use support::project::Project;
+use crate::support::project::Project;
 
 /// A project whose model is a script, with no `permissions` at all.
 struct Sandbox {

@@ -1,0 +1,26 @@
+//! The satchel binary end to end: every command run as a user would run it,
+//! against real peers (a model server, MCP SDKs, the sandbox) and local servers
+//! for faults. One test binary (a binary per file linked everything each time).
+
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
+
+#[path = "../../../satchel-agent/tests/support/fake_model.rs"]
+mod fake_model;
+mod support;
+
+mod agent;
+mod chat;
+mod cli;
+mod config_fails_closed;
+mod first_hour;
+mod hostile;
+mod http_abuse;
+mod model_server;
+mod peers;
+mod sandbox;
+mod store;
+mod trust;
