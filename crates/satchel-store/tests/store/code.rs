@@ -1,18 +1,12 @@
 //! The `code` tool's traces and jobs: round trips, queries, restarts.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
-mod support;
 
 use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use satchel_store::{CodeQuery, CodeStore, JobStatus, NewCodeExecution, NewCodeJob};
-use support::{START, TempDb, bounded, manual_options};
+use crate::support::{START, TempDb, bounded, manual_options};
 
 fn execution(n: u32, success: bool) -> NewCodeExecution {
     NewCodeExecution {
@@ -40,10 +34,7 @@ fn execution(n: u32, success: bool) -> NewCodeExecution {
     }
 }
 
-#[tokio::test]
-async fn executions_round_trip_and_filter() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(executions_round_trip_and_filter, |db| async {
         let (options, clock) = manual_options();
         let store = db.open_with(options).await;
         for n in 0..5 {
@@ -87,14 +78,9 @@ async fn executions_round_trip_and_filter() {
             .unwrap();
         assert_eq!(last_one[0].code, "print(4)");
         store.close().await.unwrap();
-    })
-    .await;
-}
+});
 
-#[tokio::test]
-async fn jobs_move_through_their_states_and_survive_a_restart_as_failed() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(jobs_move_through_their_states_and_survive_a_restart_as_failed, |db| async {
         let store = db.open().await;
         let job = store
             .create_job(NewCodeJob {
@@ -160,6 +146,4 @@ async fn jobs_move_through_their_states_and_survive_a_restart_as_failed() {
         );
         assert_eq!(reopened.job("nope").await.unwrap(), None);
         reopened.close().await.unwrap();
-    })
-    .await;
-}
+});

@@ -1,13 +1,7 @@
 //! Many writers at once: 100 tasks on one store never see `SQLITE_BUSY`,
 //! and two stores on one file (as two Satchel processes would) share it.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
 
-mod support;
 
 use std::collections::BTreeSet;
 
@@ -16,15 +10,12 @@ use satchel_store::{
     AuditQuery, AuditStore, ConversationStore, LogKind, LogStore, NewConversation, NewLogEntry,
     ToolCallStore,
 };
-use support::{TempDb, bounded, sample_call};
+use crate::support::{TempDb, bounded, sample_call};
 
 const TASKS: u64 = 100;
 const WRITES_PER_TASK: u64 = 20;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_hundred_tasks_write_concurrently() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(a_hundred_tasks_write_concurrently, |db| async {
         let store = db.open().await;
         let shared = store
             .create_conversation(NewConversation::default())
@@ -101,14 +92,9 @@ async fn a_hundred_tasks_write_concurrently() {
             store.audit(AuditQuery::default()).await.unwrap().len() as u64,
             total
         );
-    })
-    .await;
-}
+});
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn two_stores_on_one_file_share_it() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(two_stores_on_one_file_share_it, |db| async {
         let first = db.open().await;
         let second = db.open().await;
         let mut tasks = Vec::new();
@@ -136,6 +122,4 @@ async fn two_stores_on_one_file_share_it() {
             second.audit(AuditQuery::default()).await.unwrap().len(),
             400
         );
-    })
-    .await;
-}
+});

@@ -1,13 +1,7 @@
 //! The repositories on a real SQLite file: what goes in comes back exactly,
 //! in order, linked, filtered and redacted.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
 
-mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,12 +14,9 @@ use satchel_store::{
     Redactor, StatementStore, Store, StoreError, StoreOptions, Timestamp, ToolCallStore,
 };
 use serde_json::json;
-use support::{START, TempDb, bounded, failed_call, manual_options, sample_call};
+use crate::support::{START, TempDb, bounded, failed_call, manual_options, sample_call};
 
-#[tokio::test]
-async fn conversations_are_created_listed_found_and_titled() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(conversations_are_created_listed_found_and_titled, |db| async {
         let (options, clock) = manual_options();
         let store = db.open_with(options).await;
 
@@ -110,14 +101,9 @@ async fn conversations_are_created_listed_found_and_titled() {
                 ..
             })
         ));
-    })
-    .await;
-}
+});
 
-#[tokio::test]
-async fn a_goal_is_set_once() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(a_goal_is_set_once, |db| async {
         let store = db.open().await;
         let conversation = store
             .create_conversation(NewConversation::default())
@@ -148,14 +134,9 @@ async fn a_goal_is_set_once() {
             store.set_goal("missing", "x".into()).await,
             Err(StoreError::NotFound { .. })
         ));
-    })
-    .await;
-}
+});
 
-#[tokio::test]
-async fn log_entries_keep_order_links_and_side_conversations() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(log_entries_keep_order_links_and_side_conversations, |db| async {
         let store = db.open().await;
         let conversation = store
             .create_conversation(NewConversation::default())
@@ -235,14 +216,9 @@ async fn log_entries_keep_order_links_and_side_conversations() {
             "{missing:?}"
         );
         assert_eq!(store.log_entries(id).await.unwrap().len(), 6);
-    })
-    .await;
-}
+});
 
-#[tokio::test]
-async fn statements_carry_objectives_and_the_last_is_current() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(statements_carry_objectives_and_the_last_is_current, |db| async {
         let store = db.open().await;
         let conversation = store
             .create_conversation(NewConversation::default())
@@ -271,14 +247,9 @@ async fn statements_carry_objectives_and_the_last_is_current() {
             store.current_objective(id).await.unwrap().as_deref(),
             Some("second")
         );
-    })
-    .await;
-}
+});
 
-#[tokio::test]
-async fn messages_are_stored_exactly_as_sent_per_turn() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(messages_are_stored_exactly_as_sent_per_turn, |db| async {
         let store = db.open().await;
         let conversation = store
             .create_conversation(NewConversation::default())
@@ -330,14 +301,9 @@ async fn messages_are_stored_exactly_as_sent_per_turn() {
             .await;
         assert!(failed.is_err());
         assert_eq!(store.messages(&id).await.unwrap().len(), 3);
-    })
-    .await;
-}
+});
 
-#[tokio::test]
-async fn tool_calls_round_trip_exactly_with_their_audit_rows() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(tool_calls_round_trip_exactly_with_their_audit_rows, |db| async {
         let store = db.open().await;
         let conversation = store
             .create_conversation(NewConversation::default())
@@ -395,14 +361,9 @@ async fn tool_calls_round_trip_exactly_with_their_audit_rows() {
             Err(StoreError::NotFound { .. })
         ));
         assert_eq!(store.audit(AuditQuery::default()).await.unwrap().len(), 1);
-    })
-    .await;
-}
+});
 
-#[tokio::test]
-async fn a_batch_is_recorded_all_or_none() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(a_batch_is_recorded_all_or_none, |db| async {
         let store = db.open().await;
         let ids = store
             .record_tool_calls((0..50).map(sample_call).collect())
@@ -417,14 +378,9 @@ async fn a_batch_is_recorded_all_or_none() {
         batch[9].conversation_id = Some("missing".into());
         assert!(store.record_tool_calls(batch).await.is_err());
         assert_eq!(store.audit(AuditQuery::default()).await.unwrap().len(), 50);
-    })
-    .await;
-}
+});
 
-#[tokio::test]
-async fn audit_filters_by_tool_source_time_and_failure() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(audit_filters_by_tool_source_time_and_failure, |db| async {
         let store = db.open().await;
         let at = |minutes: i64| Timestamp::from_millis(START.as_millis() + minutes * 60_000);
         let mut calls = Vec::new();
@@ -515,9 +471,7 @@ async fn audit_filters_by_tool_source_time_and_failure() {
             .await
             .unwrap();
         assert_eq!(tools(last_two.clone()), tools(all[3..].to_vec()));
-    })
-    .await;
-}
+});
 
 #[tokio::test]
 async fn secrets_never_reach_the_file() {
@@ -626,10 +580,7 @@ async fn secrets_never_reach_the_file() {
     .await;
 }
 
-#[tokio::test]
-async fn a_dump_holds_everything_in_export_order() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(a_dump_holds_everything_in_export_order, |db| async {
         let store = db.open().await;
         let conversation = store
             .create_conversation(NewConversation {
@@ -701,14 +652,9 @@ async fn a_dump_holds_everything_in_export_order() {
             );
         }
         assert_eq!(store.dump_conversation("missing").await.unwrap(), None);
-    })
-    .await;
-}
+});
 
-#[tokio::test]
-async fn the_traits_work_as_one_object() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(the_traits_work_as_one_object, |db| async {
         let store: Arc<dyn Store> = Arc::new(db.open().await);
         let conversation = store
             .create_conversation(NewConversation::default())
@@ -719,9 +665,7 @@ async fn the_traits_work_as_one_object() {
             .await
             .unwrap();
         assert_eq!(store.log_entries(&conversation.id).await.unwrap().len(), 1);
-    })
-    .await;
-}
+});
 
 #[tokio::test]
 async fn a_closed_store_refuses_work() {
