@@ -90,22 +90,22 @@ pub(crate) enum Backend {
 
 impl OpenedStore {
     /// The store as one trait object.
-    pub fn store(&self) -> Arc<dyn Store> {
+    pub fn shared(&self) -> Arc<dyn Store> {
         Arc::new(self.clone())
     }
 
     /// The memory repository.
-    pub fn memory(&self) -> Arc<dyn MemoryStore> {
+    pub fn memory_store(&self) -> Arc<dyn MemoryStore> {
         Arc::new(self.clone())
     }
 
     /// The `code` tool's repository.
-    pub fn code(&self) -> Arc<dyn CodeStore> {
+    pub fn code_store(&self) -> Arc<dyn CodeStore> {
         Arc::new(self.clone())
     }
 
     /// The model-request repository.
-    pub fn llm_calls(&self) -> Arc<dyn LlmCallStore> {
+    pub fn llm_call_store(&self) -> Arc<dyn LlmCallStore> {
         Arc::new(self.clone())
     }
 

@@ -20,3 +20,4 @@ mod crash;
 mod open;
 mod records;
 mod search;
+mod postgres;
