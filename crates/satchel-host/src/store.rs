@@ -9,7 +9,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use satchel_builtins::code::CodeStoreHandle;
 use satchel_builtins::conversation::RecordsHandle;
-use satchel_store::{CodeStore, RedactionConfig, Redactor, SqliteStore, Store, StoreOptions};
+use satchel_store::{
+    CodeStore, OpenedStore, RedactionConfig, Redactor, Store, StoreLocation, StoreOptions,
+};
 use satchel_tools::Settings;
 
 /// The redactor for this host: the environment variables agent.json's
@@ -37,7 +39,7 @@ pub(crate) fn redactor_quietly(settings: &Settings, env: &BTreeMap<String, Strin
 pub struct LazyStore {
     db: Option<PathBuf>,
     redactor: Redactor,
-    cell: tokio::sync::OnceCell<Result<SqliteStore, String>>,
+    cell: tokio::sync::OnceCell<Result<OpenedStore, String>>,
 }
 
 impl LazyStore {
@@ -52,7 +54,7 @@ impl LazyStore {
 
     /// The open store, or why it cannot be opened (a warning for callers,
     /// never a lost result).
-    pub async fn get(&self) -> Result<&SqliteStore, String> {
+    pub async fn get(&self) -> Result<&OpenedStore, String> {
         let opened = self
             .cell
             .get_or_init(|| async {
@@ -66,7 +68,10 @@ impl LazyStore {
                     redactor: self.redactor.clone(),
                     ..StoreOptions::default()
                 };
-                SqliteStore::open(path, options)
+                // A file, or a postgres:// URL that the PG* variables complete.
+                let location = StoreLocation::parse(path.as_os_str(), std::env::vars())
+                    .map_err(|error| error.to_string())?;
+                satchel_store::open(&location, options)
                     .await
                     .map_err(|error| error.to_string())
             })

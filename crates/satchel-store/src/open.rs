@@ -167,13 +167,20 @@ impl ConversationStore for OpenedStore {
     async fn conversation(&self, id: &str) -> Result<Option<Conversation>, StoreError> {
         delegate!(self, s => s.conversation(id).await)
     }
-    async fn find_conversations(&self, prefix: &str, limit: usize,) -> Result<Vec<Conversation>, StoreError> {
+    async fn find_conversations(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<Conversation>, StoreError> {
         delegate!(self, s => s.find_conversations(prefix, limit).await)
     }
     async fn latest_conversation(&self) -> Result<Option<Conversation>, StoreError> {
         delegate!(self, s => s.latest_conversation().await)
     }
-    async fn list_conversations(&self, limit: usize,) -> Result<Vec<ConversationSummary>, StoreError> {
+    async fn list_conversations(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<ConversationSummary>, StoreError> {
         delegate!(self, s => s.list_conversations(limit).await)
     }
     async fn set_title(&self, id: &str, title: String) -> Result<(), StoreError> {
@@ -188,7 +195,10 @@ impl ConversationStore for OpenedStore {
     async fn dump_conversation(&self, id: &str) -> Result<Option<ConversationDump>, StoreError> {
         delegate!(self, s => s.dump_conversation(id).await)
     }
-    async fn search_conversation(&self, search: ConversationSearch,) -> Result<Vec<SearchHit>, StoreError> {
+    async fn search_conversation(
+        &self,
+        search: ConversationSearch,
+    ) -> Result<Vec<SearchHit>, StoreError> {
         delegate!(self, s => s.search_conversation(search).await)
     }
 }
@@ -221,7 +231,10 @@ impl LogStore for OpenedStore {
 
 #[async_trait]
 impl MessageStore for OpenedStore {
-    async fn append_messages(&self, new: Vec<NewLlmMessage>) -> Result<Vec<LlmMessage>, StoreError> {
+    async fn append_messages(
+        &self,
+        new: Vec<NewLlmMessage>,
+    ) -> Result<Vec<LlmMessage>, StoreError> {
         delegate!(self, s => s.append_messages(new).await)
     }
     async fn messages(&self, conversation_id: &str) -> Result<Vec<LlmMessage>, StoreError> {
@@ -272,13 +285,25 @@ impl MemoryStore for OpenedStore {
     async fn update_memory(&self, update: MemoryUpdate) -> Result<MemoryRecord, StoreError> {
         delegate!(self, s => s.update_memory(update).await)
     }
-    async fn memories_without_embedding(&self, limit: usize,) -> Result<Vec<(String, String)>, StoreError> {
+    async fn memories_without_embedding(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, StoreError> {
         delegate!(self, s => s.memories_without_embedding(limit).await)
     }
-    async fn set_memory_embedding(&self, id: &str, content: &str, embedding: Vec<f32>,) -> Result<bool, StoreError> {
+    async fn set_memory_embedding(
+        &self,
+        id: &str,
+        content: &str,
+        embedding: Vec<f32>,
+    ) -> Result<bool, StoreError> {
         delegate!(self, s => s.set_memory_embedding(id, content, embedding).await)
     }
-    async fn delete_memories(&self, namespace: &str, ids: Vec<String>,) -> Result<Vec<String>, StoreError> {
+    async fn delete_memories(
+        &self,
+        namespace: &str,
+        ids: Vec<String>,
+    ) -> Result<Vec<String>, StoreError> {
         delegate!(self, s => s.delete_memories(namespace, ids).await)
     }
     async fn purge_expired_memories(&self, now: Timestamp) -> Result<u64, StoreError> {
@@ -290,10 +315,18 @@ impl MemoryStore for OpenedStore {
     async fn memories_by_seq(&self, seqs: Vec<i64>) -> Result<Vec<MemoryRecord>, StoreError> {
         delegate!(self, s => s.memories_by_seq(seqs).await)
     }
-    async fn list_memories(&self, filter: MemoryFilter, limit: usize,) -> Result<Vec<MemoryRecord>, StoreError> {
+    async fn list_memories(
+        &self,
+        filter: MemoryFilter,
+        limit: usize,
+    ) -> Result<Vec<MemoryRecord>, StoreError> {
         delegate!(self, s => s.list_memories(filter, limit).await)
     }
-    async fn memories_with_text(&self, filter: MemoryFilter, content: &str,) -> Result<Vec<MemoryRecord>, StoreError> {
+    async fn memories_with_text(
+        &self,
+        filter: MemoryFilter,
+        content: &str,
+    ) -> Result<Vec<MemoryRecord>, StoreError> {
         delegate!(self, s => s.memories_with_text(filter, content).await)
     }
     async fn memory_changes(&self, since: i64) -> Result<MemoryChanges, StoreError> {
@@ -302,22 +335,40 @@ impl MemoryStore for OpenedStore {
     async fn memory_revision(&self) -> Result<i64, StoreError> {
         delegate!(self, s => s.memory_revision().await)
     }
-    async fn memory_stats(&self, namespace: &str, now: Timestamp,) -> Result<MemoryStats, StoreError> {
+    async fn memory_stats(
+        &self,
+        namespace: &str,
+        now: Timestamp,
+    ) -> Result<MemoryStats, StoreError> {
         delegate!(self, s => s.memory_stats(namespace, now).await)
     }
     async fn start_session(&self, new: NewMemorySession) -> Result<MemorySession, StoreError> {
         delegate!(self, s => s.start_session(new).await)
     }
-    async fn open_session(&self, namespace: &str, conversation_id: Option<&str>,) -> Result<Option<MemorySession>, StoreError> {
+    async fn open_session(
+        &self,
+        namespace: &str,
+        conversation_id: Option<&str>,
+    ) -> Result<Option<MemorySession>, StoreError> {
         delegate!(self, s => s.open_session(namespace, conversation_id).await)
     }
-    async fn end_session(&self, id: &str, at: Timestamp, reason: &str, archive_expires_at: Option<Timestamp>,) -> Result<(MemorySession, Vec<MemoryRecord>), StoreError> {
+    async fn end_session(
+        &self,
+        id: &str,
+        at: Timestamp,
+        reason: &str,
+        archive_expires_at: Option<Timestamp>,
+    ) -> Result<(MemorySession, Vec<MemoryRecord>), StoreError> {
         delegate!(self, s => s.end_session(id, at, reason, archive_expires_at).await)
     }
     async fn set_session_summary(&self, id: &str, memory_id: &str) -> Result<(), StoreError> {
         delegate!(self, s => s.set_session_summary(id, memory_id).await)
     }
-    async fn sessions(&self, namespace: &str, limit: usize,) -> Result<Vec<MemorySession>, StoreError> {
+    async fn sessions(
+        &self,
+        namespace: &str,
+        limit: usize,
+    ) -> Result<Vec<MemorySession>, StoreError> {
         delegate!(self, s => s.sessions(namespace, limit).await)
     }
 }
@@ -333,7 +384,13 @@ impl CodeStore for OpenedStore {
     async fn create_job(&self, new: NewCodeJob) -> Result<CodeJob, StoreError> {
         delegate!(self, s => s.create_job(new).await)
     }
-    async fn update_job(&self, id: &str, status: JobStatus, result: Option<String>, error: Option<String>,) -> Result<Option<CodeJob>, StoreError> {
+    async fn update_job(
+        &self,
+        id: &str,
+        status: JobStatus,
+        result: Option<String>,
+        error: Option<String>,
+    ) -> Result<Option<CodeJob>, StoreError> {
         delegate!(self, s => s.update_job(id, status, result, error).await)
     }
     async fn job(&self, id: &str) -> Result<Option<CodeJob>, StoreError> {
@@ -352,7 +409,11 @@ impl LlmCallStore for OpenedStore {
     async fn llm_calls(&self, conversation_id: &str) -> Result<Vec<LlmCallRecord>, StoreError> {
         delegate!(self, s => s.llm_calls(conversation_id).await)
     }
-    async fn usage_samples(&self, model: &str, limit: usize,) -> Result<Vec<UsageSample>, StoreError> {
+    async fn usage_samples(
+        &self,
+        model: &str,
+        limit: usize,
+    ) -> Result<Vec<UsageSample>, StoreError> {
         delegate!(self, s => s.usage_samples(model, limit).await)
     }
 }

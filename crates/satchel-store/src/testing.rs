@@ -68,7 +68,11 @@ impl TestServer {
             DATABASES.fetch_add(1, Ordering::SeqCst)
         );
         let url = format!("{}/postgres", self.base);
-        let status = psql(self.bin.as_deref(), &url, &format!("CREATE DATABASE {name}"));
+        let status = psql(
+            self.bin.as_deref(),
+            &url,
+            &format!("CREATE DATABASE {name}"),
+        );
         assert!(status, "could not create the test database {name}");
         format!("{}/{name}", self.base)
     }
@@ -144,14 +148,25 @@ fn start() -> Result<TestServer, String> {
             .status()
             .is_ok_and(|s| s.success());
         if !chowned {
-            return Err("running as root and cannot hand the cluster to the `postgres` user".into());
+            return Err(
+                "running as root and cannot hand the cluster to the `postgres` user".into(),
+            );
         }
     }
     let data = dir.join("data");
     let output = as_owner(bin.join("initdb"))
         .arg("-D")
         .arg(&data)
-        .args(["-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
+        .args([
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "-E",
+            "UTF8",
+            "--locale=C.UTF-8",
+            "--no-sync",
+        ])
         .output()
         .map_err(|e| format!("initdb: {e}"))?;
     if !output.status.success() {
@@ -193,7 +208,11 @@ fn start() -> Result<TestServer, String> {
 /// A watcher that stops the cluster and removes its directory once this
 /// process has exited.
 fn stop_when_we_exit(bin: &Path, dir: &Path, data: &Path) {
-    let runner = if is_root() { "runuser -u postgres -- " } else { "" };
+    let runner = if is_root() {
+        "runuser -u postgres -- "
+    } else {
+        ""
+    };
     let script = format!(
         "while kill -0 {pid} 2>/dev/null; do sleep 1; done; {runner}'{pg_ctl}' -D '{data}' -m immediate stop >/dev/null 2>&1; rm -rf '{dir}'",
         pid = std::process::id(),

@@ -4,7 +4,9 @@ use async_trait::async_trait;
 use tokio_postgres::Row;
 
 use crate::postgres::failure::PgFailure;
-use crate::postgres::repo::{Unreadable, all, big, first, limit, optional_time, read, timestamp, unsigned};
+use crate::postgres::repo::{
+    Unreadable, all, big, first, limit, optional_time, read, timestamp, unsigned,
+};
 use crate::postgres::{PgStore, transact};
 use crate::{
     CodeExecution, CodeJob, CodeQuery, CodeStore, JobStatus, NewCodeExecution, NewCodeJob,

@@ -7,11 +7,11 @@ use serde_json::Value;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
+use crate::StoreError;
 use crate::copy::{Cell, Kind, Snapshot, TABLES};
 use crate::postgres::failure::PgFailure;
 use crate::postgres::repo::log_is_indexed;
 use crate::postgres::{PgStore, search, transact};
-use crate::StoreError;
 
 fn cell(row: &Row, index: usize, kind: Kind) -> Result<Cell, PgFailure> {
     Ok(match kind {
@@ -153,7 +153,9 @@ impl PgStore {
         }
         .await;
         let snapshot = result.map_err(|failure| self.error(failure))?;
-        tx.commit().await.map_err(|error| self.error(error.into()))?;
+        tx.commit()
+            .await
+            .map_err(|error| self.error(error.into()))?;
         Ok(snapshot)
     }
 
@@ -164,8 +166,7 @@ impl PgStore {
             tx.batch_execute("SET CONSTRAINTS ALL DEFERRED").await?;
             for (table, rows) in TABLES.iter().zip(snapshot.tables) {
                 let mut columns: Vec<&str> = table.columns.iter().map(|(name, _)| *name).collect();
-                let mut marks: Vec<String> =
-                    (1..=columns.len()).map(|n| format!("${n}")).collect();
+                let mut marks: Vec<String> = (1..=columns.len()).map(|n| format!("${n}")).collect();
                 let indexed = matches!(table.name, "log_entries" | "tool_calls");
                 if indexed {
                     columns.push("search");

@@ -128,7 +128,10 @@ fn filter_sql(filter: &MemoryFilter) -> (String, Vec<Param>) {
             .iter()
             .map(|layer| layer.as_str().to_owned())
             .collect();
-        clauses.push(format!("m.layer = ANY({})", mark(&mut values, Box::new(layers))));
+        clauses.push(format!(
+            "m.layer = ANY({})",
+            mark(&mut values, Box::new(layers))
+        ));
     }
     if let Some(category) = &filter.category {
         clauses.push(format!(
@@ -417,8 +420,13 @@ impl MemoryStore for PgStore {
             "SELECT {MEMORY_COLUMNS} FROM memories m WHERE {condition} ORDER BY m.created_at DESC, m.seq DESC LIMIT ${}",
             values.len()
         );
-        read!(self, |client| all(client, &sql, &params(&values), memory_row)
-            .await)
+        read!(self, |client| all(
+            client,
+            &sql,
+            &params(&values),
+            memory_row
+        )
+        .await)
     }
 
     async fn memories_with_text(
@@ -432,8 +440,13 @@ impl MemoryStore for PgStore {
             "SELECT {MEMORY_COLUMNS} FROM memories m WHERE {condition} AND lower(trim(m.content)) = lower(${}) ORDER BY m.created_at DESC",
             values.len()
         );
-        read!(self, |client| all(client, &sql, &params(&values), memory_row)
-            .await)
+        read!(self, |client| all(
+            client,
+            &sql,
+            &params(&values),
+            memory_row
+        )
+        .await)
     }
 
     async fn memory_changes(&self, since: i64) -> Result<MemoryChanges, StoreError> {
@@ -466,7 +479,9 @@ impl MemoryStore for PgStore {
         }
         .await;
         let changes = result.map_err(|failure| self.error(failure))?;
-        tx.commit().await.map_err(|error| self.error(error.into()))?;
+        tx.commit()
+            .await
+            .map_err(|error| self.error(error.into()))?;
         self.saw_revision(changes.rev);
         Ok(changes)
     }
@@ -529,7 +544,9 @@ impl MemoryStore for PgStore {
         }
         .await;
         let stats = result.map_err(|failure| self.error(failure))?;
-        tx.commit().await.map_err(|error| self.error(error.into()))?;
+        tx.commit()
+            .await
+            .map_err(|error| self.error(error.into()))?;
         Ok(stats)
     }
 
@@ -589,7 +606,8 @@ impl MemoryStore for PgStore {
                 id: id.to_owned(),
             };
             // Locks the session: two processes ending it at once end it once.
-            let sql = format!("SELECT {SESSION_COLUMNS} FROM memory_sessions WHERE id = $1 FOR UPDATE");
+            let sql =
+                format!("SELECT {SESSION_COLUMNS} FROM memory_sessions WHERE id = $1 FOR UPDATE");
             let Some(session) = first(&tx, &sql, &[&id], session_row).await? else {
                 return Err(missing().into());
             };

@@ -32,10 +32,10 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use deadpool_postgres::Transaction;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use futures_util::StreamExt;
 use tokio_postgres::config::{Host, SslMode};
-use deadpool_postgres::Transaction;
 use tokio_postgres::{AsyncMessage, Config, IsolationLevel};
 use tokio_postgres_rustls::MakeRustlsConnect;
 use uuid::{ContextV7, Uuid};
@@ -496,12 +496,7 @@ impl PgStore {
 /// Keeps a connection that listens for memory revisions, reconnecting
 /// after a second whenever it drops; `revisions.listening` says whether
 /// `revisions.latest` can be trusted.
-async fn listen(
-    config: Config,
-    tls: MakeRustlsConnect,
-    revisions: Arc<Revisions>,
-    place: String,
-) {
+async fn listen(config: Config, tls: MakeRustlsConnect, revisions: Arc<Revisions>, place: String) {
     loop {
         match config.connect(tls.clone()).await {
             Ok((client, mut connection)) => {

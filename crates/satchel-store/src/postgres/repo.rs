@@ -3,11 +3,11 @@
 //! `sqlite::repo`), applied before anything reaches a connection.
 
 use async_trait::async_trait;
+use deadpool_postgres::GenericClient;
 use satchel_core::{ErrorCode, ToolOutput};
 use serde_json::Value;
-use tokio_postgres::types::ToSql;
-use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
 use crate::postgres::failure::PgFailure;
 use crate::postgres::{Ctx, PgStore, search, transact};
@@ -225,7 +225,12 @@ where
     C: GenericClient + Sync,
 {
     let statement = client.prepare_cached(sql).await?;
-    client.query(&statement, params).await?.iter().map(map).collect()
+    client
+        .query(&statement, params)
+        .await?
+        .iter()
+        .map(map)
+        .collect()
 }
 
 /// The first row of a query, mapped, if there is one.
@@ -270,7 +275,9 @@ async fn touch_conversation<C: GenericClient + Sync>(
     now: Timestamp,
 ) -> Result<(), PgFailure> {
     let statement = tx
-        .prepare_cached("UPDATE conversations SET updated_at = greatest(updated_at, $2) WHERE id = $1")
+        .prepare_cached(
+            "UPDATE conversations SET updated_at = greatest(updated_at, $2) WHERE id = $1",
+        )
         .await?;
     let changed = tx.execute(&statement, &[&id, &now.as_millis()]).await?;
     if changed == 0 {
@@ -545,7 +552,9 @@ impl ConversationStore for PgStore {
         }
         .await;
         let dump = result.map_err(|failure| self.error(failure))?;
-        tx.commit().await.map_err(|error| self.error(error.into()))?;
+        tx.commit()
+            .await
+            .map_err(|error| self.error(error.into()))?;
         Ok(dump)
     }
 

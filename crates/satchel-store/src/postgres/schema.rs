@@ -68,7 +68,12 @@ async fn inspect(
         .await
         .map_err(sql)?
         .iter()
-        .map(|row| (u32::try_from(row.get::<_, i64>(0)).unwrap_or(u32::MAX), row.get(1)))
+        .map(|row| {
+            (
+                u32::try_from(row.get::<_, i64>(0)).unwrap_or(u32::MAX),
+                row.get(1),
+            )
+        })
         .collect();
     Ok(Found {
         tables,

@@ -108,7 +108,10 @@ mod tests {
 
     #[test]
     fn words_become_required_terms_and_never_syntax() {
-        assert_eq!(tsquery("cargo  test").as_deref(), Some("('cargo') & ('test')"));
+        assert_eq!(
+            tsquery("cargo  test").as_deref(),
+            Some("('cargo') & ('test')")
+        );
         assert_eq!(
             tsquery("pre* a-b").as_deref(),
             Some("('pre':*) & ('a' <-> 'b')")

@@ -3,11 +3,11 @@
 
 use rusqlite::types::Value as SqlValue;
 
+use crate::StoreError;
 use crate::copy::{Cell, Kind, Snapshot, TABLES};
 use crate::redact::Redactor;
 use crate::sqlite::failure::Failure;
 use crate::sqlite::{Redact, SqliteStore};
-use crate::StoreError;
 
 /// Rows copied in are already redacted: they pass as they are.
 impl Redact for Snapshot {

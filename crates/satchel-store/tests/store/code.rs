@@ -1,12 +1,10 @@
 //! The `code` tool's traces and jobs: round trips, queries, restarts.
 
-
-
 use std::time::Duration;
 
+use crate::support::{START, TempDb, bounded, manual_options};
 use pretty_assertions::assert_eq;
 use satchel_store::{CodeQuery, CodeStore, JobStatus, NewCodeExecution, NewCodeJob};
-use crate::support::{START, TempDb, bounded, manual_options};
 
 fn execution(n: u32, success: bool) -> NewCodeExecution {
     NewCodeExecution {
@@ -35,52 +33,54 @@ fn execution(n: u32, success: bool) -> NewCodeExecution {
 }
 
 backend_test!(executions_round_trip_and_filter, |db| async {
-        let (options, clock) = manual_options();
-        let store = db.open_with(options).await;
-        for n in 0..5 {
-            store
-                .record_execution(execution(n, n % 2 == 0))
-                .await
-                .unwrap();
-            clock.advance(Duration::from_secs(3600));
-        }
-        let all = store.code_executions(CodeQuery::default()).await.unwrap();
-        assert_eq!(all.len(), 5);
-        assert_eq!(all[0].code, "print(0)");
-        assert_eq!(all[0].created_at, START);
-        let failures = store
-            .code_executions(CodeQuery {
-                failed_only: true,
-                ..CodeQuery::default()
-            })
+    let (options, clock) = manual_options();
+    let store = db.open_with(options).await;
+    for n in 0..5 {
+        store
+            .record_execution(execution(n, n % 2 == 0))
             .await
             .unwrap();
-        assert_eq!(
-            failures.iter().map(|e| e.code.as_str()).collect::<Vec<_>>(),
-            ["print(1)", "print(3)"]
-        );
-        assert_eq!(failures[0].error_category.as_deref(), Some("reference"));
-        let since = START.as_millis() + 3 * 3_600_000;
-        let recent = store
-            .code_executions(CodeQuery {
-                since: Some(satchel_store::Timestamp::from_millis(since)),
-                ..CodeQuery::default()
-            })
-            .await
-            .unwrap();
-        assert_eq!(recent.len(), 2);
-        let last_one = store
-            .code_executions(CodeQuery {
-                limit: Some(1),
-                ..CodeQuery::default()
-            })
-            .await
-            .unwrap();
-        assert_eq!(last_one[0].code, "print(4)");
-        store.close().await.unwrap();
+        clock.advance(Duration::from_secs(3600));
+    }
+    let all = store.code_executions(CodeQuery::default()).await.unwrap();
+    assert_eq!(all.len(), 5);
+    assert_eq!(all[0].code, "print(0)");
+    assert_eq!(all[0].created_at, START);
+    let failures = store
+        .code_executions(CodeQuery {
+            failed_only: true,
+            ..CodeQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        failures.iter().map(|e| e.code.as_str()).collect::<Vec<_>>(),
+        ["print(1)", "print(3)"]
+    );
+    assert_eq!(failures[0].error_category.as_deref(), Some("reference"));
+    let since = START.as_millis() + 3 * 3_600_000;
+    let recent = store
+        .code_executions(CodeQuery {
+            since: Some(satchel_store::Timestamp::from_millis(since)),
+            ..CodeQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(recent.len(), 2);
+    let last_one = store
+        .code_executions(CodeQuery {
+            limit: Some(1),
+            ..CodeQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(last_one[0].code, "print(4)");
+    store.close().await.unwrap();
 });
 
-backend_test!(jobs_move_through_their_states_and_survive_a_restart_as_failed, |db| async {
+backend_test!(
+    jobs_move_through_their_states_and_survive_a_restart_as_failed,
+    |db| async {
         let store = db.open().await;
         let job = store
             .create_job(NewCodeJob {
@@ -146,4 +146,5 @@ backend_test!(jobs_move_through_their_states_and_survive_a_restart_as_failed, |d
         );
         assert_eq!(reopened.job("nope").await.unwrap(), None);
         reopened.close().await.unwrap();
-});
+    }
+);

@@ -6,8 +6,6 @@
 //! child_process` and an environment variable choosing what the child
 //! does; in a normal run, `child_process` does nothing.
 
-
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
@@ -17,12 +15,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::support::{TempDb, sample_call};
 use pretty_assertions::assert_eq;
 use rusqlite::Connection;
 use satchel_core::ToolResults;
 use satchel_store::{Access, AuditQuery, AuditStore, SqliteStore, StoreOptions, ToolCallStore};
 use serde_json::{Value, json};
-use crate::support::{TempDb, sample_call};
 
 /// Selects the child's job: `writer` or `read-only`.
 const CHILD_MODE: &str = "SATCHEL_STORE_TEST_CHILD";

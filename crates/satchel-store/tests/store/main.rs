@@ -18,6 +18,6 @@ mod code;
 mod concurrency;
 mod crash;
 mod open;
+mod postgres;
 mod records;
 mod search;
-mod postgres;

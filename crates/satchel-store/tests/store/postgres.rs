@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use pretty_assertions::assert_eq;
 use satchel_core::ToolResults;
-use satchel_memory::{Memory, MemoryConfig, MemoryLayer, MemoryOptions, ModelSource, RecallQuery, StoreRequest};
+use satchel_memory::{
+    Memory, MemoryConfig, MemoryLayer, MemoryOptions, ModelSource, RecallQuery, StoreRequest,
+};
 use satchel_store::{
     AuditQuery, AuditStore, CodeQuery, CodeStore, ConversationStore, LlmCallStore, LogKind,
     LogStore, MemoryStore, NewCallStart, NewCodeExecution, NewConversation, NewLlmCall,
@@ -60,7 +62,10 @@ fn child() {
             "memory" => {
                 let memory = memory_over(&store);
                 memory
-                    .store(StoreRequest::new(MemoryLayer::Long, "the lighthouse keeper feeds a ginger cat"))
+                    .store(StoreRequest::new(
+                        MemoryLayer::Long,
+                        "the lighthouse keeper feeds a ginger cat",
+                    ))
                     .await
                     .unwrap();
                 println!("STORED");
@@ -73,7 +78,12 @@ fn child() {
 
 fn spawn_child(mode: &str, url: &str, n: usize) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "postgres::child", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "postgres::child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_MODE, mode)
         .env(CHILD_URL, url)
         .env(CHILD_N, n.to_string())
@@ -162,10 +172,15 @@ async fn eight_processes_record_a_thousand_calls_each_none_lost_or_doubled() {
     // Migrated once before the load, so the processes only write.
     db.open().await.close().await.unwrap();
     let started = Instant::now();
-    let mut children: Vec<Child> = (0..PROCESSES).map(|n| spawn_child("calls", &url, n)).collect();
+    let mut children: Vec<Child> = (0..PROCESSES)
+        .map(|n| spawn_child("calls", &url, n))
+        .collect();
     for child in &mut children {
         let lines = read_lines(child, |_| false);
-        assert!(lines.iter().any(|l| l.contains("DONE")), "a child failed: {lines:?}");
+        assert!(
+            lines.iter().any(|l| l.contains("DONE")),
+            "a child failed: {lines:?}"
+        );
         assert!(child.wait().unwrap().success());
     }
     let elapsed = started.elapsed();
@@ -182,7 +197,10 @@ async fn eight_processes_record_a_thousand_calls_each_none_lost_or_doubled() {
         })
         .collect();
     assert_eq!(calls.len(), rows.len(), "each audit row has its own call");
-    eprintln!("{} calls from {PROCESSES} processes in {elapsed:?}", rows.len());
+    eprintln!(
+        "{} calls from {PROCESSES} processes in {elapsed:?}",
+        rows.len()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -253,7 +271,10 @@ async fn a_memory_stored_in_one_process_is_recalled_in_another_within_a_second()
     loop {
         let found = memory.recall(RecallQuery::new("ginger cat")).await.unwrap();
         if let Some(hit) = found.memories.first() {
-            assert_eq!(hit.memory.content, "the lighthouse keeper feeds a ginger cat");
+            assert_eq!(
+                hit.memory.content,
+                "the lighthouse keeper feeds a ginger cat"
+            );
             break;
         }
         assert!(
@@ -262,7 +283,10 @@ async fn a_memory_stored_in_one_process_is_recalled_in_another_within_a_second()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    eprintln!("recalled {:?} after the other process committed", stored_at.elapsed());
+    eprintln!(
+        "recalled {:?} after the other process committed",
+        stored_at.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -290,14 +314,20 @@ async fn a_database_of_another_program_or_a_newer_satchel_is_refused() {
     let error = satchel_store::open(&db.location, StoreOptions::default())
         .await
         .unwrap_err();
-    assert!(matches!(error, StoreError::ForeignDatabase { .. }), "{error}");
+    assert!(
+        matches!(error, StoreError::ForeignDatabase { .. }),
+        "{error}"
+    );
     assert!(error.to_string().contains("invoices"), "{error}");
     assert!(!error.to_string().contains("password"));
 
     let Some(db) = server_db() else { return };
     let url = db.url_with_password_free();
     db.open().await.close().await.unwrap();
-    assert!(server.run_sql(&url, "INSERT INTO satchel_schema_version VALUES (99, 'future', 0)"));
+    assert!(server.run_sql(
+        &url,
+        "INSERT INTO satchel_schema_version VALUES (99, 'future', 0)"
+    ));
     let error = satchel_store::open(&db.location, StoreOptions::default())
         .await
         .unwrap_err();
@@ -333,7 +363,10 @@ async fn a_server_that_is_not_there_fails_clearly_without_the_password() {
         ],
     )
     .unwrap();
-    assert_eq!(location.display(), "postgres://alice@db.example:6543/records");
+    assert_eq!(
+        location.display(),
+        "postgres://alice@db.example:6543/records"
+    );
     assert!(!format!("{location:?}").contains("hunter2"));
 }
 
@@ -354,7 +387,11 @@ async fn fill(store: &OpenedStore) {
         .await
         .unwrap();
     let user = store
-        .append_log_entry(NewLogEntry::new(&conversation.id, LogKind::User, "find the Café needle"))
+        .append_log_entry(NewLogEntry::new(
+            &conversation.id,
+            LogKind::User,
+            "find the Café needle",
+        ))
         .await
         .unwrap();
     let mut reply = NewLogEntry::new(&conversation.id, LogKind::Assistant, "found it");
@@ -364,7 +401,10 @@ async fn fill(store: &OpenedStore) {
     let mut call = sample_call(7);
     call.conversation_id = Some(conversation.id.clone());
     call.statement_id = Some(statement.id.clone());
-    store.record_tool_calls(vec![call, sample_call(8)]).await.unwrap();
+    store
+        .record_tool_calls(vec![call, sample_call(8)])
+        .await
+        .unwrap();
     store
         .record_execution(NewCodeExecution {
             language: "python".into(),
@@ -448,7 +488,10 @@ async fn everything(store: &OpenedStore) -> String {
             .unwrap()
             .unwrap();
         out.push(format!("{dump:?}"));
-        out.push(format!("{:?}", store.llm_calls(&summary.conversation.id).await.unwrap()));
+        out.push(format!(
+            "{:?}",
+            store.llm_calls(&summary.conversation.id).await.unwrap()
+        ));
         let hits = store
             .search_conversation(satchel_store::ConversationSearch {
                 conversation_id: summary.conversation.id.clone(),
@@ -460,12 +503,21 @@ async fn everything(store: &OpenedStore) -> String {
             .unwrap();
         out.push(format!("{hits:?}"));
     }
-    out.push(format!("{:?}", store.audit(AuditQuery::default()).await.unwrap()));
+    out.push(format!(
+        "{:?}",
+        store.audit(AuditQuery::default()).await.unwrap()
+    ));
     out.push(format!("{:?}", store.unfinished_calls().await.unwrap()));
-    out.push(format!("{:?}", store.code_executions(CodeQuery::default()).await.unwrap()));
+    out.push(format!(
+        "{:?}",
+        store.code_executions(CodeQuery::default()).await.unwrap()
+    ));
     out.push(format!("{:?}", store.memory_changes(0).await.unwrap()));
     out.push(format!("{:?}", store.memory_revision().await.unwrap()));
-    out.push(format!("{:?}", store.sessions("default", 10).await.unwrap()));
+    out.push(format!(
+        "{:?}",
+        store.sessions("default", 10).await.unwrap()
+    ));
     out.join("\n")
 }
 
@@ -498,14 +550,27 @@ async fn a_record_is_copied_to_postgres_and_back_checked_by_counts() {
         }])
         .await
         .unwrap();
-    let seqs: Vec<i64> = target.memory_changes(0).await.unwrap().upserts.iter().map(|r| r.seq).collect();
+    let seqs: Vec<i64> = target
+        .memory_changes(0)
+        .await
+        .unwrap()
+        .upserts
+        .iter()
+        .map(|r| r.seq)
+        .collect();
     assert!(seqs.iter().all(|seq| *seq <= fresh[0].seq));
     // A second copy into a target that holds records is refused.
     let refused = satchel_store::copy(&source, &target).await.unwrap_err();
-    assert!(matches!(refused, StoreError::TargetNotEmpty { .. }), "{refused}");
+    assert!(
+        matches!(refused, StoreError::TargetNotEmpty { .. }),
+        "{refused}"
+    );
 
     // And back, into a new file.
-    target.delete_memories("default", vec![fresh[0].id.clone()]).await.unwrap();
+    target
+        .delete_memories("default", vec![fresh[0].id.clone()])
+        .await
+        .unwrap();
     let back_db = TestDb::sqlite();
     let back = back_db.open().await;
     satchel_store::copy(&target, &back).await.unwrap();

@@ -3,8 +3,7 @@
 //! image data), that no other conversation answers, that the index follows
 //! deletions, and that rows written before the index existed are found.
 
-
-
+use crate::support::{TempDb, bounded, sample_call};
 use pretty_assertions::assert_eq;
 use rusqlite::Connection;
 use satchel_core::{Content, ToolCall, ToolOutput, ToolResults};
@@ -13,7 +12,6 @@ use satchel_store::{
     NewToolCall, RedactionConfig, Redactor, SearchHit, SqliteStore, StoreOptions, ToolCallStore,
 };
 use serde_json::json;
-use crate::support::{TempDb, bounded, sample_call};
 
 /// A conversation and the ids of what was written to it.
 struct Written {
@@ -125,7 +123,9 @@ async fn search<S: ConversationStore>(store: &S, conversation: &str, text: &str)
         .unwrap()
 }
 
-backend_test!(messages_and_tool_results_of_one_conversation_are_found, |db| async {
+backend_test!(
+    messages_and_tool_results_of_one_conversation_are_found,
+    |db| async {
         let store = db.open().await;
         let a = write_conversation(&store, "alpha").await;
         let b = write_conversation(&store, "alpha").await;
@@ -198,9 +198,12 @@ backend_test!(messages_and_tool_results_of_one_conversation_are_found, |db| asyn
             .await
             .unwrap();
         assert_eq!(limited.len(), 1);
-});
+    }
+);
 
-backend_test!(secrets_are_not_searchable_because_they_were_never_stored, |db| async {
+backend_test!(
+    secrets_are_not_searchable_because_they_were_never_stored,
+    |db| async {
         let redactor = Redactor::from_env(
             &RedactionConfig::default(),
             [("DEPLOY_TOKEN".to_owned(), "hunter2hunter2".to_owned())],
@@ -229,7 +232,8 @@ backend_test!(secrets_are_not_searchable_because_they_were_never_stored, |db| as
             search(&store, &conversation, "redacted token").await.len(),
             1
         );
-});
+    }
+);
 
 #[tokio::test]
 async fn deleted_rows_leave_the_index() {

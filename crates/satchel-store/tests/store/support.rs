@@ -1,7 +1,6 @@
 //! What the store's integration tests share: a temporary database, sample
 //! records, and a time bound so that a hang fails instead of stalling.
 
-
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
