@@ -66,9 +66,13 @@ struct Backends {
 
 fn locations() -> Backends {
     let dir = tempfile::tempdir().unwrap();
-    let server = satchel_store::testing::server().expect("a PostgreSQL server (scripts/install-postgres.sh)");
+    let server = satchel_store::testing::server()
+        .expect("a PostgreSQL server (scripts/install-postgres.sh)");
     Backends {
-        sqlite: StoreLocation::File(dir.path().join(format!("bench-{}.db", server.new_database().len()))),
+        sqlite: StoreLocation::File(
+            dir.path()
+                .join(format!("bench-{}.db", server.new_database().len())),
+        ),
         postgres: StoreLocation::parse(server.new_database().as_ref(), []).unwrap(),
         _dir: dir,
     }
@@ -96,8 +100,12 @@ fn main() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(1000);
         let places = locations();
-        let sqlite = satchel_store::open(&places.sqlite, StoreOptions::default()).await.unwrap();
-        let postgres = satchel_store::open(&places.postgres, StoreOptions::default()).await.unwrap();
+        let sqlite = satchel_store::open(&places.sqlite, StoreOptions::default())
+            .await
+            .unwrap();
+        let postgres = satchel_store::open(&places.postgres, StoreOptions::default())
+            .await
+            .unwrap();
 
         // 1. One transaction per call, interleaved call by call.
         let (mut single_sqlite, mut single_pg) = (Vec::new(), Vec::new());
@@ -124,10 +132,26 @@ fn main() {
         println!("|------------------------------|---------:|------------:|--------------------:|");
         let (s50, p50) = (pct(&mut single_sqlite, 0.5), pct(&mut single_pg, 0.5));
         let (s95, p95) = (pct(&mut single_sqlite, 0.95), pct(&mut single_pg, 0.95));
-        println!("| single call p50 (µs)         | {:>8.0} | {:>11.0} | {:>18.2}x |", us(s50), us(p50), us(p50) / us(s50));
-        println!("| single call p95 (µs)         | {:>8.0} | {:>11.0} | {:>18.2}x |", us(s95), us(p95), us(p95) / us(s95));
-        let (sr, pr) = (batched_rows / batch_sqlite.as_secs_f64(), batched_rows / batch_pg.as_secs_f64());
-        println!("| batched, calls/s             | {sr:>8.0} | {pr:>11.0} | {:>18.2}x |", pr / sr);
+        println!(
+            "| single call p50 (µs)         | {:>8.0} | {:>11.0} | {:>18.2}x |",
+            us(s50),
+            us(p50),
+            us(p50) / us(s50)
+        );
+        println!(
+            "| single call p95 (µs)         | {:>8.0} | {:>11.0} | {:>18.2}x |",
+            us(s95),
+            us(p95),
+            us(p95) / us(s95)
+        );
+        let (sr, pr) = (
+            batched_rows / batch_sqlite.as_secs_f64(),
+            batched_rows / batch_pg.as_secs_f64(),
+        );
+        println!(
+            "| batched, calls/s             | {sr:>8.0} | {pr:>11.0} | {:>18.2}x |",
+            pr / sr
+        );
         sqlite.close().await.unwrap();
         postgres.close().await.unwrap();
 
@@ -143,7 +167,10 @@ async fn locomo_both() {
         PathBuf::from,
     );
     let Ok(text) = std::fs::read_to_string(&path) else {
-        println!("\n(no LoCoMo file at {}: recall not measured)", path.display());
+        println!(
+            "\n(no LoCoMo file at {}: recall not measured)",
+            path.display()
+        );
         return;
     };
     let samples = locomo::parse(&text).unwrap();
@@ -154,21 +181,32 @@ async fn locomo_both() {
     };
     let mut results = Vec::new();
     for backend in ["SQLite", "PostgreSQL"] {
-        let (mut at10, mut questions, mut ingest, mut turns) = (0.0, 0usize, Duration::ZERO, 0usize);
+        let (mut at10, mut questions, mut ingest, mut turns) =
+            (0.0, 0usize, Duration::ZERO, 0usize);
         let mut latencies = Vec::new();
         for sample in &samples {
             let places = locations();
-            let location = if backend == "SQLite" { &places.sqlite } else { &places.postgres };
-            let store: OpenedStore = satchel_store::open(location, StoreOptions::default()).await.unwrap();
+            let location = if backend == "SQLite" {
+                &places.sqlite
+            } else {
+                &places.postgres
+            };
+            let store: OpenedStore = satchel_store::open(location, StoreOptions::default())
+                .await
+                .unwrap();
             let last = sample.turns.iter().map(|t| t.date).max().unwrap();
-            let mut config = MemoryConfig::default();
-            config.namespace = format!("locomo/{}", sample.id);
-            config.long_ttl = None;
+            let config = MemoryConfig {
+                namespace: format!("locomo/{}", sample.id),
+                long_ttl: None,
+                ..MemoryConfig::default()
+            };
             let memory = Memory::new(
                 store.memory_store(),
                 config,
                 MemoryOptions {
-                    clock: Arc::new(ManualClock::new(Timestamp::from_millis(last.as_millis() + 86_400_000))),
+                    clock: Arc::new(ManualClock::new(Timestamp::from_millis(
+                        last.as_millis() + 86_400_000,
+                    ))),
                     model: model.clone(),
                     summarizer: None,
                 },
@@ -178,7 +216,9 @@ async fn locomo_both() {
                 .iter()
                 .enumerate()
                 .map(|(index, turn)| StoreRequest {
-                    created_at: Some(Timestamp::from_millis(turn.date.as_millis() + index as i64 * 1000)),
+                    created_at: Some(Timestamp::from_millis(
+                        turn.date.as_millis() + index as i64 * 1000,
+                    )),
                     ..StoreRequest::new(MemoryLayer::Long, turn.memory_text())
                 })
                 .collect();
@@ -194,7 +234,10 @@ async fn locomo_both() {
             for question in sample.questions.iter().filter(|q| !q.evidence.is_empty()) {
                 let started = Instant::now();
                 let recall = memory
-                    .recall(RecallQuery { limit: 25, ..RecallQuery::new(question.text.clone()) })
+                    .recall(RecallQuery {
+                        limit: 25,
+                        ..RecallQuery::new(question.text.clone())
+                    })
                     .await
                     .unwrap();
                 latencies.push(started.elapsed());
@@ -210,24 +253,46 @@ async fn locomo_both() {
         }
         let p50 = pct(&mut latencies, 0.5);
         let p95 = pct(&mut latencies, 0.95);
-        results.push((backend, at10 / questions as f64, turns as f64 / ingest.as_secs_f64(), p50, p95, questions));
+        results.push((
+            backend,
+            at10 / questions as f64,
+            turns as f64 / ingest.as_secs_f64(),
+            p50,
+            p95,
+            questions,
+        ));
     }
     println!(
         "\nMemory over LoCoMo dev ({} conversations, {} questions; {})\n",
         samples.len(),
         results[0].5,
-        if matches!(model, ModelSource::None) { "keywords only" } else { "keywords and the embedding model" }
+        if matches!(model, ModelSource::None) {
+            "keywords only"
+        } else {
+            "keywords and the embedding model"
+        }
     );
     println!("| backend    |   R@10 | ingest turns/s | recall p50 (µs) | recall p95 (µs) |");
     println!("|------------|-------:|---------------:|----------------:|----------------:|");
     for (backend, r10, rate, p50, p95, _) in &results {
-        println!("| {backend:<10} | {r10:.4} | {rate:>14.0} | {:>15.0} | {:>15.0} |", us(*p50), us(*p95));
+        println!(
+            "| {backend:<10} | {r10:.4} | {rate:>14.0} | {:>15.0} | {:>15.0} |",
+            us(*p50),
+            us(*p95)
+        );
     }
     println!(
         "\nPostgreSQL / SQLite: ingest {:.2}x slower, recall p50 {:.2}x; R@10 {}",
         results[0].2 / results[1].2,
         us(results[1].3) / us(results[0].3),
-        if (results[0].1 - results[1].1).abs() < 1e-12 { "identical" } else { "DIFFERS" }
+        if (results[0].1 - results[1].1).abs() < 1e-12 {
+            "identical"
+        } else {
+            "DIFFERS"
+        }
     );
-    assert!((results[0].1 - results[1].1).abs() < 1e-12, "R@10 differs between backends");
+    assert!(
+        (results[0].1 - results[1].1).abs() < 1e-12,
+        "R@10 differs between backends"
+    );
 }

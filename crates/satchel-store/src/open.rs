@@ -27,7 +27,7 @@ pub enum StoreLocation {
     /// An SQLite file (created on first write).
     File(PathBuf),
     /// A PostgreSQL database on a server.
-    Postgres(PgLocation),
+    Postgres(Box<PgLocation>),
 }
 
 impl StoreLocation {
@@ -39,9 +39,9 @@ impl StoreLocation {
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<StoreLocation, StoreError> {
         match text.to_str() {
-            Some(url) if is_postgres_url(url) => {
-                Ok(StoreLocation::Postgres(PgLocation::parse(url, env)?))
-            }
+            Some(url) if is_postgres_url(url) => Ok(StoreLocation::Postgres(Box::new(
+                PgLocation::parse(url, env)?,
+            ))),
             _ => Ok(StoreLocation::File(PathBuf::from(text))),
         }
     }

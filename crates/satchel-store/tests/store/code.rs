@@ -2,8 +2,7 @@
 
 use std::time::Duration;
 
-use crate::support::{START, TempDb, bounded, manual_options};
-use pretty_assertions::assert_eq;
+use crate::support::{START, manual_options};
 use satchel_store::{CodeQuery, CodeStore, JobStatus, NewCodeExecution, NewCodeJob};
 
 fn execution(n: u32, success: bool) -> NewCodeExecution {

@@ -3,8 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::support::{TempDb, bounded, sample_call};
-use pretty_assertions::assert_eq;
+use crate::support::sample_call;
 use satchel_store::{
     AuditQuery, AuditStore, ConversationStore, LogKind, LogStore, NewConversation, NewLogEntry,
     ToolCallStore,

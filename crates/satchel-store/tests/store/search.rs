@@ -9,7 +9,7 @@ use rusqlite::Connection;
 use satchel_core::{Content, ToolCall, ToolOutput, ToolResults};
 use satchel_store::{
     ConversationSearch, ConversationStore, LogKind, LogStore, NewConversation, NewLogEntry,
-    NewToolCall, RedactionConfig, Redactor, SearchHit, SqliteStore, StoreOptions, ToolCallStore,
+    NewToolCall, RedactionConfig, Redactor, SearchHit, StoreOptions, ToolCallStore,
 };
 use serde_json::json;
 
