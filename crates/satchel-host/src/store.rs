@@ -39,6 +39,8 @@ pub(crate) fn redactor_quietly(settings: &Settings, env: &BTreeMap<String, Strin
 pub struct LazyStore {
     db: Option<PathBuf>,
     redactor: Redactor,
+    /// The `PG*` (and `USER`) variables a `postgres://` location may need.
+    pg_env: Vec<(String, String)>,
     cell: tokio::sync::OnceCell<Result<OpenedStore, String>>,
 }
 
@@ -48,8 +50,20 @@ impl LazyStore {
         LazyStore {
             db,
             redactor,
+            pg_env: Vec::new(),
             cell: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// Takes from `env` what completes a `postgres://` location (`PGHOST`,
+    /// `PGUSER`, `PGPASSWORD`...).
+    pub fn with_env(mut self, env: &BTreeMap<String, String>) -> LazyStore {
+        self.pg_env = env
+            .iter()
+            .filter(|(name, _)| name.starts_with("PG") || name.as_str() == "USER")
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        self
     }
 
     /// The open store, or why it cannot be opened (a warning for callers,
@@ -69,7 +83,7 @@ impl LazyStore {
                     ..StoreOptions::default()
                 };
                 // A file, or a postgres:// URL that the PG* variables complete.
-                let location = StoreLocation::parse(path.as_os_str(), std::env::vars())
+                let location = StoreLocation::parse(path.as_os_str(), self.pg_env.clone())
                     .map_err(|error| error.to_string())?;
                 satchel_store::open(&location, options)
                     .await

@@ -15,6 +15,10 @@
 //! the workspace), `SATCHEL_BENCH_MODEL=1` to rank with the embedding
 //! model too (slower ingest; keywords only by default).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // A bench fails loudly and prints its table.
 
 use std::collections::HashMap;

@@ -38,7 +38,7 @@ pub(crate) async fn open_for_reading(db: Option<&Path>) -> anyhow::Result<Option
 /// The database `--db`/`SATCHEL_DB` names: a file, or a PostgreSQL URL
 /// completed by the `PG*` variables.
 pub(crate) fn location(db: &std::ffi::OsStr) -> Result<StoreLocation, StoreError> {
-    StoreLocation::parse(db, std::env::vars())
+    StoreLocation::parse(db, crate::paths::process_env())
 }
 
 /// `satchel db ...`.
