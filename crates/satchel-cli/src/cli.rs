@@ -66,6 +66,34 @@ Examples:
   satchel tools call bash '{\"command\": \"ls -la\"}'
   echo '{\"command\": \"git status\"}' | satchel tools call bash --json";
 
+const DB_EXAMPLES: &str = "\
+Examples:
+  satchel db copy --from ~/.local/share/satchel/satchel.db --to postgres://satchel@db.example/satchel
+  satchel db copy --from postgres://satchel@db.example/satchel --to /tmp/backup.db";
+
+/// `satchel db ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum DbCommand {
+    /// Copy every record (conversations, log, history, tool calls, audit,
+    /// code runs, model requests, memories, sessions) into a new file or an
+    /// empty PostgreSQL database, then check the counts of every table.
+    Copy(DbCopyArgs),
+}
+
+/// `satchel db copy`.
+#[derive(Debug, Args)]
+pub(crate) struct DbCopyArgs {
+    /// The database to read: a file or a postgres:// URL (PG* variables fill in the rest).
+    #[arg(long, value_name = "FILE|URL")]
+    pub(crate) from: std::ffi::OsString,
+    /// The database to write: a new file or an empty database.
+    #[arg(long, value_name = "FILE|URL")]
+    pub(crate) to: std::ffi::OsString,
+    /// Print the counts as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Talk with the configured model in a REPL; it uses the tools.
@@ -148,6 +176,10 @@ pub(crate) enum Command {
     /// Exit status: 0 when nothing failed (warnings allowed), 1 otherwise.
     #[command(after_help = DOCTOR_EXAMPLES)]
     Doctor(DoctorArgs),
+    /// Move the whole record between databases (an SQLite file and a
+    /// PostgreSQL server, either way).
+    #[command(subcommand, after_help = DB_EXAMPLES)]
+    Db(DbCommand),
 }
 
 const CONFIG_EXAMPLES: &str = "\

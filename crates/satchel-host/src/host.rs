@@ -123,7 +123,7 @@ impl Host {
             },
             _ => None,
         };
-        let store = Arc::new(LazyStore::new(db.clone(), redactor.clone()));
+        let store = Arc::new(LazyStore::new(db.clone(), redactor.clone()).with_env(&env));
         Ok(Host {
             root: root.to_path_buf(),
             model_generator,

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use satchel_builtins::code::CodeStoreHandle;
 use satchel_builtins::conversation::RecordsHandle;
-use satchel_store::{CodeStore, RedactionConfig, Redactor, SqliteStore, Store, StoreOptions};
+use satchel_store::{
+    CodeStore, OpenedStore, RedactionConfig, Redactor, Store, StoreLocation, StoreOptions,
+};
 use satchel_tools::Settings;
 
 /// The redactor for this host: the environment variables agent.json's
@@ -37,7 +39,9 @@ pub(crate) fn redactor_quietly(settings: &Settings, env: &BTreeMap<String, Strin
 pub struct LazyStore {
     db: Option<PathBuf>,
     redactor: Redactor,
-    cell: tokio::sync::OnceCell<Result<SqliteStore, String>>,
+    /// The `PG*` (and `USER`) variables a `postgres://` location may need.
+    pg_env: Vec<(String, String)>,
+    cell: tokio::sync::OnceCell<Result<OpenedStore, String>>,
 }
 
 impl LazyStore {
@@ -46,13 +50,25 @@ impl LazyStore {
         LazyStore {
             db,
             redactor,
+            pg_env: Vec::new(),
             cell: tokio::sync::OnceCell::new(),
         }
     }
 
+    /// Takes from `env` what completes a `postgres://` location (`PGHOST`,
+    /// `PGUSER`, `PGPASSWORD`...).
+    pub fn with_env(mut self, env: &BTreeMap<String, String>) -> LazyStore {
+        self.pg_env = env
+            .iter()
+            .filter(|(name, _)| name.starts_with("PG") || name.as_str() == "USER")
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        self
+    }
+
     /// The open store, or why it cannot be opened (a warning for callers,
     /// never a lost result).
-    pub async fn get(&self) -> Result<&SqliteStore, String> {
+    pub async fn get(&self) -> Result<&OpenedStore, String> {
         let opened = self
             .cell
             .get_or_init(|| async {
@@ -66,7 +82,10 @@ impl LazyStore {
                     redactor: self.redactor.clone(),
                     ..StoreOptions::default()
                 };
-                SqliteStore::open(path, options)
+                // A file, or a postgres:// URL that the PG* variables complete.
+                let location = StoreLocation::parse(path.as_os_str(), self.pg_env.clone())
+                    .map_err(|error| error.to_string())?;
+                satchel_store::open(&location, options)
                     .await
                     .map_err(|error| error.to_string())
             })

@@ -45,6 +45,29 @@ pub enum StoreError {
         /// The database file.
         path: PathBuf,
     },
+    /// The PostgreSQL database (its current schema) holds tables and none
+    /// of them is Satchel's version table: another program's data.
+    /// Produced by `open`; not retryable. Nothing is changed.
+    #[error(
+        "the PostgreSQL database `{}` holds tables that are not Satchel's ({tables}); refusing to change it: give Satchel an empty database or schema of its own",
+        path.display()
+    )]
+    ForeignDatabase {
+        /// The database, as shown to people (no password).
+        path: PathBuf,
+        /// Some of the tables found.
+        tables: String,
+    },
+    /// `satchel db copy` was pointed at a target that already holds
+    /// records. Produced by `copy`; nothing was written.
+    #[error(
+        "`{}` already holds records; copy into a new file or an empty database",
+        path.display()
+    )]
+    TargetNotEmpty {
+        /// The target.
+        path: PathBuf,
+    },
     /// The database was made by a newer Satchel. Produced by `open`; not
     /// retryable: upgrade Satchel. The file is not changed.
     #[error(

@@ -35,18 +35,26 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod code;
+mod copy;
 mod error;
+mod open;
+mod postgres;
 pub mod records;
 pub use satchel_core::redact;
 mod sqlite;
 mod store;
+#[doc(hidden)]
+pub mod testing;
 mod time;
 mod usage;
 
 pub use code::{
     CodeExecution, CodeJob, CodeQuery, CodeStore, JobStatus, NewCodeExecution, NewCodeJob,
 };
+pub use copy::{CopyReport, copy};
 pub use error::StoreError;
+pub use open::{OpenedStore, StoreLocation, open};
+pub use postgres::{PG_SCHEMA_VERSION, PgLocation, PgStore};
 pub use records::{
     AuditQuery, AuditRecord, AuditSource, CallStartRecord, Conversation, ConversationDump,
     ConversationSearch, ConversationSummary, ExportRecord, LlmMessage, LogEntry, LogKind,

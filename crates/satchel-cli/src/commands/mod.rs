@@ -44,6 +44,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }),
     };
     let db = match cli.db.filter(|path| !path.as_os_str().is_empty()) {
+        Some(path) if satchel_store::StoreLocation::is_url(path.as_os_str()) => Some(path),
         Some(path) => Some(std::path::absolute(path)?),
         None => user_paths.default_db(),
     };
@@ -87,6 +88,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Trust(_) => unreachable!("handled before the project is loaded"),
         Command::Config(command) => config::run(command, &project, &origin).await,
         Command::Doctor(args) => doctor::run(args, &project).await,
+        Command::Db(command) => db::run(command).await,
     }
 }
 

@@ -677,3 +677,66 @@ fn read_commands_on_a_fresh_machine_create_nothing() {
         "a read created the database"
     );
 }
+
+/// `SATCHEL_DB=postgres://...` records on a real PostgreSQL server (the
+/// one `satchel_store::testing` starts for this process) and `satchel db
+/// copy` moves the record to a file and back, checked by counts.
+#[test]
+fn postgres_records_calls_and_db_copy_moves_them_both_ways() {
+    let Some(server) = satchel_store::testing::server() else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let url = server.new_database();
+    let on_pg = |args: &[&str]| {
+        sandbox
+            .command(args)
+            .env("SATCHEL_DB", &url)
+            .output()
+            .unwrap()
+    };
+    for _ in 0..3 {
+        let output = on_pg(&["tools", "call", "bash", ECHO]);
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let audit = json_of(&on_pg(&["audit", "--json"]));
+    assert_eq!(audit.as_array().unwrap().len(), 3, "{audit}");
+
+    // To a file, read back from it.
+    let file = sandbox.path("copy.db");
+    let file = file.to_str().unwrap();
+    let output = sandbox.run(&["db", "copy", "--from", &url, "--to", file, "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = json_of(&output);
+    let audit_counts = report["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t[0] == "audit")
+        .unwrap()
+        .clone();
+    assert_eq!(audit_counts, json!(["audit", 3, 3]));
+    let from_file = json_of(&sandbox.run(&["--db", file, "audit", "--json"]));
+    assert_eq!(from_file, audit);
+
+    // And back, into an empty database; a non-empty one is refused.
+    let back = server.new_database();
+    let output = sandbox.run(&["db", "copy", "--from", file, "--to", &back]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("every table's count matches"));
+    let again = sandbox.run(&["db", "copy", "--from", file, "--to", &back]);
+    assert!(!again.status.success());
+    assert!(
+        stderr(&again).contains("already holds records"),
+        "{}",
+        stderr(&again)
+    );
+    let from_back = json_of(
+        &sandbox
+            .command(&["audit", "--json"])
+            .env("SATCHEL_DB", &back)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(from_back, audit);
+}

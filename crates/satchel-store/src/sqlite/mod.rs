@@ -12,6 +12,7 @@
 //! WAL on every commit for those who need power-cut durability too.
 
 mod code_repo;
+mod copy_rows;
 mod failure;
 mod memory;
 mod repo;

@@ -1,17 +1,10 @@
 //! The repositories on a real SQLite file: what goes in comes back exactly,
 //! in order, linked, filtered and redacted.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
-
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{START, TempDb, bounded, failed_call, manual_options, sample_call};
 use pretty_assertions::assert_eq;
 use satchel_core::{Content, ErrorCode, ToolOutput, ToolResults};
 use satchel_store::{
@@ -20,12 +13,10 @@ use satchel_store::{
     Redactor, StatementStore, Store, StoreError, StoreOptions, Timestamp, ToolCallStore,
 };
 use serde_json::json;
-use support::{START, TempDb, bounded, failed_call, manual_options, sample_call};
 
-#[tokio::test]
-async fn conversations_are_created_listed_found_and_titled() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(
+    conversations_are_created_listed_found_and_titled,
+    |db| async {
         let (options, clock) = manual_options();
         let store = db.open_with(options).await;
 
@@ -110,52 +101,45 @@ async fn conversations_are_created_listed_found_and_titled() {
                 ..
             })
         ));
-    })
-    .await;
-}
+    }
+);
 
-#[tokio::test]
-async fn a_goal_is_set_once() {
-    bounded(async {
-        let db = TempDb::new();
-        let store = db.open().await;
-        let conversation = store
-            .create_conversation(NewConversation::default())
-            .await
-            .unwrap();
+backend_test!(a_goal_is_set_once, |db| async {
+    let store = db.open().await;
+    let conversation = store
+        .create_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    store
+        .set_goal(&conversation.id, "ship the store".into())
+        .await
+        .unwrap();
+    let again = store
+        .set_goal(&conversation.id, "something else".into())
+        .await;
+    assert!(
+        matches!(&again, Err(StoreError::GoalAlreadySet { id }) if *id == conversation.id),
+        "{again:?}"
+    );
+    assert_eq!(
         store
-            .set_goal(&conversation.id, "ship the store".into())
+            .conversation(&conversation.id)
             .await
-            .unwrap();
-        let again = store
-            .set_goal(&conversation.id, "something else".into())
-            .await;
-        assert!(
-            matches!(&again, Err(StoreError::GoalAlreadySet { id }) if *id == conversation.id),
-            "{again:?}"
-        );
-        assert_eq!(
-            store
-                .conversation(&conversation.id)
-                .await
-                .unwrap()
-                .unwrap()
-                .goal
-                .as_deref(),
-            Some("ship the store")
-        );
-        assert!(matches!(
-            store.set_goal("missing", "x".into()).await,
-            Err(StoreError::NotFound { .. })
-        ));
-    })
-    .await;
-}
+            .unwrap()
+            .unwrap()
+            .goal
+            .as_deref(),
+        Some("ship the store")
+    );
+    assert!(matches!(
+        store.set_goal("missing", "x".into()).await,
+        Err(StoreError::NotFound { .. })
+    ));
+});
 
-#[tokio::test]
-async fn log_entries_keep_order_links_and_side_conversations() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(
+    log_entries_keep_order_links_and_side_conversations,
+    |db| async {
         let store = db.open().await;
         let conversation = store
             .create_conversation(NewConversation::default())
@@ -235,14 +219,12 @@ async fn log_entries_keep_order_links_and_side_conversations() {
             "{missing:?}"
         );
         assert_eq!(store.log_entries(id).await.unwrap().len(), 6);
-    })
-    .await;
-}
+    }
+);
 
-#[tokio::test]
-async fn statements_carry_objectives_and_the_last_is_current() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(
+    statements_carry_objectives_and_the_last_is_current,
+    |db| async {
         let store = db.open().await;
         let conversation = store
             .create_conversation(NewConversation::default())
@@ -271,73 +253,66 @@ async fn statements_carry_objectives_and_the_last_is_current() {
             store.current_objective(id).await.unwrap().as_deref(),
             Some("second")
         );
-    })
-    .await;
-}
+    }
+);
 
-#[tokio::test]
-async fn messages_are_stored_exactly_as_sent_per_turn() {
-    bounded(async {
-        let db = TempDb::new();
-        let store = db.open().await;
-        let conversation = store
-            .create_conversation(NewConversation::default())
-            .await
-            .unwrap();
-        let id = conversation.id.clone();
-        let message = |turn, role: &str, content| NewLlmMessage {
-            conversation_id: id.clone(),
-            statement_id: None,
-            turn,
-            role: role.into(),
-            content,
-        };
-        let content = json!([{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}, {"z": 1, "a": 2}]);
-        store
-            .append_messages(vec![
-                message(1, "system", json!("You are Satchel.")),
-                message(1, "user", content.clone()),
-            ])
-            .await
-            .unwrap();
-        store
-            .append_messages(vec![message(2, "assistant", json!({"tool_calls": []}))])
-            .await
-            .unwrap();
-        let messages = store.messages(&id).await.unwrap();
-        assert_eq!(
-            messages
-                .iter()
-                .map(|m| (m.seq, m.turn, m.role.as_str()))
-                .collect::<Vec<_>>(),
-            [(1, 1, "system"), (2, 1, "user"), (3, 2, "assistant")]
-        );
-        // Key order and every field survive: exactly what was sent.
-        assert_eq!(
-            serde_json::to_string(&messages[1].content).unwrap(),
-            serde_json::to_string(&content).unwrap()
-        );
+backend_test!(messages_are_stored_exactly_as_sent_per_turn, |db| async {
+    let store = db.open().await;
+    let conversation = store
+        .create_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    let id = conversation.id.clone();
+    let message = |turn, role: &str, content| NewLlmMessage {
+        conversation_id: id.clone(),
+        statement_id: None,
+        turn,
+        role: role.into(),
+        content,
+    };
+    let content = json!([{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}, {"z": 1, "a": 2}]);
+    store
+        .append_messages(vec![
+            message(1, "system", json!("You are Satchel.")),
+            message(1, "user", content.clone()),
+        ])
+        .await
+        .unwrap();
+    store
+        .append_messages(vec![message(2, "assistant", json!({"tool_calls": []}))])
+        .await
+        .unwrap();
+    let messages = store.messages(&id).await.unwrap();
+    assert_eq!(
+        messages
+            .iter()
+            .map(|m| (m.seq, m.turn, m.role.as_str()))
+            .collect::<Vec<_>>(),
+        [(1, 1, "system"), (2, 1, "user"), (3, 2, "assistant")]
+    );
+    // Key order and every field survive: exactly what was sent.
+    assert_eq!(
+        serde_json::to_string(&messages[1].content).unwrap(),
+        serde_json::to_string(&content).unwrap()
+    );
 
-        // All or none: one bad message rolls the whole batch back.
-        let failed = store
-            .append_messages(vec![
-                message(3, "user", json!("kept?")),
-                NewLlmMessage {
-                    conversation_id: "missing".into(),
-                    ..message(3, "user", json!("no"))
-                },
-            ])
-            .await;
-        assert!(failed.is_err());
-        assert_eq!(store.messages(&id).await.unwrap().len(), 3);
-    })
-    .await;
-}
+    // All or none: one bad message rolls the whole batch back.
+    let failed = store
+        .append_messages(vec![
+            message(3, "user", json!("kept?")),
+            NewLlmMessage {
+                conversation_id: "missing".into(),
+                ..message(3, "user", json!("no"))
+            },
+        ])
+        .await;
+    assert!(failed.is_err());
+    assert_eq!(store.messages(&id).await.unwrap().len(), 3);
+});
 
-#[tokio::test]
-async fn tool_calls_round_trip_exactly_with_their_audit_rows() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(
+    tool_calls_round_trip_exactly_with_their_audit_rows,
+    |db| async {
         let store = db.open().await;
         let conversation = store
             .create_conversation(NewConversation::default())
@@ -395,129 +370,118 @@ async fn tool_calls_round_trip_exactly_with_their_audit_rows() {
             Err(StoreError::NotFound { .. })
         ));
         assert_eq!(store.audit(AuditQuery::default()).await.unwrap().len(), 1);
-    })
-    .await;
-}
+    }
+);
 
-#[tokio::test]
-async fn a_batch_is_recorded_all_or_none() {
-    bounded(async {
-        let db = TempDb::new();
-        let store = db.open().await;
-        let ids = store
-            .record_tool_calls((0..50).map(sample_call).collect())
-            .await
-            .unwrap();
-        assert_eq!(ids.len(), 50);
-        let mut sorted = ids.clone();
-        sorted.sort();
-        assert_eq!(sorted, ids, "ids increase in recording order");
+backend_test!(a_batch_is_recorded_all_or_none, |db| async {
+    let store = db.open().await;
+    let ids = store
+        .record_tool_calls((0..50).map(sample_call).collect())
+        .await
+        .unwrap();
+    assert_eq!(ids.len(), 50);
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(sorted, ids, "ids increase in recording order");
 
-        let mut batch: Vec<NewToolCall> = (50..60).map(sample_call).collect();
-        batch[9].conversation_id = Some("missing".into());
-        assert!(store.record_tool_calls(batch).await.is_err());
-        assert_eq!(store.audit(AuditQuery::default()).await.unwrap().len(), 50);
-    })
-    .await;
-}
+    let mut batch: Vec<NewToolCall> = (50..60).map(sample_call).collect();
+    batch[9].conversation_id = Some("missing".into());
+    assert!(store.record_tool_calls(batch).await.is_err());
+    assert_eq!(store.audit(AuditQuery::default()).await.unwrap().len(), 50);
+});
 
-#[tokio::test]
-async fn audit_filters_by_tool_source_time_and_failure() {
-    bounded(async {
-        let db = TempDb::new();
-        let store = db.open().await;
-        let at = |minutes: i64| Timestamp::from_millis(START.as_millis() + minutes * 60_000);
-        let mut calls = Vec::new();
-        for (n, minutes) in [(1, 0), (2, 10), (3, 20), (4, 30)] {
-            let mut call = if n % 2 == 0 {
-                failed_call(n, "web")
-            } else {
-                sample_call(n)
-            };
-            call.started_at = at(minutes);
-            call.finished_at = at(minutes);
-            calls.push(call);
-        }
-        store.record_tool_calls(calls).await.unwrap();
-        store
-            .record_audit(NewAudit {
-                source: AuditSource::Mcp,
-                tool: "bash".into(),
-                input: json!({"command": "rm -rf /"}),
-                is_error: true,
-                error_code: Some("PERMISSION_DENIED".into()),
-                decision: Some("denied".into()),
-                conversation_id: None,
-                started_at: at(40),
-                finished_at: at(40),
-                duration_us: 0,
-            })
-            .await
-            .unwrap();
-
-        let tools = |rows: Vec<satchel_store::AuditRecord>| {
-            rows.iter()
-                .map(|r| format!("{}:{}", r.tool, r.started_at.as_millis() / 60_000 % 100))
-                .collect::<Vec<_>>()
+backend_test!(audit_filters_by_tool_source_time_and_failure, |db| async {
+    let store = db.open().await;
+    let at = |minutes: i64| Timestamp::from_millis(START.as_millis() + minutes * 60_000);
+    let mut calls = Vec::new();
+    for (n, minutes) in [(1, 0), (2, 10), (3, 20), (4, 30)] {
+        let mut call = if n % 2 == 0 {
+            failed_call(n, "web")
+        } else {
+            sample_call(n)
         };
-        let all = store.audit(AuditQuery::default()).await.unwrap();
-        assert_eq!(all.len(), 5);
-        assert!(
-            all.windows(2).all(|w| w[0].started_at <= w[1].started_at),
-            "oldest first"
-        );
-        assert_eq!(all[4].decision.as_deref(), Some("denied"));
-        assert_eq!(all[4].tool_call_id, None);
+        call.started_at = at(minutes);
+        call.finished_at = at(minutes);
+        calls.push(call);
+    }
+    store.record_tool_calls(calls).await.unwrap();
+    store
+        .record_audit(NewAudit {
+            source: AuditSource::Mcp,
+            tool: "bash".into(),
+            input: json!({"command": "rm -rf /"}),
+            is_error: true,
+            error_code: Some("PERMISSION_DENIED".into()),
+            decision: Some("denied".into()),
+            conversation_id: None,
+            started_at: at(40),
+            finished_at: at(40),
+            duration_us: 0,
+        })
+        .await
+        .unwrap();
 
-        let web = store
-            .audit(AuditQuery {
-                tool: Some("web".into()),
-                ..AuditQuery::default()
-            })
-            .await
-            .unwrap();
-        assert_eq!(web.len(), 2);
-        assert!(web.iter().all(|r| r.tool == "web" && r.is_error));
+    let tools = |rows: Vec<satchel_store::AuditRecord>| {
+        rows.iter()
+            .map(|r| format!("{}:{}", r.tool, r.started_at.as_millis() / 60_000 % 100))
+            .collect::<Vec<_>>()
+    };
+    let all = store.audit(AuditQuery::default()).await.unwrap();
+    assert_eq!(all.len(), 5);
+    assert!(
+        all.windows(2).all(|w| w[0].started_at <= w[1].started_at),
+        "oldest first"
+    );
+    assert_eq!(all[4].decision.as_deref(), Some("denied"));
+    assert_eq!(all[4].tool_call_id, None);
 
-        let since = store
-            .audit(AuditQuery {
-                since: Some(at(20)),
-                ..AuditQuery::default()
-            })
-            .await
-            .unwrap();
-        assert_eq!(since.len(), 3);
+    let web = store
+        .audit(AuditQuery {
+            tool: Some("web".into()),
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(web.len(), 2);
+    assert!(web.iter().all(|r| r.tool == "web" && r.is_error));
 
-        let failed = store
-            .audit(AuditQuery {
-                failed_only: true,
-                ..AuditQuery::default()
-            })
-            .await
-            .unwrap();
-        assert_eq!(failed.len(), 3);
-        assert!(failed.iter().all(|r| r.is_error));
+    let since = store
+        .audit(AuditQuery {
+            since: Some(at(20)),
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(since.len(), 3);
 
-        let mcp = store
-            .audit(AuditQuery {
-                source: Some(AuditSource::Mcp),
-                ..AuditQuery::default()
-            })
-            .await
-            .unwrap();
-        assert_eq!(mcp.len(), 1);
+    let failed = store
+        .audit(AuditQuery {
+            failed_only: true,
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(failed.len(), 3);
+    assert!(failed.iter().all(|r| r.is_error));
 
-        let last_two = store
-            .audit(AuditQuery {
-                limit: Some(2),
-                ..AuditQuery::default()
-            })
-            .await
-            .unwrap();
-        assert_eq!(tools(last_two.clone()), tools(all[3..].to_vec()));
-    })
-    .await;
-}
+    let mcp = store
+        .audit(AuditQuery {
+            source: Some(AuditSource::Mcp),
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(mcp.len(), 1);
+
+    let last_two = store
+        .audit(AuditQuery {
+            limit: Some(2),
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(tools(last_two.clone()), tools(all[3..].to_vec()));
+});
 
 #[tokio::test]
 async fn secrets_never_reach_the_file() {
@@ -626,102 +590,92 @@ async fn secrets_never_reach_the_file() {
     .await;
 }
 
-#[tokio::test]
-async fn a_dump_holds_everything_in_export_order() {
-    bounded(async {
-        let db = TempDb::new();
-        let store = db.open().await;
-        let conversation = store
-            .create_conversation(NewConversation {
-                title: Some("t".into()),
-                goal: Some("g".into()),
-            })
-            .await
-            .unwrap();
-        let id = conversation.id.clone();
-        store
-            .add_statement(NewStatement {
-                conversation_id: id.clone(),
-                objective: Some("o".into()),
-            })
-            .await
-            .unwrap();
-        store
-            .append_log_entry(NewLogEntry::new(&id, LogKind::User, "u"))
-            .await
-            .unwrap();
-        store
-            .append_messages(vec![NewLlmMessage {
-                conversation_id: id.clone(),
-                statement_id: None,
-                turn: 1,
-                role: "user".into(),
-                content: json!("u"),
-            }])
-            .await
-            .unwrap();
-        let mut call = sample_call(1);
-        call.conversation_id = Some(id.clone());
-        store.record_tool_call(call).await.unwrap();
-        // A call outside the conversation is not part of it.
-        store.record_tool_call(sample_call(2)).await.unwrap();
+backend_test!(a_dump_holds_everything_in_export_order, |db| async {
+    let store = db.open().await;
+    let conversation = store
+        .create_conversation(NewConversation {
+            title: Some("t".into()),
+            goal: Some("g".into()),
+        })
+        .await
+        .unwrap();
+    let id = conversation.id.clone();
+    store
+        .add_statement(NewStatement {
+            conversation_id: id.clone(),
+            objective: Some("o".into()),
+        })
+        .await
+        .unwrap();
+    store
+        .append_log_entry(NewLogEntry::new(&id, LogKind::User, "u"))
+        .await
+        .unwrap();
+    store
+        .append_messages(vec![NewLlmMessage {
+            conversation_id: id.clone(),
+            statement_id: None,
+            turn: 1,
+            role: "user".into(),
+            content: json!("u"),
+        }])
+        .await
+        .unwrap();
+    let mut call = sample_call(1);
+    call.conversation_id = Some(id.clone());
+    store.record_tool_call(call).await.unwrap();
+    // A call outside the conversation is not part of it.
+    store.record_tool_call(sample_call(2)).await.unwrap();
 
-        let records = store
-            .dump_conversation(&id)
-            .await
-            .unwrap()
-            .unwrap()
-            .into_records();
-        let kinds: Vec<&str> = records
-            .iter()
-            .map(|record| match record {
-                ExportRecord::Conversation(_) => "conversation",
-                ExportRecord::Statement(_) => "statement",
-                ExportRecord::LogEntry(_) => "log_entry",
-                ExportRecord::Message(_) => "message",
-                ExportRecord::ToolCall(_) => "tool_call",
-            })
-            .collect();
+    let records = store
+        .dump_conversation(&id)
+        .await
+        .unwrap()
+        .unwrap()
+        .into_records();
+    let kinds: Vec<&str> = records
+        .iter()
+        .map(|record| match record {
+            ExportRecord::Conversation(_) => "conversation",
+            ExportRecord::Statement(_) => "statement",
+            ExportRecord::LogEntry(_) => "log_entry",
+            ExportRecord::Message(_) => "message",
+            ExportRecord::ToolCall(_) => "tool_call",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "conversation",
+            "statement",
+            "log_entry",
+            "message",
+            "tool_call"
+        ]
+    );
+    for record in &records {
+        let line = serde_json::to_string(record).unwrap();
+        assert!(!line.contains('\n'));
         assert_eq!(
-            kinds,
-            [
-                "conversation",
-                "statement",
-                "log_entry",
-                "message",
-                "tool_call"
-            ]
+            &serde_json::from_str::<ExportRecord>(&line).unwrap(),
+            record
         );
-        for record in &records {
-            let line = serde_json::to_string(record).unwrap();
-            assert!(!line.contains('\n'));
-            assert_eq!(
-                &serde_json::from_str::<ExportRecord>(&line).unwrap(),
-                record
-            );
-        }
-        assert_eq!(store.dump_conversation("missing").await.unwrap(), None);
-    })
-    .await;
-}
+    }
+    assert_eq!(store.dump_conversation("missing").await.unwrap(), None);
+});
 
-#[tokio::test]
-async fn the_traits_work_as_one_object() {
-    bounded(async {
-        let db = TempDb::new();
-        let store: Arc<dyn Store> = Arc::new(db.open().await);
-        let conversation = store
-            .create_conversation(NewConversation::default())
-            .await
-            .unwrap();
-        store
-            .append_log_entry(NewLogEntry::new(&conversation.id, LogKind::User, "via dyn"))
-            .await
-            .unwrap();
-        assert_eq!(store.log_entries(&conversation.id).await.unwrap().len(), 1);
-    })
-    .await;
-}
+backend_test!(the_traits_work_as_one_object, |db| async {
+    let store: Arc<dyn Store> = Arc::new(db.open().await);
+    let conversation = store
+        .create_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    store
+        .append_log_entry(NewLogEntry::new(&conversation.id, LogKind::User, "via dyn"))
+        .await
+        .unwrap();
+    assert_eq!(store.log_entries(&conversation.id).await.unwrap().len(), 1);
+});
 
 #[tokio::test]
 async fn a_closed_store_refuses_work() {

@@ -3,23 +3,15 @@
 //! image data), that no other conversation answers, that the index follows
 //! deletions, and that rows written before the index existed are found.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
-
-mod support;
-
+use crate::support::{TempDb, bounded, sample_call};
 use pretty_assertions::assert_eq;
 use rusqlite::Connection;
 use satchel_core::{Content, ToolCall, ToolOutput, ToolResults};
 use satchel_store::{
     ConversationSearch, ConversationStore, LogKind, LogStore, NewConversation, NewLogEntry,
-    NewToolCall, RedactionConfig, Redactor, SearchHit, SqliteStore, StoreOptions, ToolCallStore,
+    NewToolCall, RedactionConfig, Redactor, SearchHit, StoreOptions, ToolCallStore,
 };
 use serde_json::json;
-use support::{TempDb, bounded, sample_call};
 
 /// A conversation and the ids of what was written to it.
 struct Written {
@@ -31,7 +23,10 @@ struct Written {
     image_call: String,
 }
 
-async fn write_conversation(store: &SqliteStore, marker: &str) -> Written {
+async fn write_conversation<S: ConversationStore + LogStore + ToolCallStore>(
+    store: &S,
+    marker: &str,
+) -> Written {
     let conversation = store
         .create_conversation(NewConversation::default())
         .await
@@ -116,7 +111,7 @@ async fn write_conversation(store: &SqliteStore, marker: &str) -> Written {
     }
 }
 
-async fn search(store: &SqliteStore, conversation: &str, text: &str) -> Vec<SearchHit> {
+async fn search<S: ConversationStore>(store: &S, conversation: &str, text: &str) -> Vec<SearchHit> {
     store
         .search_conversation(ConversationSearch {
             conversation_id: conversation.into(),
@@ -128,10 +123,9 @@ async fn search(store: &SqliteStore, conversation: &str, text: &str) -> Vec<Sear
         .unwrap()
 }
 
-#[tokio::test]
-async fn messages_and_tool_results_of_one_conversation_are_found() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(
+    messages_and_tool_results_of_one_conversation_are_found,
+    |db| async {
         let store = db.open().await;
         let a = write_conversation(&store, "alpha").await;
         let b = write_conversation(&store, "alpha").await;
@@ -204,14 +198,12 @@ async fn messages_and_tool_results_of_one_conversation_are_found() {
             .await
             .unwrap();
         assert_eq!(limited.len(), 1);
-    })
-    .await;
-}
+    }
+);
 
-#[tokio::test]
-async fn secrets_are_not_searchable_because_they_were_never_stored() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(
+    secrets_are_not_searchable_because_they_were_never_stored,
+    |db| async {
         let redactor = Redactor::from_env(
             &RedactionConfig::default(),
             [("DEPLOY_TOKEN".to_owned(), "hunter2hunter2".to_owned())],
@@ -240,9 +232,8 @@ async fn secrets_are_not_searchable_because_they_were_never_stored() {
             search(&store, &conversation, "redacted token").await.len(),
             1
         );
-    })
-    .await;
-}
+    }
+);
 
 #[tokio::test]
 async fn deleted_rows_leave_the_index() {

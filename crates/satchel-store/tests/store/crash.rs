@@ -6,14 +6,6 @@
 //! child_process` and an environment variable choosing what the child
 //! does; in a normal run, `child_process` does nothing.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
-
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
@@ -23,12 +15,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::support::{TempDb, sample_call};
 use pretty_assertions::assert_eq;
 use rusqlite::Connection;
 use satchel_core::ToolResults;
 use satchel_store::{Access, AuditQuery, AuditStore, SqliteStore, StoreOptions, ToolCallStore};
 use serde_json::{Value, json};
-use support::{TempDb, sample_call};
 
 /// Selects the child's job: `writer` or `read-only`.
 const CHILD_MODE: &str = "SATCHEL_STORE_TEST_CHILD";
@@ -138,7 +130,7 @@ fn child(program: Option<&Path>, mode: &str, path: &Path, start: u64) -> Command
     command
         .args([
             "--exact",
-            "child_process",
+            "crash::child_process",
             "--nocapture",
             "--test-threads=1",
         ])
@@ -342,7 +334,7 @@ fn a_database_the_process_cannot_write_gives_a_clear_error() {
     std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
-    // libtest prints `test child_process ... ` before the child's first line.
+    // libtest prints `test crash::child_process ... ` before the child's first line.
     let report: Vec<&str> = stdout
         .lines()
         .filter_map(|line| {

@@ -1,18 +1,9 @@
 //! The `code` tool's traces and jobs: round trips, queries, restarts.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
-
-mod support;
-
 use std::time::Duration;
 
-use pretty_assertions::assert_eq;
+use crate::support::{START, manual_options};
 use satchel_store::{CodeQuery, CodeStore, JobStatus, NewCodeExecution, NewCodeJob};
-use support::{START, TempDb, bounded, manual_options};
 
 fn execution(n: u32, success: bool) -> NewCodeExecution {
     NewCodeExecution {
@@ -40,61 +31,55 @@ fn execution(n: u32, success: bool) -> NewCodeExecution {
     }
 }
 
-#[tokio::test]
-async fn executions_round_trip_and_filter() {
-    bounded(async {
-        let db = TempDb::new();
-        let (options, clock) = manual_options();
-        let store = db.open_with(options).await;
-        for n in 0..5 {
-            store
-                .record_execution(execution(n, n % 2 == 0))
-                .await
-                .unwrap();
-            clock.advance(Duration::from_secs(3600));
-        }
-        let all = store.code_executions(CodeQuery::default()).await.unwrap();
-        assert_eq!(all.len(), 5);
-        assert_eq!(all[0].code, "print(0)");
-        assert_eq!(all[0].created_at, START);
-        let failures = store
-            .code_executions(CodeQuery {
-                failed_only: true,
-                ..CodeQuery::default()
-            })
+backend_test!(executions_round_trip_and_filter, |db| async {
+    let (options, clock) = manual_options();
+    let store = db.open_with(options).await;
+    for n in 0..5 {
+        store
+            .record_execution(execution(n, n % 2 == 0))
             .await
             .unwrap();
-        assert_eq!(
-            failures.iter().map(|e| e.code.as_str()).collect::<Vec<_>>(),
-            ["print(1)", "print(3)"]
-        );
-        assert_eq!(failures[0].error_category.as_deref(), Some("reference"));
-        let since = START.as_millis() + 3 * 3_600_000;
-        let recent = store
-            .code_executions(CodeQuery {
-                since: Some(satchel_store::Timestamp::from_millis(since)),
-                ..CodeQuery::default()
-            })
-            .await
-            .unwrap();
-        assert_eq!(recent.len(), 2);
-        let last_one = store
-            .code_executions(CodeQuery {
-                limit: Some(1),
-                ..CodeQuery::default()
-            })
-            .await
-            .unwrap();
-        assert_eq!(last_one[0].code, "print(4)");
-        store.close().await.unwrap();
-    })
-    .await;
-}
+        clock.advance(Duration::from_secs(3600));
+    }
+    let all = store.code_executions(CodeQuery::default()).await.unwrap();
+    assert_eq!(all.len(), 5);
+    assert_eq!(all[0].code, "print(0)");
+    assert_eq!(all[0].created_at, START);
+    let failures = store
+        .code_executions(CodeQuery {
+            failed_only: true,
+            ..CodeQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        failures.iter().map(|e| e.code.as_str()).collect::<Vec<_>>(),
+        ["print(1)", "print(3)"]
+    );
+    assert_eq!(failures[0].error_category.as_deref(), Some("reference"));
+    let since = START.as_millis() + 3 * 3_600_000;
+    let recent = store
+        .code_executions(CodeQuery {
+            since: Some(satchel_store::Timestamp::from_millis(since)),
+            ..CodeQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(recent.len(), 2);
+    let last_one = store
+        .code_executions(CodeQuery {
+            limit: Some(1),
+            ..CodeQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(last_one[0].code, "print(4)");
+    store.close().await.unwrap();
+});
 
-#[tokio::test]
-async fn jobs_move_through_their_states_and_survive_a_restart_as_failed() {
-    bounded(async {
-        let db = TempDb::new();
+backend_test!(
+    jobs_move_through_their_states_and_survive_a_restart_as_failed,
+    |db| async {
         let store = db.open().await;
         let job = store
             .create_job(NewCodeJob {
@@ -160,6 +145,5 @@ async fn jobs_move_through_their_states_and_survive_a_restart_as_failed() {
         );
         assert_eq!(reopened.job("nope").await.unwrap(), None);
         reopened.close().await.unwrap();
-    })
-    .await;
-}
+    }
+);

@@ -2,17 +2,10 @@
 //! and every file Satchel must refuse (corrupt, foreign, newer) left
 //! exactly as it was. Also the read-only mode and a database that is full.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "tests and benchmarks start the binary, peers and fixtures themselves"
-)]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests and benches fail loudly by design.
-
-mod support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+use crate::support::{TempDb, bounded, sample_call};
 use pretty_assertions::assert_eq;
 use rusqlite::Connection;
 use satchel_core::ToolResults;
@@ -20,7 +13,6 @@ use satchel_store::{
     APPLICATION_ID, Access, AuditQuery, AuditStore, ConversationStore, NewConversation,
     SCHEMA_VERSION, SqliteStore, StoreError, StoreOptions, ToolCallStore,
 };
-use support::{TempDb, bounded, sample_call};
 
 async fn open_err(path: &Path, options: StoreOptions) -> StoreError {
     match SqliteStore::open(path, options).await {

@@ -1,8 +1,6 @@
 //! What the store's integration tests share: a temporary database, sample
 //! records, and a time bound so that a hang fails instead of stalling.
 
-#![allow(dead_code)] // Each test file uses a different part of this.
-
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -96,4 +94,87 @@ pub(crate) fn failed_call(n: u64, tool: &str) -> NewToolCall {
         },
         ..sample_call(n)
     }
+}
+
+/// Which backend a shared test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Backend {
+    /// A file in a temporary directory.
+    Sqlite,
+    /// A database of its own on the test server.
+    Postgres,
+}
+
+/// A store location of its own for one test, on either backend.
+pub(crate) struct TestDb {
+    pub(crate) backend: Backend,
+    pub(crate) location: satchel_store::StoreLocation,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl TestDb {
+    /// A new SQLite file.
+    pub(crate) fn sqlite() -> TestDb {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("satchel.db");
+        TestDb {
+            backend: Backend::Sqlite,
+            location: satchel_store::StoreLocation::File(path),
+            _dir: Some(dir),
+        }
+    }
+
+    /// A new database on the test server; `None` (after a loud message)
+    /// when there is no server and none is required.
+    pub(crate) fn postgres() -> Option<TestDb> {
+        let server = satchel_store::testing::server()?;
+        let url = server.new_database();
+        Some(TestDb {
+            backend: Backend::Postgres,
+            location: satchel_store::StoreLocation::parse(url.as_ref(), []).unwrap(),
+            _dir: None,
+        })
+    }
+
+    /// The location as `--db` would take it (the test server trusts
+    /// local connections, so its URLs carry no password).
+    pub(crate) fn url_with_password_free(&self) -> String {
+        self.location.display()
+    }
+
+    pub(crate) async fn open(&self) -> satchel_store::OpenedStore {
+        self.open_with(StoreOptions::default()).await
+    }
+
+    pub(crate) async fn open_with(&self, options: StoreOptions) -> satchel_store::OpenedStore {
+        satchel_store::open(&self.location, options).await.unwrap()
+    }
+}
+
+/// A test that runs on both backends: `backend_test!(name, |db| async { ... })`
+/// makes `name::sqlite` and `name::postgres`, each with its own `db`
+/// ([`TestDb`]).
+macro_rules! backend_test {
+    ($name:ident, |$db:ident| $body:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(unused_imports)]
+            use pretty_assertions::assert_eq;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let $db = crate::support::TestDb::sqlite();
+                crate::support::bounded($body).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let Some($db) = crate::support::TestDb::postgres() else {
+                    return;
+                };
+                crate::support::bounded($body).await;
+            }
+        }
+    };
 }
