@@ -199,7 +199,16 @@ pub(crate) fn effective(settings: &Settings, project: &Host, origin: &Origin) ->
     };
     entries.push(Entry {
         key: "db".into(),
-        value: json!(project.db),
+        // A URL is shown without its password.
+        value: json!(
+            project
+                .db
+                .as_ref()
+                .map(|db| match super::db::location(db.as_os_str()) {
+                    Ok(location) => location.display(),
+                    Err(_) => db.display().to_string(),
+                })
+        ),
         source,
         from,
     });

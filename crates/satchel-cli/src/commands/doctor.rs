@@ -422,35 +422,27 @@ async fn database(project: &Host) -> Check {
             "no location: set --db, SATCHEL_DB, XDG_DATA_HOME or HOME",
         );
     };
-    if !path.exists() {
-        return check(
-            "database",
-            Status::Ok,
-            format!("{} (created on first use)", path.display()),
-        );
-    }
-    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    // Shown as the location says it: a URL without its password.
+    let shown = match super::db::location(path.as_os_str()) {
+        Ok(location) => location.display(),
+        Err(error) => return check("database", Status::Fail, format!("{error}")),
+    };
+    let size = std::fs::metadata(path).map(|m| m.len()).ok();
     match super::db::open_for_reading(Some(path)).await {
-        Err(error) => check(
-            "database",
-            Status::Fail,
-            format!("{}: {error:#}", path.display()),
-        )
-        .fix("move the file away (Satchel starts a new one), or point --db elsewhere"),
+        Err(error) => check("database", Status::Fail, format!("{shown}: {error:#}"))
+            .fix("move the file away (Satchel starts a new one), or point --db elsewhere"),
         Ok(None) => check(
             "database",
             Status::Ok,
-            format!("{} (created on first use)", path.display()),
+            format!("{shown} (created on first use)"),
         ),
         Ok(Some(store)) => {
             let problems = store.integrity_problems().await;
             let _ = store.close().await;
-            let summary = format!(
-                "{}, schema version {}, {:.1} MB",
-                path.display(),
-                satchel_store::SCHEMA_VERSION,
-                size as f64 / 1e6
-            );
+            let mut summary = format!("{shown}, schema version {}", satchel_store::SCHEMA_VERSION);
+            if let Some(size) = size {
+                summary.push_str(&format!(", {:.1} MB", size as f64 / 1e6));
+            }
             match problems {
                 Ok(problems) if problems.is_empty() => check("database", Status::Ok, summary),
                 Ok(problems) => check("database", Status::Fail, format!("{summary}: damaged"))

@@ -11,8 +11,8 @@ use std::process::Output;
 use std::time::Duration;
 
 use crate::fake_model::{FakeModel, Fault, Reply, side_task, system_text, tool_contents};
-use serde_json::{Value, json};
 use crate::support::project::{Project, log_entries, merge};
+use serde_json::{Value, json};
 
 /// A project pointing at the fake model.
 struct Sandbox {

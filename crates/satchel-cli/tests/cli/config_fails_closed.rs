@@ -11,8 +11,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
 use crate::support::project::Project;
+use serde_json::json;
 
 /// What a bounded run left behind.
 struct Ran {

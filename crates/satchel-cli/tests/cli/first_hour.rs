@@ -7,8 +7,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::process::Stdio;
 
-use serde_json::{Value, json};
 use crate::support::project::Project;
+use serde_json::{Value, json};
 
 fn stderr(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()

@@ -21,8 +21,8 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
 use crate::support::mcp_http::{address_of, message_in, post, spawn_http};
+use serde_json::{Value, json};
 
 /// How long one answer may take (a debug build parses a 1 MB word in
 /// under a second; this is for a loaded CI machine).

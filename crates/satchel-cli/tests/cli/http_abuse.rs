@@ -17,9 +17,9 @@ use std::net::TcpStream;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
 use crate::support::mcp_http::{Answer, address_of, post, read_answer, spawn_http};
 use crate::support::project::Project;
+use serde_json::{Value, json};
 
 /// How long an answer may take on a loaded machine.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);

@@ -14,9 +14,9 @@
 
 use std::process::Output;
 
-use serde_json::{Value, json};
 use crate::support::model_server::{MODEL, ModelServer};
 use crate::support::project::{Project, log_entries, merge};
+use serde_json::{Value, json};
 
 /// A project for `server`: default settings but for the model, a fixed
 /// temperature, bounded answers and `extra`.

@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::mcp_http::spawn_http;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use crate::support::mcp_http::spawn_http;
 
 /// A peer installed by the install script, or a failure that says how to get it.
 fn peer(relative: &str) -> PathBuf {

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use crate::fake_model::{FakeModel, Reply, tool_contents};
-use serde_json::{Value, json};
 use crate::support::project::Project;
+use serde_json::{Value, json};
 
 /// A project whose model is a script, with no `permissions` at all.
 struct Sandbox {

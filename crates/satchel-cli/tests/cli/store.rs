@@ -740,3 +740,31 @@ fn postgres_records_calls_and_db_copy_moves_them_both_ways() {
     );
     assert_eq!(from_back, audit);
 }
+
+/// A database URL's password is never shown: not by `doctor`, not by
+/// `config show`, not in the error when the server cannot be reached.
+#[test]
+fn a_database_password_is_never_printed() {
+    let sandbox = Sandbox::new();
+    let url = "postgres://satchel:hunter2-secret@127.0.0.1:9/records";
+    for args in [&["doctor"][..], &["config", "show"], &["audit"]] {
+        let output = sandbox
+            .command(args)
+            .env("SATCHEL_DB", url)
+            .output()
+            .unwrap();
+        let printed = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            stderr(&output)
+        );
+        assert!(
+            !printed.contains("hunter2"),
+            "{args:?} printed the password:\n{printed}"
+        );
+        assert!(
+            printed.contains("127.0.0.1"),
+            "{args:?} names the server:\n{printed}"
+        );
+    }
+}

@@ -4,8 +4,8 @@
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Output, Stdio};
 
-use serde_json::{Value, json};
 use crate::support::project::Project;
+use serde_json::{Value, json};
 
 /// A project someone else wrote: a tool whose discovery leaves a marker,
 /// and settings that would turn every check off.

@@ -9,6 +9,5 @@
 )]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
-
 mod runner;
 mod sandbox;

@@ -7,6 +7,5 @@
 )]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
-
 mod client;
 mod server;

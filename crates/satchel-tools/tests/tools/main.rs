@@ -8,7 +8,6 @@
 )]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
-
 mod config_schema;
 mod external;
 mod extra_tools;
