@@ -9,19 +9,20 @@
 //! fail fast meanwhile) and loses them if it cannot come back.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::Tool as RemoteTool;
-use rmcp::service::{Peer, RoleClient};
+
 use satchel_tools::{LiveRegistry, Tool};
-use serde::Serialize;
-use tokio::sync::{mpsc, watch};
+
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{McpConfig, ServerConfig};
 use super::connection::{Connection, Events};
+use super::link::{ImportedTool, Link, ServerState, ServerStatus};
 use super::naming;
 use super::tool::{GROUP, McpTool};
 use crate::convert::from_mcp_tool;
@@ -66,149 +67,6 @@ impl Default for ManagerOptions {
             restart: RestartPolicy::default(),
             shutdown_grace: Duration::from_secs(2),
         }
-    }
-}
-
-/// Where a server is in its life.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum ServerState {
-    /// Starting for the first time.
-    Starting,
-    /// Connected; its tools are imported.
-    Running,
-    /// Crashed; waiting to start again.
-    Restarting {
-        /// Restarts in a row so far.
-        attempt: u32,
-        /// What happened.
-        reason: String,
-    },
-    /// Did not start, or crashed too often; its tools are gone.
-    Failed {
-        /// Why.
-        reason: String,
-    },
-    /// Shut down.
-    Stopped,
-}
-
-impl ServerState {
-    /// The state's name: `starting`, `running`, `restarting`, `failed`, `stopped`.
-    pub fn label(&self) -> &'static str {
-        match self {
-            ServerState::Starting => "starting",
-            ServerState::Running => "running",
-            ServerState::Restarting { .. } => "restarting",
-            ServerState::Failed { .. } => "failed",
-            ServerState::Stopped => "stopped",
-        }
-    }
-}
-
-/// One imported tool's names.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ImportedTool {
-    /// The name in Satchel's registry.
-    pub name: String,
-    /// The name on the server.
-    pub remote: String,
-}
-
-/// A server as `satchel mcp servers` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ServerStatus {
-    /// The configured name.
-    pub name: String,
-    /// The command line or URL.
-    pub transport: String,
-    /// Where it is in its life.
-    #[serde(flatten)]
-    pub state: ServerState,
-    /// Its tools in Satchel's registry.
-    pub tools: Vec<ImportedTool>,
-    /// The last thing that went wrong, if anything did.
-    pub last_error: Option<String>,
-    /// Restarts after crashes so far.
-    pub restarts: u32,
-    /// Renamed or rejected tools, and why.
-    pub notes: Vec<String>,
-    /// The process id of a stdio server that is running.
-    pub pid: Option<i32>,
-}
-
-/// What tools, the manager and the supervisor share about one server.
-pub(crate) struct Link {
-    pub(crate) config: ServerConfig,
-    peer: RwLock<Option<Peer<RoleClient>>>,
-    status: Mutex<ServerStatus>,
-    state: watch::Sender<ServerState>,
-}
-
-impl Link {
-    fn new(config: ServerConfig) -> Link {
-        let status = ServerStatus {
-            name: config.name.clone(),
-            transport: config.transport.describe(),
-            state: ServerState::Starting,
-            tools: Vec::new(),
-            last_error: None,
-            restarts: 0,
-            notes: Vec::new(),
-            pid: None,
-        };
-        Link {
-            config,
-            peer: RwLock::new(None),
-            status: Mutex::new(status),
-            state: watch::Sender::new(ServerState::Starting),
-        }
-    }
-
-    /// The connection to call through, while the server is running.
-    pub(crate) fn peer(&self) -> Option<Peer<RoleClient>> {
-        self.peer.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// The state in a few words, for error messages.
-    pub(crate) fn state_summary(&self) -> String {
-        match &*self.state.borrow() {
-            ServerState::Restarting { attempt, reason } => {
-                format!("restarting, attempt {attempt}, after: {reason}")
-            }
-            ServerState::Failed { reason } => format!("failed: {reason}"),
-            other => other.label().to_owned(),
-        }
-    }
-
-    fn status(&self) -> std::sync::MutexGuard<'_, ServerStatus> {
-        self.status.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn set_state(&self, state: ServerState) {
-        match &state {
-            ServerState::Failed { reason } | ServerState::Restarting { reason, .. } => {
-                tracing::warn!(server = %self.config.name, state = state.label(), "MCP server: {reason}");
-            }
-            ServerState::Running => {
-                tracing::info!(server = %self.config.name, "MCP server running")
-            }
-            ServerState::Starting | ServerState::Stopped => {}
-        }
-        {
-            let mut status = self.status();
-            status.state = state.clone();
-            if let ServerState::Failed { reason } | ServerState::Restarting { reason, .. } = &state
-            {
-                status.last_error = Some(reason.clone());
-            }
-        }
-        self.state.send_replace(state);
-    }
-
-    fn set_connection(&self, peer: Option<Peer<RoleClient>>, pid: Option<i32>) {
-        *self.peer.write().unwrap_or_else(|p| p.into_inner()) = peer;
-        self.status().pid = pid;
     }
 }
 

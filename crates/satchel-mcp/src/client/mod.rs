@@ -8,13 +8,13 @@
 
 pub mod config;
 mod connection;
+mod link;
 mod manager;
 pub mod naming;
 mod process;
 mod tool;
 
 pub use config::{McpConfig, ServerConfig, TransportConfig};
-pub use manager::{
-    ImportedTool, ManagerOptions, McpManager, RestartPolicy, ServerState, ServerStatus,
-};
+pub use link::{ImportedTool, ServerState, ServerStatus};
+pub use manager::{ManagerOptions, McpManager, RestartPolicy};
 pub use tool::{GROUP, McpTool};

@@ -21,7 +21,7 @@ use satchel_core::{ErrorCode, ToolOutput, ToolSpec};
 use satchel_tools::{Tool, ToolContext, ToolError, ToolSource};
 use serde_json::Value;
 
-use super::manager::Link;
+use super::link::Link;
 use crate::convert::from_call_tool_result;
 
 /// The group imported tools are registered under in the `LiveRegistry`.
