@@ -4,7 +4,8 @@
 //! Timestamps are stored as integer unix milliseconds (sortable, cheap to
 //! compare, a `BIGINT` in PostgreSQL) and written as RFC 3339 UTC text
 //! (`2025-01-02T03:04:05.678Z`) wherever a person or another program reads
-//! them: JSON exports, `--json` output. No time zone database is involved.
+//! them: JSON exports, `--json` output, through `jiff`. No time zone
+//! database is involved.
 
 use std::fmt;
 use std::sync::Arc;
@@ -34,52 +35,24 @@ impl Timestamp {
         Timestamp(self.0.saturating_sub(millis))
     }
 
-    /// RFC 3339 in UTC with milliseconds, e.g. `2025-01-02T03:04:05.678Z`.
+    /// RFC 3339 in UTC with milliseconds, e.g. `2025-01-02T03:04:05.678Z`
+    /// (clamped to years -9999 to 9999, the range RFC 3339 can write).
     pub fn to_rfc3339(self) -> String {
-        let days = self.0.div_euclid(86_400_000);
-        let in_day = self.0.rem_euclid(86_400_000);
-        let (year, month, day) = civil_from_days(days);
-        let (hour, minute) = (in_day / 3_600_000, in_day / 60_000 % 60);
-        let (second, milli) = (in_day / 1000 % 60, in_day % 1000);
-        format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{milli:03}Z")
+        let time = jiff::Timestamp::from_millisecond(self.0).unwrap_or(if self.0 < 0 {
+            jiff::Timestamp::MIN
+        } else {
+            jiff::Timestamp::MAX
+        });
+        time.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
     }
 
-    /// Parses RFC 3339 UTC text (`YYYY-MM-DDTHH:MM:SS[.fraction]Z`, `+00:00`
-    /// accepted for `Z`); fractions finer than a millisecond are dropped.
+    /// Parses RFC 3339 text (`YYYY-MM-DDTHH:MM:SS[.fraction]` with `Z` or
+    /// an offset, a space accepted for `T`); fractions finer than a
+    /// millisecond are dropped.
     pub fn parse_rfc3339(text: &str) -> Option<Timestamp> {
-        let body = text
-            .strip_suffix('Z')
-            .or_else(|| text.strip_suffix("+00:00"))?;
-        let (date, time) = body.split_once(['T', ' '])?;
-        let mut date_parts = date.splitn(3, '-');
-        let year: i64 = number(date_parts.next()?, 4)?;
-        let month: i64 = number(date_parts.next()?, 2)?;
-        let day: i64 = number(date_parts.next()?, 2)?;
-        let (clock, fraction) = match time.split_once('.') {
-            Some((clock, fraction)) => (clock, Some(fraction)),
-            None => (time, None),
-        };
-        let mut clock_parts = clock.splitn(3, ':');
-        let hour: i64 = number(clock_parts.next()?, 2)?;
-        let minute: i64 = number(clock_parts.next()?, 2)?;
-        let second: i64 = number(clock_parts.next()?, 2)?;
-        let millis = match fraction {
-            Some(digits) if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
-                let padded = format!("{digits:0<3}");
-                padded[..3].parse::<i64>().ok()?
-            }
-            Some(_) => return None,
-            None => 0,
-        };
-        let valid = (1..=12).contains(&month)
-            && (1..=days_in_month(year, month)).contains(&day)
-            && hour < 24
-            && minute < 60
-            && second < 60;
-        valid.then(|| {
-            let days = days_from_civil(year, month, day);
-            Timestamp(((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis)
-        })
+        let time: jiff::Timestamp = text.parse().ok()?;
+        let millis = time.as_nanosecond().div_euclid(1_000_000);
+        i64::try_from(millis).ok().map(Timestamp)
     }
 }
 
@@ -104,52 +77,6 @@ impl<'de> Deserialize<'de> for Timestamp {
             ))
         })
     }
-}
-
-/// Parses exactly `width` ASCII digits.
-fn number(text: &str, width: usize) -> Option<i64> {
-    (text.len() == width && text.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| text.parse().ok())
-        .flatten()
-}
-
-fn is_leap(year: i64) -> bool {
-    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if is_leap(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Year, month, day of a day number counted from 1970-01-01 (Howard
-/// Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-/// The inverse of [`civil_from_days`].
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let yoe = year.rem_euclid(400);
-    let mp = if month > 2 { month - 3 } else { month + 9 };
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// What "now" is, for timestamps the store assigns. Injected so that tests
