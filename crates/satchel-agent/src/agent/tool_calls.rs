@@ -310,6 +310,7 @@ pub(super) fn prompted_results(
 
 #[cfg(test)]
 mod tests {
+    use expect_test::expect;
     use serde_json::json;
 
     use super::*;
@@ -335,11 +336,16 @@ mod tests {
         assert_eq!(outputs[0].results.to_text(), "fine");
         let cut = outputs[1].results.to_text();
         assert!(cut.len() < 10_000, "{} bytes", cut.len());
-        assert!(
-            cut.ends_with("The whole result is stored; the call id is big.]"),
-            "{cut}"
-        );
-        assert_eq!(notices.len(), 1);
+        let note = &cut[cut.rfind('\n').unwrap()..];
+        expect![[r#"
+
+            [Satchel cut this result to fit the context window: 4999 of 100000 characters kept. The whole result is stored; the call id is big.]"#]].assert_eq(note);
+        expect![[r#"
+            [
+                "the result of bash (20001 tokens) was cut to fit the context window",
+            ]
+        "#]]
+        .assert_debug_eq(&notices);
         // Stored outputs are untouched: only what is sent is cut.
         assert_eq!(records[1].output.results.to_text().len(), 100_000);
     }
@@ -362,10 +368,12 @@ mod tests {
         let Message::User { content } = &prompted[0] else {
             panic!("not a user message")
         };
-        let text = content[0].to_text();
-        assert!(
-            text.starts_with("FEEDBACK\n[\n{\"tool\":\"bash\""),
-            "{text}"
-        );
+        expect![[r#"
+            FEEDBACK
+            [
+            {"tool":"bash","result":"one"},
+            {"tool":"bash","result":"two"}
+            ]"#]]
+        .assert_eq(&content[0].to_text());
     }
 }
