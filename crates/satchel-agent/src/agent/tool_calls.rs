@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::future::join_all;
+use satchel_core::text::char_prefix;
 use satchel_core::{Content, ErrorCode, Message, ToolCall, ToolOutput, ToolResult, ToolResults};
 use satchel_llm::prompted::{PromptedResult, format_results};
 use satchel_llm::{Calibration, Response, TokenEstimate, count_tokens};
@@ -234,7 +235,7 @@ pub(super) fn fit_results(
                 let tokens = count_tokens(encoding, text);
                 if tokens > share {
                     let keep_chars = (text.chars().count() as u64 * share / tokens) as usize;
-                    let kept: String = text.chars().take(keep_chars).collect();
+                    let (kept, _) = char_prefix(text, keep_chars);
                     let note = format!(
                         "\n[Satchel cut this result to fit the context window: {} of {} characters kept. The whole result is stored; the call id is {}.]",
                         kept.chars().count(),
@@ -245,7 +246,7 @@ pub(super) fn fit_results(
                         "the result of {} ({tokens} tokens) was cut to fit the context window",
                         record.call.name
                     ));
-                    output.results = ToolResults::Text(kept + &note);
+                    output.results = ToolResults::Text(format!("{kept}{note}"));
                 }
             }
             output
