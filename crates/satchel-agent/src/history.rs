@@ -8,12 +8,23 @@
 //! tool calls (thinking included, as Anthropic requires within a tool
 //! loop) and tool-result messages exactly as they were sent. Statements
 //! already summarised are replaced by their summary.
+//!
+//! The names the stored history rows use ([`SUMMARY_ROLE`],
+//! [`PROMPTED_REPLY_KEY`]) live here too: the loop writes them and
+//! `resume.rs` reads them back, and neither should own the other's format.
 
 use std::collections::HashMap;
 
 use satchel_core::{AssistantPart, Content, Message, ToolCall, ToolOutput};
 
 use crate::summary::tool_call_line;
+
+/// Role under which a summary of older statements is stored in the history.
+pub const SUMMARY_ROLE: &str = "summary";
+
+/// Key of a stored assistant message that holds a prompted-mode reply as
+/// the model wrote it (the message's parts are its reading).
+pub const PROMPTED_REPLY_KEY: &str = "prompted_reply";
 
 /// One tool call of a turn and what it returned.
 #[derive(Debug, Clone, PartialEq)]

@@ -24,14 +24,11 @@ pub mod schedule;
 mod side;
 pub mod summary;
 
-pub use agent::{
-    Agent, AgentDeps, AgentError, ContextReport, Outcome, PROMPTED_REPLY_KEY, SUMMARY_ROLE,
-    StatementReport,
-};
+pub use agent::{Agent, AgentDeps, AgentError, ContextReport, Outcome, StatementReport};
 pub use config::{AgentConfig, DEFAULT_SYSTEM_PROMPT, SideTiming};
 pub use events::{AgentEvent, EventSink, Silent};
 pub use feedback::Feedback;
-pub use history::{Phase, Transcript};
+pub use history::{PROMPTED_REPLY_KEY, Phase, SUMMARY_ROLE, Transcript};
 pub use hot::{ConfigureTools, HotConfig, ReloadListener, Snapshot, no_tool_sections};
 pub use resume::{Loaded, load_transcript};
 pub use satchel_tools::usage::{Resources, ToolTally};

@@ -13,8 +13,10 @@ use satchel_core::{AssistantPart, Content, ErrorCode, Message, ToolOutput};
 use satchel_store::{Store, StoreError};
 use satchel_tools::Registry;
 
-use crate::agent::{PROMPTED_REPLY_KEY, SUMMARY_ROLE};
-use crate::history::{CallRecord, Compaction, StatementRecord, Transcript, TurnRecord};
+use crate::history::{
+    CallRecord, Compaction, PROMPTED_REPLY_KEY, SUMMARY_ROLE, StatementRecord, Transcript,
+    TurnRecord,
+};
 use crate::{Resources, ToolTally};
 
 /// A conversation as read back from the store.

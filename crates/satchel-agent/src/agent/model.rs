@@ -1,0 +1,216 @@
+//! Talking to the model for a turn: the provider for the configuration in
+//! force (connected again when agent.json changes), the request as sent
+//! (system prompt, tools natively or rendered into the prompt, the reply
+//! schema), streaming the answer into events, and the calibration that
+//! says how the model's own tokenizer compares with Satchel's count.
+//!
+//! Kept apart from the loop so that the one place that decides what bytes
+//! go to the model is small enough to read whole: `context.rs` and the
+//! side requests build on the same history this file does.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use satchel_core::{Message, ToolSpec};
+use satchel_llm::prompted;
+use satchel_llm::{
+    Calibration, ChatRequest, LlmError, Mode, PreparedRequest, Provider, Response, StreamEvent,
+    TokenEstimate, ToolChoice, ToolMode, model_info,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::{Agent, AgentError};
+use crate::history::Phase;
+use crate::{AgentEvent, EventSink, Snapshot};
+
+impl Agent {
+    /// The provider for `snapshot`, connected again when the config changed.
+    pub(super) fn provider(
+        &mut self,
+        snapshot: &Snapshot,
+    ) -> Result<Arc<dyn Provider>, AgentError> {
+        if let Some((generation, provider)) = &self.provider
+            && *generation == snapshot.generation
+        {
+            return Ok(provider.clone());
+        }
+        let env: HashMap<String, String> = snapshot
+            .settings
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let provider = satchel_llm::connect(snapshot.llm.resolve(&env)?)?;
+        self.provider = Some((snapshot.generation, provider.clone()));
+        self.schema_refused = false;
+        self.usage_samples = None;
+        Ok(provider)
+    }
+
+    /// Reads the latest usage of the current model from the store, once per
+    /// model, when its tokenizer is not embedded.
+    pub(super) async fn load_usage_samples(
+        &mut self,
+        provider: &Arc<dyn Provider>,
+    ) -> Result<(), AgentError> {
+        let model = &provider.config().model;
+        if self.usage_samples.is_some() || model_info(model).exact_tokenizer {
+            return Ok(());
+        }
+        let samples = self
+            .store
+            .usage_samples(model, Calibration::WINDOW)
+            .await?
+            .into_iter()
+            .map(|s| (s.estimate_tokens, s.input_tokens))
+            .collect();
+        self.usage_samples = Some(samples);
+        Ok(())
+    }
+
+    /// The current model's calibration, when it has one.
+    pub(super) fn calibration(&self) -> Option<Calibration> {
+        Calibration::from_pairs(self.usage_samples.as_ref()?.iter().copied())
+    }
+
+    /// A turn's request, ready to send; `last` turns go without tools.
+    pub(super) fn prepare(
+        &mut self,
+        snapshot: &Snapshot,
+        provider: &Arc<dyn Provider>,
+        specs: &[ToolSpec],
+        last: bool,
+    ) -> Result<PreparedRequest, AgentError> {
+        let prompted = provider.config().tool_mode() == ToolMode::Prompted;
+        let schema = (prompted && !last && self.constrains_replies(provider))
+            .then(|| prompted::reply_schema(specs));
+        let history = self.turn_history(snapshot, provider, specs, last);
+        let native_specs = if prompted { &[][..] } else { specs };
+        let mut request = ChatRequest::new(&history, native_specs);
+        let none = ToolChoice::None;
+        if last && !prompted {
+            request.tool_choice = &none;
+        }
+        request.reply_schema = schema.as_ref();
+        let mode = if provider.config().stream {
+            Mode::Stream
+        } else {
+            Mode::Whole
+        };
+        Ok(provider.prepare(&request, mode)?)
+    }
+
+    /// The messages of a turn's request as sent: the system prompt (with
+    /// the tools in prompted mode), past statements compact, this one native.
+    pub(super) fn turn_history(
+        &mut self,
+        snapshot: &Snapshot,
+        provider: &Arc<dyn Provider>,
+        specs: &[ToolSpec],
+        last: bool,
+    ) -> Vec<Message> {
+        let prompted = provider.config().tool_mode() == ToolMode::Prompted;
+        let constrained = prompted && !last && self.constrains_replies(provider);
+        let system = match (prompted, last) {
+            (true, false) if constrained => format!(
+                "{}\n\n{}{}\n",
+                snapshot.agent.system_prompt(),
+                prompted::render_tools(specs),
+                prompted::ANSWER_INSTRUCTION
+            ),
+            (true, false) => format!(
+                "{}\n\n{}",
+                snapshot.agent.system_prompt(),
+                prompted::render_tools(specs)
+            ),
+            _ => snapshot.agent.system_prompt().to_owned(),
+        };
+        self.conversation_mut().transcript.history(
+            &system,
+            snapshot.agent.tool_result_max_length,
+            Phase::InStatement,
+        )
+    }
+
+    /// Whether prompted replies carry the reply schema now.
+    pub(super) fn constrains_replies(&self, provider: &Arc<dyn Provider>) -> bool {
+        provider.config().reply_format().is_some() && !self.schema_refused
+    }
+}
+
+/// Streams one answer, passing text and thinking to `sink`; each retry of
+/// the request is told to `sink` and described in `retries`, for the log.
+pub(super) async fn stream_answer(
+    provider: &dyn Provider,
+    prepared: &PreparedRequest,
+    stream_text: bool,
+    cancel: &CancellationToken,
+    sink: &dyn EventSink,
+    retries: &mut Vec<String>,
+) -> Result<Response, LlmError> {
+    let mut events = provider.send(prepared, cancel.clone());
+    while let Some(event) = events.next().await {
+        match event? {
+            StreamEvent::TextDelta(text) if stream_text => sink.emit(AgentEvent::TextDelta(text)),
+            StreamEvent::ThinkingDelta(text) => sink.emit(AgentEvent::ThinkingDelta(text)),
+            StreamEvent::Retrying {
+                attempt,
+                delay,
+                reason,
+            } => {
+                let note = format!(
+                    "the model request is sent again (attempt {attempt}, after {:.1} s): {reason}",
+                    delay.as_secs_f64()
+                );
+                sink.emit(AgentEvent::Notice(note.clone()));
+                retries.push(note);
+            }
+            StreamEvent::Done(response) => return Ok(*response),
+            _ => {}
+        }
+    }
+    Err(if cancel.is_cancelled() {
+        LlmError::Cancelled
+    } else {
+        LlmError::InvalidResponse {
+            url: prepared.url.clone(),
+            detail: "the answer ended without its last event".into(),
+        }
+    })
+}
+
+/// True when `error` is a server refusing a request's `response_format`.
+pub(super) fn refuses_reply_schema(error: &LlmError) -> bool {
+    let message = match error {
+        LlmError::Rejected { message, .. } | LlmError::Server { message, .. } => message,
+        _ => return false,
+    };
+    let message = message.to_ascii_lowercase();
+    [
+        "response_format",
+        "json_schema",
+        "json_object",
+        "grammar",
+        "schema",
+    ]
+    .iter()
+    .any(|word| message.contains(word))
+}
+
+/// The estimate as the model's own tokenizer would count it: calibrated
+/// when the model has a calibration, else the count itself.
+pub(super) fn calibrated_total(estimate: &TokenEstimate, calibration: Option<Calibration>) -> u64 {
+    calibration.map_or(estimate.total, |c| c.apply(estimate.total))
+}
+
+/// Whether a request of `estimate` is past `threshold` of the window.
+pub(super) fn over_threshold(
+    estimate: &TokenEstimate,
+    calibration: Option<Calibration>,
+    threshold: f64,
+) -> bool {
+    estimate.context_window > 0
+        && calibrated_total(estimate, calibration) as f64
+            > threshold * estimate.context_window as f64
+}

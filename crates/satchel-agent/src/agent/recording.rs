@@ -1,0 +1,286 @@
+//! What the loop writes to the store, in one place: log entries (what the
+//! user saw), history rows (what the model got), usage rows of model calls
+//! (and the calibration learned from them), and a turn's tool calls with
+//! their log entries and the conversation's tally.
+//!
+//! The log and the history are separate records (see ARCHITECTURE.md);
+//! keeping every write here makes it easy to check that each step of the
+//! loop writes both, and nothing else does.
+
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use satchel_core::Message;
+use satchel_llm::{Calibration, LlmError, Provider, Response, StopReason, TokenEstimate};
+use satchel_store::{
+    LogKind, NewLlmCall, NewLlmMessage, NewLogEntry, NewToolCall, Statement, Timestamp,
+};
+use satchel_tools::Registry;
+use satchel_tools::Style;
+use satchel_tools::format::{generic_result, generic_use};
+
+use super::tool_calls::Finished;
+use super::{Agent, AgentError};
+use crate::history::{CallRecord, PROMPTED_REPLY_KEY, TurnRecord};
+
+impl Agent {
+    /// Appends a log entry of the statement.
+    pub(super) async fn log(
+        &self,
+        conversation_id: &str,
+        statement_id: &str,
+        kind: LogKind,
+        text: &str,
+    ) -> Result<(), AgentError> {
+        let mut entry = NewLogEntry::new(conversation_id, kind, text);
+        entry.statement_id = Some(statement_id.to_owned());
+        self.store.append_log_entry(entry).await?;
+        Ok(())
+    }
+
+    /// Logs a turn's thinking (as an auxiliary entry) and its text, each
+    /// when it is not blank.
+    pub(super) async fn log_answer(
+        &self,
+        conversation_id: &str,
+        statement_id: &str,
+        text: &str,
+        thinking: &str,
+    ) -> Result<(), AgentError> {
+        if !thinking.trim().is_empty() {
+            let mut entry = NewLogEntry::new(conversation_id, LogKind::Auxiliary, thinking);
+            entry.side_conversation = Some(satchel_store::THINKING_SIDE.into());
+            entry.statement_id = Some(statement_id.to_owned());
+            self.store.append_log_entry(entry).await?;
+        }
+        if !text.trim().is_empty() {
+            let mut entry = NewLogEntry::new(conversation_id, LogKind::Assistant, text);
+            entry.statement_id = Some(statement_id.to_owned());
+            self.store.append_log_entry(entry).await?;
+        }
+        Ok(())
+    }
+
+    /// Records a turn's model call.
+    pub(super) async fn record_turn_call(
+        &mut self,
+        provider: &Arc<dyn Provider>,
+        estimate: &TokenEstimate,
+        started: Instant,
+        result: &Result<Response, LlmError>,
+        statement: &Statement,
+        turn: u32,
+    ) -> Result<(), AgentError> {
+        let mut call = llm_call_row(provider, "turn", estimate, started, result);
+        call.conversation_id = Some(statement.conversation_id.clone());
+        call.statement_id = Some(statement.id.clone());
+        call.turn = Some(turn);
+        self.record_call(call).await
+    }
+
+    /// Records a model call, and learns from its usage how the model's own
+    /// tokenizer compares with the estimate.
+    pub(super) async fn record_call(&mut self, call: NewLlmCall) -> Result<(), AgentError> {
+        if let (Some(samples), Some(input)) = (self.usage_samples.as_mut(), call.input_tokens)
+            && input > 0
+            && call.estimate_tokens > 0
+        {
+            samples.push_front((call.estimate_tokens, input));
+            samples.truncate(Calibration::WINDOW);
+        }
+        self.store.record_llm_call(call).await?;
+        Ok(())
+    }
+
+    /// Records a turn's tool calls (their rows, the end of their start
+    /// records, a use and a result log entry each) and counts them in the
+    /// conversation's tally and resources.
+    pub(super) async fn record_calls(
+        &mut self,
+        registry: &Registry,
+        statement_id: &str,
+        turn: u32,
+        finished: Vec<Finished>,
+    ) -> Result<Vec<CallRecord>, AgentError> {
+        let conversation_id = self.conversation_mut().id.clone();
+        let rows = finished
+            .iter()
+            .map(|done| NewToolCall {
+                source: self.source,
+                conversation_id: Some(conversation_id.clone()),
+                statement_id: Some(statement_id.to_owned()),
+                turn: Some(turn),
+                call: done.call.clone(),
+                output: done.output.clone(),
+                decision: done.decision.clone(),
+                started_at: timestamp(done.started_at),
+                finished_at: timestamp(done.started_at + done.duration),
+                duration_us: u64::try_from(done.duration.as_micros()).unwrap_or(u64::MAX),
+            })
+            .collect();
+        self.store.record_tool_calls(rows).await?;
+        let starts = finished
+            .iter()
+            .filter_map(|done| done.start.clone())
+            .collect();
+        self.store.end_calls(starts).await?;
+        let markdown = Style::Markdown;
+        for done in &finished {
+            let tool = registry.get(&done.call.name);
+            let use_text = tool.map_or_else(
+                || generic_use(&done.call.name, &done.call.input, markdown),
+                |t| t.format_use(&done.call.input, markdown),
+            );
+            let result_text = tool.map_or_else(
+                || generic_result(&done.output, markdown),
+                |t| t.format_result(&done.output, markdown),
+            );
+            for (kind, text) in [
+                (LogKind::ToolUse, use_text),
+                (LogKind::ToolResult, result_text),
+            ] {
+                let mut entry = NewLogEntry::new(&conversation_id, kind, text);
+                entry.statement_id = Some(statement_id.to_owned());
+                entry.call_id = Some(done.call.id.clone());
+                self.store.append_log_entry(entry).await?;
+            }
+        }
+        let conversation = self.conversation_mut();
+        for done in &finished {
+            conversation
+                .tally
+                .add(&done.call.name, done.output.is_error);
+            if !done.output.is_error {
+                let spec = registry.get(&done.call.name).map(|t| t.spec());
+                conversation.resources.add_call(spec, &done.call);
+            }
+        }
+        Ok(finished
+            .into_iter()
+            .map(|done| CallRecord {
+                call: done.call,
+                output: done.output,
+            })
+            .collect())
+    }
+
+    /// Adds a finished turn to the transcript and records its messages.
+    pub(super) async fn finish_turn(
+        &mut self,
+        conversation_id: &str,
+        statement_id: &str,
+        turn: u32,
+        record: TurnRecord,
+    ) -> Result<(), AgentError> {
+        let mut assistant = serde_json::to_value(Message::Assistant {
+            content: record.assistant.clone(),
+        })
+        .unwrap_or_default();
+        if let (Some(raw), Some(object)) = (&record.raw_reply, assistant.as_object_mut()) {
+            // What was sent back is the reply as written; the parts are its reading.
+            object.insert(PROMPTED_REPLY_KEY.into(), raw.clone().into());
+        }
+        let mut rows = vec![assistant];
+        rows.extend(
+            record
+                .sent_results
+                .iter()
+                .map(|m| serde_json::to_value(m).unwrap_or_default()),
+        );
+        self.record_values(conversation_id, statement_id, turn, rows)
+            .await?;
+        if let Some(statement) = self.conversation_mut().transcript.statements.last_mut() {
+            statement.turns.push(record);
+        }
+        Ok(())
+    }
+
+    /// Records `messages` as history rows of a statement's turn.
+    pub(super) async fn record_messages(
+        &self,
+        conversation_id: &str,
+        statement_id: &str,
+        turn: u32,
+        messages: &[Message],
+    ) -> Result<(), AgentError> {
+        let values = messages
+            .iter()
+            .map(|m| serde_json::to_value(m).unwrap_or_default())
+            .collect();
+        self.record_values(conversation_id, statement_id, turn, values)
+            .await
+    }
+
+    async fn record_values(
+        &self,
+        conversation_id: &str,
+        statement_id: &str,
+        turn: u32,
+        values: Vec<serde_json::Value>,
+    ) -> Result<(), AgentError> {
+        let rows = values
+            .into_iter()
+            .map(|content| NewLlmMessage {
+                conversation_id: conversation_id.to_owned(),
+                statement_id: Some(statement_id.to_owned()),
+                turn,
+                role: content
+                    .get("role")
+                    .and_then(|r| r.as_str())
+                    .unwrap_or("unknown")
+                    .to_owned(),
+                content,
+            })
+            .collect();
+        self.store.append_messages(rows).await?;
+        Ok(())
+    }
+}
+
+/// The usage row of one request.
+pub(super) fn llm_call_row(
+    provider: &Arc<dyn Provider>,
+    purpose: &str,
+    estimate: &TokenEstimate,
+    started: Instant,
+    result: &Result<Response, LlmError>,
+) -> NewLlmCall {
+    let config = provider.config();
+    let answered = match result {
+        Ok(response) => Some(response),
+        Err(error) => error.partial_response(),
+    };
+    let usage = answered.and_then(|r| r.usage);
+    NewLlmCall {
+        purpose: purpose.into(),
+        provider: config.provider.display_name().into(),
+        model: config.model.clone(),
+        estimate_tokens: estimate.total,
+        estimate_sections: serde_json::to_value(estimate.sections).unwrap_or_default(),
+        context_window: estimate.context_window,
+        input_tokens: usage.map(|u| u.input_tokens),
+        output_tokens: usage.map(|u| u.output_tokens),
+        cache_read_tokens: usage.map(|u| u.cache_read_tokens),
+        cache_write_tokens: usage.map(|u| u.cache_write_tokens),
+        stop_reason: answered.map(|r| stop_reason_name(&r.stop_reason)),
+        error: result.as_ref().err().map(ToString::to_string),
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        ..NewLlmCall::default()
+    }
+}
+
+/// A stop reason as stored and shown: its wire name (`end_turn`...).
+pub(super) fn stop_reason_name(reason: &StopReason) -> String {
+    serde_json::to_value(reason)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("{reason:?}"))
+}
+
+/// A store timestamp of `time`.
+pub(super) fn timestamp(time: SystemTime) -> Timestamp {
+    let millis = time
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    Timestamp::from_millis(millis)
+}

@@ -1,0 +1,638 @@
+//! [`Agent::statement`]: one user statement, run as a loop of turns until
+//! the model answers without tools, the turn budget is spent, the model
+//! fails or the user interrupts.
+//!
+//! The loop reads as its steps, each a method named for what it does:
+//! [`begin_statement`](Agent::begin_statement) (record the statement,
+//! plan the side requests), then per turn
+//! [`start_turn`](Agent::start_turn) (configuration, provider and tools as
+//! of now), [`prepare_within_threshold`](Agent::prepare_within_threshold),
+//! [`ask_model`](Agent::ask_model), and either
+//! [`stop_on_model_error`](Agent::stop_on_model_error),
+//! [`end_without_tools`](Agent::end_without_tools), or
+//! [`run_tools`](Agent::run_tools) and
+//! [`send_results_next`](Agent::send_results_next); finally
+//! [`end_statement`](Agent::end_statement). How each outcome is decided
+//! (never an empty success, a cut-off answer kept but marked, a half tool
+//! call never run) is here; what is written is `recording.rs`'s job.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use satchel_core::{AssistantPart, Content, Message, ToolSpec};
+use satchel_llm::{
+    ConstrainedReplies, LlmError, PreparedRequest, Provider, Response, StopReason, ToolMode, Usage,
+};
+use satchel_store::{LogKind, NewStatement, Statement};
+use satchel_tools::Registry;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::answer::{Answer, Planned, read_answer};
+use super::model::{over_threshold, refuses_reply_schema, stream_answer};
+use super::recording::stop_reason_name;
+use super::side_requests::{
+    SidePlan, SidePrefix, SideResult, side_in_parallel, spawn_side_requests,
+};
+use super::tool_calls::{
+    CallSetting, fit_results, native_results, prompted_results, room_for_results, text_trigger,
+};
+use super::{Agent, AgentError, Outcome, StatementReport};
+use crate::history::{CallRecord, StatementRecord, TurnRecord, text_of};
+use crate::{AgentEvent, EventSink, Feedback, Snapshot};
+
+/// Marks an answer that was cut off, where it stops in the history.
+const CUT_OFF_MARK: &str = "\n[answer cut off before the model finished]";
+
+/// Stands for an answer with neither text nor a tool call in the history.
+const EMPTY_ANSWER_MARK: &str = "[no answer: the model returned neither text nor a tool call]";
+
+/// Rounds of summarising one request may take before it goes as it is.
+const MAX_COMPACTIONS: usize = 2;
+
+/// A statement in progress: what its turns share.
+struct Run {
+    /// The statement's row.
+    statement: Statement,
+    /// What the statement reports so far.
+    report: StatementReport,
+    /// Side requests that wait for the first answer.
+    side_plan: Option<SidePlan>,
+    /// Side requests under way.
+    side: Option<JoinHandle<Vec<SideResult>>>,
+    /// Whether side requests may go beside a main request.
+    parallel: bool,
+}
+
+/// One turn's configuration, provider and tools, fixed as it starts.
+struct Turn {
+    /// 1-based.
+    number: u32,
+    max_turns: u32,
+    /// The budget's last turn: tools are off.
+    last: bool,
+    snapshot: Arc<Snapshot>,
+    provider: Arc<dyn Provider>,
+    registry: Arc<Registry>,
+    specs: Vec<ToolSpec>,
+    /// Tools go in the system prompt and calls come back in the reply's JSON.
+    prompted: bool,
+}
+
+/// Whether the statement goes on after a turn.
+enum After {
+    NextTurn,
+    Done,
+}
+
+impl Agent {
+    /// Runs one user statement to its end.
+    ///
+    /// # Errors
+    /// Only when nothing can be done or recorded: no usable model, or a
+    /// store failure. A model that fails mid-way is
+    /// [`Outcome::Failed`], an interruption [`Outcome::Cancelled`].
+    pub async fn statement(
+        &mut self,
+        text: &str,
+        cancel: &CancellationToken,
+        sink: &dyn EventSink,
+    ) -> Result<StatementReport, AgentError> {
+        let mut run = self.begin_statement(text, cancel, sink).await?;
+        let mut number: u32 = 0;
+        loop {
+            number += 1;
+            if number > 1 {
+                self.reload_config(sink);
+            }
+            let turn = self.start_turn(number)?;
+            match self.turn(&mut run, &turn, cancel, sink).await? {
+                After::NextTurn => {}
+                After::Done => break,
+            }
+        }
+        self.end_statement(run, cancel, sink).await
+    }
+
+    /// Records the statement, its log entry and user message; starts the
+    /// side requests now when they may go beside the first turn, else
+    /// keeps them for after the first answer.
+    async fn begin_statement(
+        &mut self,
+        text: &str,
+        cancel: &CancellationToken,
+        sink: &dyn EventSink,
+    ) -> Result<Run, AgentError> {
+        self.reload_config(sink);
+        let snapshot = self.config.current();
+        let provider = self.provider(&snapshot)?;
+        self.load_usage_samples(&provider).await?;
+        let conversation_id = self.ensure_conversation().await?.id.clone();
+        let statement = self
+            .store
+            .add_statement(NewStatement {
+                conversation_id: conversation_id.clone(),
+                objective: None,
+            })
+            .await?;
+        self.log(&conversation_id, &statement.id, LogKind::User, text)
+            .await?;
+        let user = Message::user(text);
+        self.record_messages(
+            &conversation_id,
+            &statement.id,
+            1,
+            std::slice::from_ref(&user),
+        )
+        .await?;
+        let first = {
+            let conversation = self.conversation_mut();
+            conversation.transcript.statements.push(StatementRecord {
+                seq: statement.seq,
+                user: vec![Content::Text { text: text.into() }],
+                turns: Vec::new(),
+            });
+            conversation.transcript.statements.len() == 1
+        };
+        let mut side_plan = snapshot
+            .agent
+            .side_requests
+            .then(|| self.side_plan(text, first));
+        let parallel = side_in_parallel(&snapshot.agent, provider.config());
+        let side = if parallel {
+            side_plan.take().map(|plan| {
+                spawn_side_requests(plan.standalone(), provider.clone(), parallel, cancel)
+            })
+        } else {
+            None
+        };
+        Ok(Run {
+            report: StatementReport {
+                outcome: Outcome::Answered,
+                statement_id: statement.id.clone(),
+                answer: String::new(),
+                turns: 0,
+                tool_calls: 0,
+                usage: Usage::default(),
+            },
+            statement,
+            side_plan,
+            side,
+            parallel,
+        })
+    }
+
+    /// The configuration, provider and tools turn `number` runs with.
+    fn start_turn(&mut self, number: u32) -> Result<Turn, AgentError> {
+        let snapshot = self.config.current();
+        let provider = self.provider(&snapshot)?;
+        let max_turns = snapshot.agent.max_turns;
+        let registry = self.tools.current();
+        let specs = registry.specs().cloned().collect();
+        let prompted = provider.config().tool_mode() == ToolMode::Prompted;
+        Ok(Turn {
+            number,
+            max_turns,
+            last: number >= max_turns,
+            snapshot,
+            provider,
+            registry,
+            specs,
+            prompted,
+        })
+    }
+
+    /// One turn: ask, then end the statement or run the calls asked for.
+    async fn turn(
+        &mut self,
+        run: &mut Run,
+        turn: &Turn,
+        cancel: &CancellationToken,
+        sink: &dyn EventSink,
+    ) -> Result<After, AgentError> {
+        let prepared = self
+            .prepare_within_threshold(turn, &run.statement.id, cancel, sink)
+            .await?;
+        let estimate = prepared.estimate().clone();
+        sink.emit(AgentEvent::TurnStarted {
+            turn: turn.number,
+            max_turns: turn.max_turns,
+            estimate_tokens: estimate.total,
+            context_window: estimate.context_window,
+        });
+        run.report.turns = turn.number;
+        let response = match self.ask_model(run, turn, &prepared, cancel, sink).await? {
+            Ok(response) => response,
+            Err(error) => {
+                self.stop_on_model_error(run, turn.number, &error).await?;
+                return Ok(After::Done);
+            }
+        };
+        self.start_side_requests_after_answer(run, turn, cancel);
+        if let Some(usage) = response.usage {
+            add_usage(&mut run.report.usage, usage);
+        }
+        sink.emit(AgentEvent::TurnFinished {
+            turn: turn.number,
+            usage: response.usage,
+        });
+        let answer = read_answer(&response, turn.prompted, turn.last, turn.number, sink);
+        let text = text_of(&answer.parts);
+        let thinking = response.thinking();
+        self.log_answer(
+            &run.statement.conversation_id,
+            &run.statement.id,
+            &text,
+            &thinking,
+        )
+        .await?;
+        if answer.calls.is_empty() {
+            self.end_without_tools(run, turn, answer, text, &response.stop_reason, sink)
+                .await?;
+            return Ok(After::Done);
+        }
+        let records = self
+            .run_tools(run, turn, &answer.calls, thinking, cancel, sink)
+            .await?;
+        let room = room_for_results(
+            &estimate,
+            self.calibration(),
+            &response,
+            turn.snapshot.agent.context_threshold,
+        );
+        self.send_results_next(run, turn, answer, records, room, sink)
+            .await?;
+        if cancel.is_cancelled() {
+            run.report.outcome = Outcome::Cancelled;
+            self.log(
+                &run.statement.conversation_id,
+                &run.statement.id,
+                LogKind::Error,
+                "interrupted by the user",
+            )
+            .await?;
+            return Ok(After::Done);
+        }
+        Ok(After::NextTurn)
+    }
+
+    /// The turn's request, summarising old statements first (up to
+    /// [`MAX_COMPACTIONS`] times) while it is past the threshold.
+    async fn prepare_within_threshold(
+        &mut self,
+        turn: &Turn,
+        statement_id: &str,
+        cancel: &CancellationToken,
+        sink: &dyn EventSink,
+    ) -> Result<PreparedRequest, AgentError> {
+        let Turn {
+            snapshot,
+            provider,
+            specs,
+            last,
+            ..
+        } = turn;
+        let mut prepared = self.prepare(snapshot, provider, specs, *last)?;
+        for _ in 0..MAX_COMPACTIONS {
+            if !over_threshold(
+                prepared.estimate(),
+                self.calibration(),
+                snapshot.agent.context_threshold,
+            ) {
+                break;
+            }
+            if !self
+                .compact(snapshot, provider, statement_id, cancel, sink)
+                .await?
+            {
+                break;
+            }
+            prepared = self.prepare(snapshot, provider, specs, *last)?;
+        }
+        Ok(prepared)
+    }
+
+    /// Sends the turn's request and streams the answer, recording the call
+    /// and logging each retry the client made. A prompted request whose
+    /// reply schema the server refuses (`constrainedReplies: auto`) is sent
+    /// again without it, once; the user is told.
+    async fn ask_model(
+        &mut self,
+        run: &Run,
+        turn: &Turn,
+        prepared: &PreparedRequest,
+        cancel: &CancellationToken,
+        sink: &dyn EventSink,
+    ) -> Result<Result<Response, LlmError>, AgentError> {
+        let (conversation_id, statement_id) = (&run.statement.conversation_id, &run.statement.id);
+        let provider = &turn.provider;
+        let estimate = prepared.estimate().clone();
+        let started = Instant::now();
+        let mut retries = Vec::new();
+        let result = stream_answer(
+            provider.as_ref(),
+            prepared,
+            !turn.prompted,
+            cancel,
+            sink,
+            &mut retries,
+        )
+        .await;
+        self.record_turn_call(
+            provider,
+            &estimate,
+            started,
+            &result,
+            &run.statement,
+            turn.number,
+        )
+        .await?;
+        let result = match result {
+            Err(error)
+                if turn.prompted
+                    && self.constrains_replies(provider)
+                    && provider.config().constrained_replies == ConstrainedReplies::Auto
+                    && refuses_reply_schema(&error) =>
+            {
+                // The server cannot enforce the schema: say so once and
+                // send the same turn without it.
+                self.schema_refused = true;
+                let note = format!(
+                    "the server refused the reply schema (`constrainedReplies: auto`); \
+                     prompted replies go unconstrained from now on: {error}"
+                );
+                sink.emit(AgentEvent::Notice(note.clone()));
+                self.log(conversation_id, statement_id, LogKind::Auxiliary, &note)
+                    .await?;
+                let prepared = self.prepare(&turn.snapshot, provider, &turn.specs, turn.last)?;
+                let estimate = prepared.estimate().clone();
+                let started = Instant::now();
+                let result = stream_answer(
+                    provider.as_ref(),
+                    &prepared,
+                    false,
+                    cancel,
+                    sink,
+                    &mut retries,
+                )
+                .await;
+                self.record_turn_call(
+                    provider,
+                    &estimate,
+                    started,
+                    &result,
+                    &run.statement,
+                    turn.number,
+                )
+                .await?;
+                result
+            }
+            other => other,
+        };
+        for retry in retries {
+            self.log(conversation_id, statement_id, LogKind::Auxiliary, &retry)
+                .await?;
+        }
+        Ok(result)
+    }
+
+    /// The model failed or the user interrupted the answer: what had
+    /// arrived is kept in the history, marked as cut off and without its
+    /// unfinished calls (none of which runs); the log says why it ended.
+    async fn stop_on_model_error(
+        &mut self,
+        run: &mut Run,
+        turn: u32,
+        error: &LlmError,
+    ) -> Result<(), AgentError> {
+        let (conversation_id, statement_id) = (&run.statement.conversation_id, &run.statement.id);
+        let outcome = match error {
+            LlmError::Cancelled => Outcome::Cancelled,
+            other => Outcome::Failed(other.to_string()),
+        };
+        if let Some(partial) = error.partial_response() {
+            // Keep what arrived, marked, without its unfinished calls.
+            let mut parts: Vec<AssistantPart> = partial
+                .content
+                .iter()
+                .filter(|p| !matches!(p, AssistantPart::ToolCall(_)))
+                .cloned()
+                .collect();
+            parts.push(AssistantPart::Text {
+                text: CUT_OFF_MARK.into(),
+            });
+            run.report.answer = partial.text();
+            self.finish_turn(
+                conversation_id,
+                statement_id,
+                turn,
+                TurnRecord {
+                    assistant: parts,
+                    ..TurnRecord::default()
+                },
+            )
+            .await?;
+        }
+        let message = match &outcome {
+            Outcome::Cancelled => "interrupted by the user".to_owned(),
+            _ => error.to_string(),
+        };
+        self.log(conversation_id, statement_id, LogKind::Error, &message)
+            .await?;
+        run.report.outcome = outcome;
+        Ok(())
+    }
+
+    /// The first answer is in: the server is free for the side requests
+    /// that waited, and they run while its tools do (or after the final
+    /// answer). They continue the request just sent, so a server's prompt
+    /// cache serves them and the next turn alike.
+    fn start_side_requests_after_answer(
+        &mut self,
+        run: &mut Run,
+        turn: &Turn,
+        cancel: &CancellationToken,
+    ) {
+        let Some(plan) = run.side_plan.take() else {
+            return;
+        };
+        let prefix = SidePrefix {
+            messages: self.turn_history(&turn.snapshot, &turn.provider, &turn.specs, turn.last),
+            tools: if turn.prompted || turn.last {
+                Vec::new()
+            } else {
+                turn.specs.clone()
+            },
+        };
+        run.side = Some(spawn_side_requests(
+            plan.continuing(prefix),
+            turn.provider.clone(),
+            run.parallel,
+            cancel,
+        ));
+    }
+
+    /// An answer without tool calls ends the statement: answered, failed
+    /// when it is empty (never an empty success: the user is told, the
+    /// model's next turn sees that nothing came), or out of turns when
+    /// this was the budget's last turn.
+    async fn end_without_tools(
+        &mut self,
+        run: &mut Run,
+        turn: &Turn,
+        answer: Answer,
+        text: String,
+        stop_reason: &StopReason,
+        sink: &dyn EventSink,
+    ) -> Result<(), AgentError> {
+        let (conversation_id, statement_id) = (&run.statement.conversation_id, &run.statement.id);
+        let Answer {
+            mut parts,
+            raw_reply,
+            tools_refused,
+            ..
+        } = answer;
+        let empty = text.trim().is_empty() && !tools_refused;
+        if empty {
+            parts.push(AssistantPart::Text {
+                text: EMPTY_ANSWER_MARK.into(),
+            });
+        } else {
+            run.report.answer = text;
+        }
+        self.finish_turn(
+            conversation_id,
+            statement_id,
+            turn.number,
+            TurnRecord {
+                assistant: parts,
+                raw_reply,
+                ..TurnRecord::default()
+            },
+        )
+        .await?;
+        if empty {
+            let message = format!(
+                "the model's answer was empty: no text and no tool call (stop reason: {})",
+                stop_reason_name(stop_reason)
+            );
+            self.log(conversation_id, statement_id, LogKind::Error, &message)
+                .await?;
+            run.report.outcome = Outcome::Failed(message);
+            return Ok(());
+        }
+        if turn.last && turn.number > 1 {
+            run.report.outcome = Outcome::TurnLimit;
+            let message = format!(
+                "The turn budget ({}) ran out: the model gave its last answer without tools.",
+                turn.max_turns
+            );
+            sink.emit(AgentEvent::Notice(message.clone()));
+            self.log(conversation_id, statement_id, LogKind::Auxiliary, &message)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Runs the turn's calls and records them; then collects the side
+    /// requests, so the feedback block sees the objective they wrote.
+    async fn run_tools(
+        &mut self,
+        run: &mut Run,
+        turn: &Turn,
+        calls: &[Planned],
+        thinking: String,
+        cancel: &CancellationToken,
+        sink: &dyn EventSink,
+    ) -> Result<Vec<CallRecord>, AgentError> {
+        let trigger = text_trigger(&self.conversation_mut().transcript);
+        let setting = CallSetting {
+            registry: &turn.registry,
+            snapshot: &turn.snapshot,
+            conversation_id: &run.statement.conversation_id,
+            trigger,
+            reasoning: (!thinking.is_empty()).then_some(thinking),
+        };
+        let finished = self.run_calls(setting, calls, cancel, sink).await;
+        let records = self
+            .record_calls(&turn.registry, &run.statement.id, turn.number, finished)
+            .await?;
+        run.report.tool_calls += records.len() as u32;
+        if let Some(handle) = run.side.take() {
+            self.apply_side(handle, &run.statement.id, cancel, sink)
+                .await?;
+        }
+        Ok(records)
+    }
+
+    /// The results as the next request carries them (the feedback block
+    /// first, each cut to the `room` left), recorded with the turn.
+    async fn send_results_next(
+        &mut self,
+        run: &Run,
+        turn: &Turn,
+        answer: Answer,
+        records: Vec<CallRecord>,
+        room: u64,
+        sink: &dyn EventSink,
+    ) -> Result<(), AgentError> {
+        let conversation = self.conversation_mut();
+        let feedback = Feedback {
+            turn: turn.number,
+            max_turns: turn.max_turns,
+            goal: conversation.goal.as_deref(),
+            objective: conversation.objective.as_deref(),
+            tally: &conversation.tally,
+            resources: &conversation.resources,
+        }
+        .render();
+        let (outputs, notices) = fit_results(&records, room, turn.provider.config().encoding);
+        for notice in notices {
+            sink.emit(AgentEvent::Notice(notice));
+        }
+        let sent = if turn.prompted {
+            prompted_results(&records, &outputs, &feedback)
+        } else {
+            native_results(&records, &outputs, &feedback)
+        };
+        self.finish_turn(
+            &run.statement.conversation_id,
+            &run.statement.id,
+            turn.number,
+            TurnRecord {
+                assistant: answer.parts,
+                calls: records,
+                sent_results: sent,
+                raw_reply: answer.raw_reply,
+            },
+        )
+        .await
+    }
+
+    /// Side requests still under way are collected, unless the statement
+    /// failed or was cancelled: the user was told why it stopped, and side
+    /// requests to the same model would only repeat it.
+    async fn end_statement(
+        &mut self,
+        mut run: Run,
+        cancel: &CancellationToken,
+        sink: &dyn EventSink,
+    ) -> Result<StatementReport, AgentError> {
+        if let Some(handle) = run.side.take() {
+            if matches!(run.report.outcome, Outcome::Cancelled | Outcome::Failed(_)) {
+                handle.abort();
+            } else {
+                self.apply_side(handle, &run.statement.id, cancel, sink)
+                    .await?;
+            }
+        }
+        Ok(run.report)
+    }
+}
+
+fn add_usage(total: &mut Usage, usage: Usage) {
+    total.input_tokens += usage.input_tokens;
+    total.output_tokens += usage.output_tokens;
+    total.cache_read_tokens += usage.cache_read_tokens;
+    total.cache_write_tokens += usage.cache_write_tokens;
+}
