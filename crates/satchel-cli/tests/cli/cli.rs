@@ -416,20 +416,25 @@ fn tools_list_shows_where_each_tool_comes_from() {
 
     let output = sandbox.run(&["tools", "list"]);
     assert!(output.status.success(), "{}", stderr(&output));
-    let text = String::from_utf8(output.stdout).unwrap();
-    let line = |name: &str| {
-        text.lines()
-            .find(|l| l.starts_with(name))
-            .unwrap_or_else(|| panic!("{name}: {text}"))
-            .to_owned()
-    };
-    assert!(
-        line("where ").ends_with("project .agents/tools/where-tool"),
-        "{text}"
-    );
-    assert!(line("sys_only ").contains("system "), "{text}");
-    assert!(text.contains("shadowed by the project tool"), "{text}");
-    assert!(text.contains("notes.txt: not executable"), "{text}");
+    let text = String::from_utf8(output.stdout)
+        .unwrap()
+        .replace(&sandbox.dir.path().display().to_string(), "<dir>");
+    // The whole listing: precedence, sources, what was skipped and why.
+    expect_test::expect![[r#"
+        NAME          DESCRIPTION                                                    SOURCE
+        bash          Run a bash command non-interactively: no stdin, no terminal,…  builtin
+        code          Run a short program and get its output ("execute": code, lan…  builtin
+        conversation  Read this conversation's own record, summarised turns includ…  builtin
+        memory        Remember across conversations                                  builtin
+        search        Search the web or the news: up to max_results results with t…  builtin
+        sys_only      Says where it lives                                            system <dir>/libexec/sys-only
+        where         Says where it lives                                            project .agents/tools/where-tool
+
+        Not tools (2):
+          - project .agents/tools/notes.txt: not executable (`chmod +x` it to make it a tool)
+          - user <dir>/config/satchel/tools/where-tool: shadowed by the project tool `<dir>/project/.agents/tools/where-tool`
+    "#]]
+    .assert_eq(&text);
 
     let output = sandbox.run(&["tools", "call", "where", "{}"]);
     assert_eq!(stdout_json(&output), json!({"from": "project"}));
