@@ -23,8 +23,15 @@ pub(crate) struct Cli {
     /// More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG wins.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub(crate) verbose: u8,
-    /// The database file [default: $XDG_DATA_HOME/satchel/satchel.db].
-    #[arg(long, global = true, value_name = "PATH", env = "SATCHEL_DB")]
+    /// The database: a file [default: $XDG_DATA_HOME/satchel/satchel.db],
+    /// or a postgres:// URL.
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        env = "SATCHEL_DB",
+        hide_env_values = true
+    )]
     pub(crate) db: Option<PathBuf>,
     /// Load the project's `.agents/` (settings, tools, MCP servers) for this
     /// run even if it is not trusted (see `satchel trust`).

@@ -62,7 +62,7 @@ pub struct Host {
     pub model_generator: Option<Arc<dyn CodeGenerator>>,
     /// Background jobs the `code` tool started in this process.
     pub code_jobs: JobTracker,
-    /// What was wrong with the configuration (already logged).
+    /// What was wrong with the configuration ([`Host::log_warnings`] logs it).
     pub warnings: Vec<String>,
     /// The `memory` tool's memory (the `memory` section, with the model
     /// directory resolved), opened over `store` when first used.
@@ -90,6 +90,9 @@ impl Host {
             fetcher,
         } = options;
         let root = root.as_path();
+        // Before anything is read: a project's `.agents/` is read only
+        // while trusted, at start-up and at every reload.
+        trust::init(paths.trust_store());
         let settings = read_settings(root, &paths, &env)?;
         let (policy, policy_warnings) = Policy::from_settings(&settings).map_err(refused)?;
         let configure = tools_configurer(&paths, &env);
@@ -97,7 +100,7 @@ impl Host {
         tools_warnings.extend(configure(&settings, &mut tools_config));
         let (memory, memory_warnings) = memory_config(root, &settings, &paths);
         let redactor = store::redactor(&settings, &env);
-        let warnings: Vec<String> = settings
+        let mut warnings: Vec<String> = settings
             .warnings
             .iter()
             .chain(&tools_warnings)
@@ -105,9 +108,6 @@ impl Host {
             .chain(&memory_warnings)
             .cloned()
             .collect();
-        for warning in &warnings {
-            tracing::warn!("{warning}");
-        }
         let code = tools_config.sections.get::<CodeConfig>();
         let model_generator = match code.and_then(|code| code.generator.as_ref()) {
             Some(GeneratorConfig::Model) => match model::provider(&settings) {
@@ -115,9 +115,9 @@ impl Host {
                     Some(Arc::new(ModelGenerator { provider }) as Arc<dyn CodeGenerator>)
                 }
                 Err(reason) => {
-                    tracing::warn!(
+                    warnings.push(format!(
                         "code.generator is \"model\" but no model can be used: {reason}"
-                    );
+                    ));
                     None
                 }
             },
@@ -155,6 +155,15 @@ impl Host {
         }
     }
 
+    /// Logs what was wrong with the configuration. Not done by
+    /// [`Host::open`], so that the caller can first make its log redact
+    /// what [`Host::redactor`] does.
+    pub fn log_warnings(&self) {
+        for warning in &self.warnings {
+            tracing::warn!("{warning}");
+        }
+    }
+
     /// The tools every conversation of this host shares (built-in,
     /// external, and the MCP servers' of mcp.json, which join as they come
     /// up), watched for changes: built and started on first use.
@@ -177,6 +186,14 @@ impl Host {
         tools_configurer(&self.paths, &self.env)
     }
 
+    /// Waits until each MCP server of the shared tools has come up or
+    /// failed (nothing to wait for before [`Host::shared_tools`]).
+    pub async fn wait_for_mcp_servers(&self) {
+        if let Some((_, servers)) = self.shared.get() {
+            servers.ready().await;
+        }
+    }
+
     /// Stops the MCP servers the shared tools import, if they were started
     /// (their tools stay listed, and fail fast, until the host is dropped).
     pub async fn stop_mcp_servers(&self) {
@@ -185,9 +202,11 @@ impl Host {
         }
     }
 
-    /// Waits for background work this host started (memory's backfill,
-    /// the `code` tool's jobs are the caller's), then closes the database.
+    /// Ends what this host started: stops the MCP servers, waits for
+    /// memory's background backfill, and closes the database once its
+    /// queued writes are in (the `code` tool's jobs are the caller's).
     pub async fn close(&self) {
+        self.stop_mcp_servers().await;
         self.memory.finish_backfill().await;
         self.store.close().await;
     }

@@ -31,6 +31,7 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod calls;
 mod conversation;
 mod host;
 pub mod loaders;

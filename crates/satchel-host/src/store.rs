@@ -41,7 +41,9 @@ pub struct LazyStore {
     redactor: Redactor,
     /// The `PG*` (and `USER`) variables a `postgres://` location may need.
     pg_env: Vec<(String, String)>,
-    cell: tokio::sync::OnceCell<Result<OpenedStore, String>>,
+    /// The open store; a failed open is not kept, so the next use tries
+    /// again (a PostgreSQL server that was restarting, say).
+    cell: tokio::sync::OnceCell<OpenedStore>,
 }
 
 impl LazyStore {
@@ -67,11 +69,11 @@ impl LazyStore {
     }
 
     /// The open store, or why it cannot be opened (a warning for callers,
-    /// never a lost result).
+    /// never a lost result). A failure is not remembered: the next call
+    /// tries again.
     pub async fn get(&self) -> Result<&OpenedStore, String> {
-        let opened = self
-            .cell
-            .get_or_init(|| async {
+        self.cell
+            .get_or_try_init(|| async {
                 let Some(path) = &self.db else {
                     return Err(
                         "no database location: set --db, SATCHEL_DB, XDG_DATA_HOME or HOME"
@@ -89,8 +91,7 @@ impl LazyStore {
                     .await
                     .map_err(|error| error.to_string())
             })
-            .await;
-        opened.as_ref().map_err(Clone::clone)
+            .await
     }
 
     /// The open store as the record traits, or why it cannot be opened.
@@ -100,7 +101,7 @@ impl LazyStore {
 
     /// Waits for queued writes and closes the file, if it was opened.
     pub async fn close(&self) {
-        if let Some(Ok(store)) = self.cell.get()
+        if let Some(store) = self.cell.get()
             && let Err(error) = store.close().await
         {
             tracing::warn!("closing the database: {error}");
@@ -120,5 +121,26 @@ impl CodeStoreHandle for LazyStore {
 impl RecordsHandle for LazyStore {
     async fn records(&self) -> Result<Arc<dyn Store>, String> {
         LazyStore::records(self).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database that could not be opened (a server restarting, a
+    /// directory not there yet) is tried again at the next use, not
+    /// refused for the rest of the process.
+    #[tokio::test]
+    async fn a_failed_open_is_tried_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let parent = dir.path().join("data");
+        std::fs::write(&parent, "a file where the directory should be").unwrap();
+        let store = LazyStore::new(Some(parent.join("satchel.db")), Redactor::default());
+        assert!(store.get().await.is_err());
+        std::fs::remove_file(&parent).unwrap();
+        std::fs::create_dir(&parent).unwrap();
+        assert!(store.get().await.is_ok(), "{:?}", store.get().await.err());
+        store.close().await;
     }
 }

@@ -69,7 +69,11 @@ where
         std::future::ready(match item {
             Ok(sse) => sse.data.map(|data| {
                 Ok(SseEvent {
-                    event: sse.event.unwrap_or_else(|| "message".to_owned()),
+                    // An empty type is `message`, as the format says.
+                    event: sse
+                        .event
+                        .filter(|event| !event.is_empty())
+                        .unwrap_or_else(|| "message".to_owned()),
                     data,
                 })
             }),
@@ -214,5 +218,13 @@ mod tests {
         assert_eq!(error, None);
         assert_eq!(events.len(), 20_000);
         assert_eq!(events[12_345].1, "{\"n\":12345,\"t\":\"é\"}");
+    }
+
+    #[test]
+    fn an_empty_event_type_is_a_message() {
+        assert_eq!(
+            in_pieces(b"event:\ndata: x\n\nevent: \ndata: y\n\n", 3),
+            (pairs(&[("message", "x"), ("message", "y")]), None)
+        );
     }
 }

@@ -207,7 +207,7 @@ impl Registry {
 
     /// Runs a tool that [`Registry::check`] already accepted for this call's
     /// input: the tool's errors and panics become error outputs.
-    pub async fn run_checked(
+    pub(crate) async fn run_checked(
         tool: &Arc<dyn Tool>,
         call: &ToolCall,
         ctx: &ToolContext,

@@ -206,6 +206,10 @@ pub(crate) fn effective(settings: &Settings, project: &Host, origin: &Origin) ->
                 .as_ref()
                 .map(|db| match super::db::location(db.as_os_str()) {
                     Ok(location) => location.display(),
+                    // Unreadable: it may still hold a password.
+                    Err(_) if satchel_store::StoreLocation::is_url(db.as_os_str()) => {
+                        "postgres://… (not a URL Satchel can read)".to_owned()
+                    }
                     Err(_) => db.display().to_string(),
                 })
         ),

@@ -7,15 +7,15 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use satchel_agent::{Agent, AgentDeps, ContextReport};
+use satchel_agent::ContextReport;
 use satchel_llm::{Section, model_info};
-use satchel_store::{AuditSource, Store};
+use satchel_store::AuditSource;
 use satchel_tools::{NonInteractive, Style};
 use serde_json::json;
 
 use super::db;
 use crate::cli::ContextArgs;
-use satchel_host::Host;
+use satchel_host::{ConversationOptions, Host};
 
 pub(crate) async fn run(args: ContextArgs, project: &Host) -> anyhow::Result<ExitCode> {
     let Some(store) = db::open_for_reading(project.db.as_deref()).await? else {
@@ -25,17 +25,19 @@ pub(crate) async fn run(args: ContextArgs, project: &Host) -> anyhow::Result<Exi
     else {
         anyhow::bail!("no conversation recorded yet; `satchel chat` starts one");
     };
-    let store: Arc<dyn Store> = Arc::new(store);
-    let deps = AgentDeps {
-        store,
-        tools: Arc::new(project.tools(false).await?),
-        config: project.hot_config()?,
-        consent: Arc::new(NonInteractive),
-        source: AuditSource::Cli,
-        working_dir: project.root.clone(),
-        display: Style::Markdown,
-    };
-    let mut agent = Agent::resume(deps, Some(&conversation.id)).await?;
+    store.close().await?;
+    // The conversation as `satchel chat --resume` would open it, with the
+    // MCP servers' tools once they are up: the request counted is the
+    // one chat would send.
+    let mut agent = project
+        .conversation(ConversationOptions {
+            source: AuditSource::Cli,
+            consent: Arc::new(NonInteractive),
+            display: Style::Markdown,
+            resume: Some(conversation.id.clone()),
+        })
+        .await?;
+    project.wait_for_mcp_servers().await;
     let report = agent.context_report().await?;
     let mut out = std::io::stdout().lock();
     if args.json {

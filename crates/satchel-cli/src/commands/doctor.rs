@@ -439,7 +439,18 @@ async fn database(project: &Host) -> Check {
         Ok(Some(store)) => {
             let problems = store.integrity_problems().await;
             let _ = store.close().await;
-            let mut summary = format!("{shown}, schema version {}", satchel_store::SCHEMA_VERSION);
+            let (version, fix) = if store.is_postgres() {
+                (
+                    satchel_store::PG_SCHEMA_VERSION,
+                    "the server's own tools (pg_amcheck, a restore) repair it",
+                )
+            } else {
+                (
+                    satchel_store::SCHEMA_VERSION,
+                    "copy it aside and recover with `sqlite3 FILE .recover`",
+                )
+            };
+            let mut summary = format!("{shown}, schema version {version}");
             if let Some(size) = size {
                 summary.push_str(&format!(", {:.1} MB", size as f64 / 1e6));
             }
@@ -447,7 +458,7 @@ async fn database(project: &Host) -> Check {
                 Ok(problems) if problems.is_empty() => check("database", Status::Ok, summary),
                 Ok(problems) => check("database", Status::Fail, format!("{summary}: damaged"))
                     .details(problems)
-                    .fix("copy it aside and recover with `sqlite3 FILE .recover`"),
+                    .fix(fix),
                 Err(error) => check("database", Status::Fail, format!("{summary}: {error}")),
             }
         }

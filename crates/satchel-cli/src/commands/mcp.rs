@@ -83,7 +83,8 @@ async fn serve(args: ServeArgs, project: &Arc<Host>) -> anyhow::Result<ExitCode>
         }
     };
     shutdown.cancel();
-    project.stop_mcp_servers().await;
+    // Queued audit writes reach the database before the process ends.
+    project.close().await;
     served?;
     Ok(ExitCode::SUCCESS)
 }

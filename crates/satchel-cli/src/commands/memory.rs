@@ -9,8 +9,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use satchel_core::{ToolCall, ToolOutput};
 use satchel_memory::Memory;
+use satchel_store::AuditSource;
 use satchel_tools::format::{paint, truncate_chars};
-use satchel_tools::{Style, ToolContext, UserInitiated, dispatch};
+use satchel_tools::{Style, ToolContext, UserInitiated};
 use serde_json::{Value, json};
 
 use super::db;
@@ -116,9 +117,9 @@ async fn call(project: &Host, input: Value, as_json: bool) -> anyhow::Result<Exi
         name: "memory".into(),
         input,
     };
-    let output = dispatch(&registry, &project.policy, &UserInitiated, &call, &ctx)
-        .await
-        .output;
+    let output = project
+        .recorded_call(&registry, &UserInitiated, &call, &ctx, AuditSource::Cli)
+        .await;
     print_output(&output, as_json)?;
     Ok(if output.is_error {
         ExitCode::FAILURE

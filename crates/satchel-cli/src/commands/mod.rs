@@ -55,6 +55,11 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Command::Trust(args) = &cli.command {
         return trust(args, &root);
     }
+    // Copying a record needs nothing of the project (and must work where
+    // its agent.json cannot be used).
+    if let Command::Db(command) = cli.command {
+        return db::run(command).await;
+    }
     if matches!(cli.command, Command::Chat(_)) {
         ask_to_trust(&root)?;
     }
@@ -70,6 +75,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             .then(|| Arc::new(fetch::Fetcher) as Arc<dyn satchel_host::ModelFetcher>),
     })?);
     crate::set_log_redactor(project.redactor.clone());
+    project.log_warnings();
     match cli.command {
         Command::Chat(args) => chat::run(args, &project).await,
         Command::Run(args) => run::run(args, &project).await,
@@ -88,7 +94,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Trust(_) => unreachable!("handled before the project is loaded"),
         Command::Config(command) => config::run(command, &project, &origin).await,
         Command::Doctor(args) => doctor::run(args, &project).await,
-        Command::Db(command) => db::run(command).await,
+        Command::Db(_) => unreachable!("handled before the project is loaded"),
     }
 }
 

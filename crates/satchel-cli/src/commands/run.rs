@@ -84,7 +84,7 @@ pub(crate) async fn run(args: RunArgs, project: &Host) -> anyhow::Result<ExitCod
         let mut out = std::io::stdout().lock();
         writeln!(out, "{}", serde_json::to_string_pretty(&transcript)?)?;
     }
-    project.store.close().await;
+    project.close().await;
     Ok(match report.outcome {
         Outcome::Answered => ExitCode::SUCCESS,
         Outcome::TurnLimit => ExitCode::from(EXIT_TURN_LIMIT),

@@ -4,7 +4,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use satchel_core::ToolCall;
-use satchel_tools::{Style, ToolContext, UserInitiated, dispatch};
+use satchel_store::AuditSource;
+use satchel_tools::{Style, ToolContext, UserInitiated};
 use serde_json::json;
 
 use crate::cli::SearchArgs;
@@ -27,9 +28,9 @@ pub(crate) async fn run(args: SearchArgs, project: &Host) -> anyhow::Result<Exit
         name: "search".into(),
         input,
     };
-    let output = dispatch(&registry, &project.policy, &UserInitiated, &call, &ctx)
-        .await
-        .output;
+    let output = project
+        .recorded_call(&registry, &UserInitiated, &call, &ctx, AuditSource::Cli)
+        .await;
     let mut stdout = std::io::stdout().lock();
     if output.is_error && !args.json {
         let reason = output

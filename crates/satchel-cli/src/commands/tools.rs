@@ -13,15 +13,10 @@ use satchel_tools::external::{
     Language, SpecCache, ToolDirs, discover, skeleton, tool_name_for_file,
 };
 use satchel_tools::format::truncate_chars;
-use satchel_tools::{
-    LiveRegistry, Registry, Style, ToolContext, ToolSource, UserInitiated, dispatch, not_recorded,
-};
+use satchel_tools::{LiveRegistry, Registry, Style, ToolContext, ToolSource, UserInitiated};
 use serde_json::{Value, json};
 
-use satchel_store::{
-    AuditSource, AuditStore, Clock, NewCallStart, NewToolCall, SystemClock, Timestamp,
-    ToolCallStore,
-};
+use satchel_store::AuditSource;
 
 use super::prompt;
 use crate::cli::{CallArgs, Lang, ListArgs, NewArgs, ToolsCommand};
@@ -206,31 +201,11 @@ async fn call(registry: &Registry, args: CallArgs, project: &Host) -> anyhow::Re
         input,
     };
     // The user typed this call: "ask" rules need no further consent, but
-    // deny rules and rate limits hold.
-    let started_at = SystemClock.now();
-    // Nothing runs that is not on record: a call whose start cannot be
-    // written is refused, with the cause.
-    let output = match begin_call(project, &call, started_at).await {
-        Err(reason) => not_recorded(&reason),
-        Ok(start) => {
-            let dispatched = dispatch(registry, &project.policy, &UserInitiated, &call, &ctx).await;
-            let record = NewToolCall {
-                source: AuditSource::Cli,
-                conversation_id: None,
-                statement_id: None,
-                turn: None,
-                call: call.clone(),
-                output: dispatched.output.clone(),
-                decision: dispatched.decision_label(),
-                started_at,
-                finished_at: SystemClock.now(),
-                duration_us: u64::try_from(dispatched.duration.as_micros()).unwrap_or(u64::MAX),
-            };
-            // Recorded before printing, so that a closed stdout cannot lose the record.
-            record_call(project, record, start).await;
-            dispatched.output
-        }
-    };
+    // deny rules and rate limits hold. Recorded before printing, so that a
+    // closed stdout cannot lose the record.
+    let output = project
+        .recorded_call(registry, &UserInitiated, &call, &ctx, AuditSource::Cli)
+        .await;
 
     let mut stdout = std::io::stdout().lock();
     if args.json {
@@ -274,42 +249,6 @@ async fn call(registry: &Registry, args: CallArgs, project: &Host) -> anyhow::Re
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// Puts a call on record before it runs; the error says why it could not.
-async fn begin_call(
-    project: &Host,
-    call: &ToolCall,
-    started_at: Timestamp,
-) -> Result<String, String> {
-    let store = project.store.get().await?;
-    store
-        .begin_call(NewCallStart {
-            source: AuditSource::Cli,
-            call: call.clone(),
-            conversation_id: None,
-            started_at,
-        })
-        .await
-        .map_err(|error| error.to_string())
-}
-
-/// Records a finished call and ends its start; a failure now is a warning
-/// (the call ran; its start stays on record as unfinished).
-async fn record_call(project: &Host, record: NewToolCall, start: String) {
-    let recorded = match project.store.get().await {
-        Ok(store) => match store.record_tool_call(record).await {
-            Ok(_) => store
-                .end_calls(vec![start])
-                .await
-                .map_err(|e| e.to_string()),
-            Err(error) => Err(error.to_string()),
-        },
-        Err(reason) => Err(reason),
-    };
-    if let Err(reason) = recorded {
-        tracing::warn!("this call ran but its end was not recorded: {reason}");
-    }
 }
 
 /// The results alone: a JSON value pretty-printed, text as it is.

@@ -84,7 +84,7 @@ fn search_text(table: &str, row: &[Cell]) -> Option<String> {
         "log_entries" => text(row, 3)
             .filter(|kind| log_is_indexed(kind))
             .and(text(row, 4))
-            .map(search::fold),
+            .map(search::document),
         // conversation_id, tool, input, results, response
         "tool_calls" => {
             text(row, 1)?;

@@ -253,6 +253,11 @@ async fn delete_where<C: GenericClient + Sync>(
     condition: &str,
     values: &[&(dyn ToSql + Sync)],
 ) -> Result<(Vec<String>, Option<i64>), PgFailure> {
+    // Every memory write takes `memory_state` before memory rows (see
+    // `next_rev`); so must this one, or a purge here and an update
+    // elsewhere each hold what the other waits for.
+    tx.execute("SELECT rev FROM memory_state WHERE id = 1 FOR UPDATE", &[])
+        .await?;
     let sql = format!("SELECT seq, id FROM memories WHERE {condition} FOR UPDATE");
     let doomed = all(tx, &sql, values, |row| {
         Ok((row.try_get::<_, i64>(0)?, row.try_get::<_, String>(1)?))

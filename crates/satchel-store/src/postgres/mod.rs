@@ -25,6 +25,7 @@ mod memory;
 mod repo;
 mod schema;
 pub(crate) mod search;
+mod tls;
 mod usage_repo;
 
 use std::path::{Path, PathBuf};
@@ -56,6 +57,9 @@ const MEMORY_CHANNEL: &str = "satchel_memory";
 pub struct PgLocation {
     config: Config,
     display: String,
+    /// `sslmode=verify-ca` or `verify-full`: check the server's
+    /// certificate (see `tls.rs`).
+    verify: bool,
 }
 
 impl std::fmt::Debug for PgLocation {
@@ -82,6 +86,10 @@ impl PgLocation {
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<PgLocation, StoreError> {
         let env: std::collections::HashMap<String, String> = env.into_iter().collect();
+        // tokio-postgres reads `disable`, `prefer` and `require`; the
+        // verifying modes are ours, asked for as libpq's are.
+        let (url, verify_in_url) = without_verify_mode(url);
+        let url = url.as_str();
         let mut config: Config = url.parse().map_err(|error| StoreError::CannotOpen {
             path: PathBuf::from("postgres://..."),
             reason: format!("not a PostgreSQL URL: {error}"),
@@ -119,7 +127,10 @@ impl PgLocation {
         }
         // `prefer` is also the parser's default: a URL that says nothing
         // lets PGSSLMODE decide.
-        if config.get_ssl_mode() == SslMode::Prefer
+        let mut verify = verify_in_url;
+        if verify {
+            config.ssl_mode(SslMode::Require);
+        } else if config.get_ssl_mode() == SslMode::Prefer
             && !url.contains("sslmode")
             && let Some(mode) = var("PGSSLMODE")
         {
@@ -127,8 +138,12 @@ impl PgLocation {
                 "disable" => {
                     config.ssl_mode(SslMode::Disable);
                 }
-                "require" | "verify-ca" | "verify-full" => {
+                "require" => {
                     config.ssl_mode(SslMode::Require);
+                }
+                "verify-ca" | "verify-full" => {
+                    config.ssl_mode(SslMode::Require);
+                    verify = true;
                 }
                 _ => {}
             }
@@ -143,7 +158,11 @@ impl PgLocation {
             config.connect_timeout(Duration::from_secs(seconds.max(1)));
         }
         let display = describe(&config);
-        Ok(PgLocation { config, display })
+        Ok(PgLocation {
+            config,
+            display,
+            verify,
+        })
     }
 
     /// The location without the password, for messages and logs.
@@ -161,7 +180,11 @@ impl PgLocation {
         let mut config = self.config.clone();
         config.dbname(dbname);
         let display = describe(&config);
-        PgLocation { config, display }
+        PgLocation {
+            config,
+            display,
+            verify: self.verify,
+        }
     }
 }
 
@@ -186,15 +209,32 @@ pub(crate) fn is_postgres_url(text: &str) -> bool {
     text.starts_with("postgres://") || text.starts_with("postgresql://")
 }
 
-/// The TLS connector: rustls with `ring` and the platform's verifier, the
-/// same setup as Satchel's HTTP clients. Used when the server offers TLS
+/// The TLS connector (see `tls.rs`): used when the server offers TLS
 /// (`sslmode=prefer`, the default) or the URL requires it.
 fn tls(location: &PgLocation) -> Result<MakeRustlsConnect, StoreError> {
-    let config = satchel_http::tls_config(&[]).map_err(|error| StoreError::CannotOpen {
-        path: PathBuf::from(location.display()),
-        reason: error.to_string(),
-    })?;
-    Ok(MakeRustlsConnect::new(config))
+    tls::connector(location.display(), location.verify)
+}
+
+/// `url` without an `sslmode=verify-ca|verify-full` parameter, and whether
+/// it had one.
+fn without_verify_mode(url: &str) -> (String, bool) {
+    let Some((base, query)) = url.split_once('?') else {
+        return (url.to_owned(), false);
+    };
+    let mut verify = false;
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| {
+            let asks = matches!(*pair, "sslmode=verify-ca" | "sslmode=verify-full");
+            verify |= asks;
+            !asks
+        })
+        .collect();
+    if kept.is_empty() {
+        (base.to_owned(), verify)
+    } else {
+        (format!("{base}?{}", kept.join("&")), verify)
+    }
 }
 
 /// What the listening task shares with the store.
@@ -204,7 +244,15 @@ struct Revisions {
     latest: AtomicI64,
     /// True while the listening connection is up (so `latest` is current).
     listening: AtomicBool,
+    /// When the server was last asked: even while listening, `latest` is
+    /// trusted for [`REVISION_TRUST`] at most, since a connection cut
+    /// without a word (a network partition, a pooler that drops `LISTEN`)
+    /// can look up for hours.
+    asked_at: Mutex<Option<std::time::Instant>>,
 }
+
+/// How long notifications alone keep the memory revision current.
+const REVISION_TRUST: Duration = Duration::from_secs(5);
 
 /// The PostgreSQL store; cheap to clone, every clone shares one pool.
 ///
@@ -450,7 +498,12 @@ impl PgStore {
     pub(crate) async fn current_revision(&self) -> Result<i64, StoreError> {
         self.start_listener();
         let revisions = &self.inner.revisions;
-        if revisions.listening.load(Ordering::SeqCst) {
+        let recently_asked = revisions
+            .asked_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some_and(|at| at.elapsed() < REVISION_TRUST);
+        if revisions.listening.load(Ordering::SeqCst) && recently_asked {
             return Ok(revisions.latest.load(Ordering::SeqCst));
         }
         let client = self.reader().await?;
@@ -459,6 +512,10 @@ impl PgStore {
             .await
             .map_err(|error| self.error(error.into()))?;
         let rev: i64 = row.get(0);
+        *revisions
+            .asked_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(std::time::Instant::now());
         self.saw_revision(rev);
         Ok(rev)
     }
@@ -546,5 +603,44 @@ async fn listen(config: Config, tls: MakeRustlsConnect, revisions: Arc<Revisions
             }
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+#[cfg(test)]
+mod sslmode_tests {
+    use super::*;
+
+    fn verifies(url: &str, env: &[(&str, &str)]) -> (bool, SslMode) {
+        let env = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned()));
+        let location = PgLocation::parse(url, env).unwrap();
+        (location.verify, location.config.get_ssl_mode())
+    }
+
+    /// As libpq: `prefer` and `require` encrypt without checking the
+    /// certificate (a stock server's is self-signed); the verifying modes,
+    /// in the URL or `PGSSLMODE`, check it.
+    #[test]
+    fn the_certificate_is_checked_only_when_asked() {
+        let url = "postgres://u@db.example/records";
+        assert_eq!(verifies(url, &[]), (false, SslMode::Prefer));
+        assert_eq!(
+            verifies(&format!("{url}?sslmode=require"), &[]),
+            (false, SslMode::Require)
+        );
+        assert_eq!(
+            verifies(
+                &format!("{url}?sslmode=verify-full&application_name=x"),
+                &[]
+            ),
+            (true, SslMode::Require)
+        );
+        assert_eq!(
+            verifies(url, &[("PGSSLMODE", "verify-ca")]),
+            (true, SslMode::Require)
+        );
+        assert_eq!(
+            verifies(url, &[("PGSSLMODE", "disable")]),
+            (false, SslMode::Disable)
+        );
     }
 }

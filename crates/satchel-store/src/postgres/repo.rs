@@ -734,7 +734,7 @@ impl LogStore for PgStore {
                 call_id: new.call_id,
                 created_at: ctx.now(),
             };
-            let search = log_is_indexed(entry.kind.as_str()).then(|| search::fold(&entry.text));
+            let search = log_is_indexed(entry.kind.as_str()).then(|| search::document(&entry.text));
             tx.execute(
                 "INSERT INTO log_entries (id, conversation_id, seq, kind, text, parent_id, side_conversation, statement_id, call_id, created_at, search)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, to_tsvector('simple', $11))",

@@ -31,6 +31,25 @@ pub(crate) fn fold(text: &str) -> String {
     out
 }
 
+/// The most of a document's folded text that is indexed. PostgreSQL
+/// refuses a `tsvector` over 1 MB (`string is too long for tsvector`), and
+/// a tool's output of unique tokens (base64, hashes) would reach it: the
+/// record would fail for the sake of its search index.
+const MAX_INDEXED_BYTES: usize = 256 * 1024;
+
+/// A document's text as it is indexed: folded, then cut at a word
+/// boundary to [`MAX_INDEXED_BYTES`].
+pub(crate) fn document(text: &str) -> String {
+    let mut folded = fold(text);
+    if folded.len() > MAX_INDEXED_BYTES {
+        // Folded text is words and single spaces; cut at the last space
+        // before the limit (a char boundary, since a space is one byte).
+        let cut = folded[..MAX_INDEXED_BYTES].rfind(' ').unwrap_or(0);
+        folded.truncate(cut);
+    }
+    folded
+}
+
 /// Every string inside a JSON value (not the keys).
 fn json_strings(value: &Value, out: &mut Vec<String>) {
     match value {
@@ -65,7 +84,7 @@ pub(crate) fn tool_call_text(
         }
     }
     parts.extend(response.map(str::to_owned));
-    fold(&parts.join("\n"))
+    document(&parts.join("\n"))
 }
 
 /// Plain words as a `tsquery` for the `simple` configuration: every word
@@ -121,5 +140,15 @@ mod tests {
             Some("('needle') & ('or') & ('near')")
         );
         assert_eq!(tsquery(" * -- '"), None);
+    }
+
+    #[test]
+    fn a_huge_document_is_cut_at_a_word_before_the_index_limit() {
+        let words: String = (0..100_000).map(|i| format!("tok{i:x} ")).collect();
+        let indexed = document(&words);
+        assert!(indexed.len() <= MAX_INDEXED_BYTES, "{}", indexed.len());
+        assert!(indexed.len() > MAX_INDEXED_BYTES - 16);
+        assert!(!indexed.ends_with(' '));
+        assert!(words.starts_with(&indexed));
     }
 }

@@ -108,7 +108,7 @@ pub(crate) async fn run(args: ChatArgs, project: &Host) -> anyhow::Result<ExitCo
         statement(line, &mut agent, &screen, &consent).await;
     }
     spinner.abort();
-    project.store.close().await;
+    project.close().await;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -368,9 +368,13 @@ async fn show_history(
     Ok(text)
 }
 
-/// Where input history is kept: beside the database.
+/// Where input history is kept: beside a database file, else (a
+/// PostgreSQL database) in Satchel's data directory.
 fn history_file(project: &Host) -> Option<PathBuf> {
-    let dir = project.db.as_ref()?.parent()?.to_path_buf();
+    let dir = match super::db::location(project.db.as_ref()?.as_os_str()).ok()? {
+        satchel_store::StoreLocation::File(file) => file.parent()?.to_path_buf(),
+        satchel_store::StoreLocation::Postgres(_) => project.paths.data.clone()?,
+    };
     std::fs::create_dir_all(&dir).ok()?;
     Some(dir.join("chat-history.txt"))
 }
