@@ -172,8 +172,18 @@ impl Tool for BashTool {
             clear_env: false,
             sandbox: satchel_tools::sandbox::spec_for(ctx),
         };
+        // A caller that can show progress hears how long the command has
+        // run and how much it printed so far, every second.
+        let meter = satchel_exec::OutputMeter::default();
+        let ticker = satchel_tools::progress::ProgressTicker::start(
+            ctx.progress.clone(),
+            &meter,
+            request.timeout,
+        );
         let outcome =
-            satchel_exec::run(&request, &ctx.config.runner, &ctx.cancel).await.map_err(|error| match error {
+            satchel_exec::run_metered(&request, &ctx.config.runner, &ctx.cancel, &meter).await;
+        drop(ticker);
+        let outcome = outcome.map_err(|error| match error {
                 ExecError::MissingWorkingDir { path } => ToolError::new(
                     ErrorCode::InvalidParams,
                     format!(

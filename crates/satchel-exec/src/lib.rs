@@ -18,6 +18,7 @@
 mod capture;
 mod config;
 mod error;
+mod meter;
 mod outcome;
 mod run;
 pub mod sandbox;
@@ -26,7 +27,8 @@ mod text;
 
 pub use config::{OutputConfig, RunnerConfig, SpillConfig};
 pub use error::ExecError;
+pub use meter::OutputMeter;
 pub use outcome::{Captured, ExecOutcome, Exit, SpillFile};
-pub use run::{ExecRequest, run};
+pub use run::{ExecRequest, run, run_metered};
 pub use sandbox::{Limits, SandboxReport, SandboxSpec};
 pub use text::{clean_terminal_text, collapse_carriage_returns, strip_ansi};

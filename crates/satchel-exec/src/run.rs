@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::capture::Capture;
+use crate::meter::OutputMeter;
 use crate::sandbox::{self, SandboxReport, SandboxSpec};
 use crate::{Captured, ExecError, ExecOutcome, Exit, RunnerConfig};
 
@@ -102,6 +103,17 @@ pub async fn run(
     config: &RunnerConfig,
     cancel: &CancellationToken,
 ) -> Result<ExecOutcome, ExecError> {
+    run_metered(request, config, cancel, &OutputMeter::default()).await
+}
+
+/// [`run`], counting what the child writes in `meter` as it is read, so
+/// that a caller can report progress while it runs.
+pub async fn run_metered(
+    request: &ExecRequest,
+    config: &RunnerConfig,
+    cancel: &CancellationToken,
+    meter: &OutputMeter,
+) -> Result<ExecOutcome, ExecError> {
     if !request.working_dir.is_dir() {
         return Err(ExecError::MissingWorkingDir {
             path: request.working_dir.clone(),
@@ -147,7 +159,7 @@ pub async fn run(
             config.spill.clone(),
             &config.redactor,
         );
-        tokio::spawn(pump(pipe, capture, stop_reading.clone()))
+        tokio::spawn(pump(pipe, capture, stop_reading.clone(), meter.clone()))
     });
     let stderr = child.stderr.take().map(|pipe| {
         let capture = Capture::new(
@@ -156,7 +168,7 @@ pub async fn run(
             config.spill.clone(),
             &config.redactor,
         );
-        tokio::spawn(pump(pipe, capture, stop_reading.clone()))
+        tokio::spawn(pump(pipe, capture, stop_reading.clone(), meter.clone()))
     });
 
     let deadline = tokio::time::Instant::from_std(started + request.timeout);
@@ -317,6 +329,7 @@ async fn pump(
     mut pipe: impl AsyncRead + AsFd + Unpin,
     mut capture: Capture,
     stop: CancellationToken,
+    meter: OutputMeter,
 ) -> Capture {
     let mut buf = vec![0u8; SMALL_READ];
     loop {
@@ -328,6 +341,7 @@ async fn pump(
         match read {
             Ok(0) => break,
             Ok(n) => {
+                meter.add(&buf[..n]);
                 capture.push(&buf[..n]);
                 if n == buf.len() && buf.len() < LARGE_READ {
                     // Best effort: the system may cap pipe sizes lower.

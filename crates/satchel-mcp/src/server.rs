@@ -31,6 +31,7 @@ use rmcp::service::{NotificationContext, RequestContext, RoleServer, Subscriptio
 use rmcp::{ServerHandler, ServiceExt};
 use satchel_core::{ErrorCode, ToolCall};
 use satchel_tools::policy::Policy;
+use satchel_tools::progress::{ProgressSink, ProgressUpdate};
 use satchel_tools::{
     CallObserver, CallSource, LiveRegistry, NonInteractive, ToolContext, ToolsConfig,
     observed_dispatch,
@@ -103,8 +104,9 @@ impl SatchelServer {
         arguments: Option<serde_json::Map<String, Value>>,
         cancel: CancellationToken,
         peer: Option<String>,
+        progress: Option<Arc<dyn ProgressSink>>,
     ) -> satchel_core::ToolOutput {
-        let call = self.call_unguarded(name, arguments, cancel, peer);
+        let call = self.call_unguarded(name, arguments, cancel, peer, progress);
         match AssertUnwindSafe(call).catch_unwind().await {
             Ok(output) => output,
             Err(panic) => {
@@ -130,6 +132,7 @@ impl SatchelServer {
         arguments: Option<serde_json::Map<String, Value>>,
         cancel: CancellationToken,
         peer: Option<String>,
+        progress: Option<Arc<dyn ProgressSink>>,
     ) -> satchel_core::ToolOutput {
         let inner = &self.inner;
         let number = inner.calls.fetch_add(1, Ordering::Relaxed) + 1;
@@ -144,6 +147,7 @@ impl SatchelServer {
             registry: Some(registry.clone()),
             // Set by dispatch from the policy's mode.
             confinement: satchel_tools::sandbox::Confinement::default(),
+            progress,
         };
         let call = ToolCall {
             id: ctx.call_id.clone(),
@@ -211,10 +215,21 @@ impl ServerHandler for SatchelServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let peer = peer_name(&context);
+        // A client that sent a progress token hears how the call goes.
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| ProgressToClient::start(context.peer.clone(), token));
         // `ct` fires on the client's `notifications/cancelled`; the tool's
         // runner then stops its process group.
         let output = self
-            .call(&request.name, request.arguments, context.ct.clone(), peer)
+            .call(
+                &request.name,
+                request.arguments,
+                context.ct.clone(),
+                peer,
+                progress,
+            )
             .await;
         Ok(to_call_tool_result(&output).into())
     }
@@ -333,6 +348,40 @@ fn stdio_pipes() -> Option<(pipe::Receiver, pipe::Sender)> {
     Some((receiver, sender))
 }
 
+/// Progress reports of one call, sent to the client as
+/// `notifications/progress` with its token, in order, by one task that
+/// ends with the call.
+#[derive(Debug)]
+struct ProgressToClient(tokio::sync::mpsc::UnboundedSender<ProgressUpdate>);
+
+impl ProgressToClient {
+    fn start(
+        peer: rmcp::Peer<RoleServer>,
+        token: rmcp::model::ProgressToken,
+    ) -> Arc<dyn ProgressSink> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ProgressUpdate>();
+        tokio::spawn(async move {
+            while let Some(update) = rx.recv().await {
+                let mut param =
+                    rmcp::model::ProgressNotificationParam::new(token.clone(), update.progress);
+                param.total = update.total;
+                param.message = Some(update.message);
+                if peer.notify_progress(param).await.is_err() {
+                    break;
+                }
+            }
+        });
+        Arc::new(ProgressToClient(tx))
+    }
+}
+
+impl ProgressSink for ProgressToClient {
+    fn report(&self, update: ProgressUpdate) {
+        // The client left: nothing to tell.
+        let _ = self.0.send(update);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // Tests fail loudly by design.
@@ -406,6 +455,7 @@ mod tests {
                 arguments("echo boom"),
                 CancellationToken::new(),
                 None,
+                None,
             )
             .await;
         assert!(crashed.is_error);
@@ -414,7 +464,13 @@ mod tests {
         assert!(text.contains("observer bug"), "{text}");
 
         let fine = server
-            .call("bash", arguments("echo ok"), CancellationToken::new(), None)
+            .call(
+                "bash",
+                arguments("echo ok"),
+                CancellationToken::new(),
+                None,
+                None,
+            )
             .await;
         assert!(!fine.is_error, "{fine:?}");
     }

@@ -25,6 +25,7 @@ pub mod format;
 mod live;
 mod observer;
 pub mod policy;
+pub mod progress;
 mod registry;
 pub mod sandbox;
 mod sections;

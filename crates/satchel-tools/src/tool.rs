@@ -121,6 +121,10 @@ pub struct ToolContext {
     /// How the call's processes are confined; [`crate::dispatch`] sets it
     /// from the policy's mode and the user's consent.
     pub confinement: crate::sandbox::Confinement,
+    /// Where progress goes while the call runs, when the caller can show
+    /// it (an MCP client that sent a progress token); tools that run a
+    /// process report through [`ProgressTicker`](crate::progress::ProgressTicker).
+    pub progress: Option<std::sync::Arc<dyn crate::progress::ProgressSink>>,
 }
 
 /// What led to a call, as far as the caller knows it.
@@ -150,6 +154,7 @@ impl ToolContext {
             trace: CallTrace::default(),
             registry: None,
             confinement: crate::sandbox::Confinement::default(),
+            progress: None,
         }
     }
 }

@@ -99,6 +99,7 @@ impl Agent {
                     registry: Some(registry.clone()),
                     // Set by dispatch from the policy's mode.
                     confinement: satchel_tools::sandbox::Confinement::default(),
+                    progress: None,
                 };
                 self.run_one(registry, snapshot, call, ctx, sink)
             });

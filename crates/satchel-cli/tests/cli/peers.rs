@@ -328,3 +328,70 @@ fn conformance_suite_passes_the_scenarios_for_any_server() {
     server.wait().unwrap();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// The official Python SDK's client sees a running bash call's progress
+/// (elapsed time and output so far), and a call it abandons is stopped:
+/// its process is gone, and the session goes on.
+#[test]
+fn python_sdk_client_gets_progress_and_its_cancellation_stops_the_process() {
+    let python = peer("venv/bin/python");
+    let sandbox = Sandbox::new();
+    let env: serde_json::Map<String, Value> = sandbox
+        .env()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), json!(v)))
+        .collect();
+    // A sleep no other test runs, to look for in /proc.
+    let mark = format!("301.{}", std::process::id());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/python_progress.py");
+    let output = Command::new(python)
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_satchel"))
+        .arg(sandbox.project())
+        .arg(Value::Object(env).to_string())
+        .arg(&mark)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the Python client failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = stdout_json(&output);
+
+    assert_eq!(
+        report["result"]["structuredContent"]["stdout"],
+        "line1\nline2\nline3\n"
+    );
+    let progress = report["progress"].as_array().unwrap();
+    assert!(progress.len() >= 2, "{report}");
+    let values: Vec<f64> = progress
+        .iter()
+        .map(|p| p["progress"].as_f64().unwrap())
+        .collect();
+    assert!(
+        values.windows(2).all(|w| w[0] < w[1]),
+        "progress grows: {values:?}"
+    );
+    assert_eq!(progress[0]["total"], 30.0, "the default timeout: {report}");
+    let message = progress.last().unwrap()["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("running for ") && message.contains("of output so far"),
+        "{message}"
+    );
+
+    assert!(
+        report["abandoned_after"].as_f64().unwrap() < 10.0,
+        "{report}"
+    );
+    assert_eq!(
+        report["after"]["structuredContent"]["stdout"],
+        "still here\n"
+    );
+    let sleeping = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| std::fs::read(entry.ok()?.path().join("cmdline")).ok())
+        .any(|cmdline| String::from_utf8_lossy(&cmdline).contains(&format!("sleep\0{mark}")));
+    assert!(!sleeping, "the abandoned command still runs");
+}

@@ -241,14 +241,18 @@ impl Tool for ExternalTool {
             clear_env: false,
             sandbox: crate::sandbox::spec_for(ctx),
         };
-        let outcome = satchel_exec::run(&request, &self.runner_config(ctx), &ctx.cancel)
-            .await
-            .map_err(|error| {
-                ToolError::new(
-                    ErrorCode::ToolCrashed,
-                    format!("tool `{}` could not run: {error}", self.spec.name),
-                )
-            })?;
+        let meter = satchel_exec::OutputMeter::default();
+        let ticker = crate::progress::ProgressTicker::start(ctx.progress.clone(), &meter, timeout);
+        let outcome =
+            satchel_exec::run_metered(&request, &self.runner_config(ctx), &ctx.cancel, &meter)
+                .await;
+        drop(ticker);
+        let outcome = outcome.map_err(|error| {
+            ToolError::new(
+                ErrorCode::ToolCrashed,
+                format!("tool `{}` could not run: {error}", self.spec.name),
+            )
+        })?;
         self.output_of(&outcome, timeout)
     }
 }
