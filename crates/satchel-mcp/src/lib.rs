@@ -16,6 +16,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod client;
+mod consent;
 pub mod convert;
 pub mod diagnostic;
 mod error;

@@ -33,7 +33,7 @@ use satchel_core::{ErrorCode, ToolCall};
 use satchel_tools::policy::Policy;
 use satchel_tools::progress::{ProgressSink, ProgressUpdate};
 use satchel_tools::{
-    CallObserver, CallSource, LiveRegistry, NonInteractive, ToolContext, ToolsConfig,
+    CallObserver, CallSource, Consent, LiveRegistry, NonInteractive, ToolContext, ToolsConfig,
     observed_dispatch,
 };
 use serde_json::Value;
@@ -102,11 +102,9 @@ impl SatchelServer {
         &self,
         name: &str,
         arguments: Option<serde_json::Map<String, Value>>,
-        cancel: CancellationToken,
-        peer: Option<String>,
-        progress: Option<Arc<dyn ProgressSink>>,
+        from: CallFrom,
     ) -> satchel_core::ToolOutput {
-        let call = self.call_unguarded(name, arguments, cancel, peer, progress);
+        let call = self.call_unguarded(name, arguments, from);
         match AssertUnwindSafe(call).catch_unwind().await {
             Ok(output) => output,
             Err(panic) => {
@@ -130,10 +128,14 @@ impl SatchelServer {
         &self,
         name: &str,
         arguments: Option<serde_json::Map<String, Value>>,
-        cancel: CancellationToken,
-        peer: Option<String>,
-        progress: Option<Arc<dyn ProgressSink>>,
+        from: CallFrom,
     ) -> satchel_core::ToolOutput {
+        let CallFrom {
+            cancel,
+            peer,
+            progress,
+            consent,
+        } = from;
         let inner = &self.inner;
         let number = inner.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let registry = inner.live.current();
@@ -162,7 +164,7 @@ impl SatchelServer {
         observed_dispatch(
             &registry,
             &policy,
-            &NonInteractive,
+            consent.as_ref(),
             &call,
             &ctx,
             &source,
@@ -220,17 +222,23 @@ impl ServerHandler for SatchelServer {
             .meta
             .get_progress_token()
             .map(|token| ProgressToClient::start(context.peer.clone(), token));
+        // A client whose user can answer (it declared elicitation) is
+        // asked when the policy says "ask"; otherwise nobody can consent.
+        let consent: Arc<dyn Consent> = match context.peer.peer_info() {
+            Some(info) if info.capabilities.elicitation.is_some() => {
+                Arc::new(crate::consent::ClientConsent::new(context.peer.clone()))
+            }
+            _ => Arc::new(NonInteractive),
+        };
         // `ct` fires on the client's `notifications/cancelled`; the tool's
         // runner then stops its process group.
-        let output = self
-            .call(
-                &request.name,
-                request.arguments,
-                context.ct.clone(),
-                peer,
-                progress,
-            )
-            .await;
+        let from = CallFrom {
+            cancel: context.ct.clone(),
+            peer,
+            progress,
+            consent,
+        };
+        let output = self.call(&request.name, request.arguments, from).await;
         Ok(to_call_tool_result(&output).into())
     }
 
@@ -348,6 +356,28 @@ fn stdio_pipes() -> Option<(pipe::Receiver, pipe::Sender)> {
     Some((receiver, sender))
 }
 
+/// Who a call comes from, and what that client can take: its
+/// cancellation, its name, where its progress goes, who answers "ask".
+struct CallFrom {
+    cancel: CancellationToken,
+    peer: Option<String>,
+    progress: Option<Arc<dyn ProgressSink>>,
+    consent: Arc<dyn Consent>,
+}
+
+impl CallFrom {
+    /// A call nobody watches: no progress, nobody to consent.
+    #[cfg(test)]
+    fn unattended(cancel: CancellationToken) -> CallFrom {
+        CallFrom {
+            cancel,
+            peer: None,
+            progress: None,
+            consent: Arc::new(NonInteractive),
+        }
+    }
+}
+
 /// Progress reports of one call, sent to the client as
 /// `notifications/progress` with its token, in order, by one task that
 /// ends with the call.
@@ -453,9 +483,7 @@ mod tests {
             .call(
                 "bash",
                 arguments("echo boom"),
-                CancellationToken::new(),
-                None,
-                None,
+                CallFrom::unattended(CancellationToken::new()),
             )
             .await;
         assert!(crashed.is_error);
@@ -467,9 +495,7 @@ mod tests {
             .call(
                 "bash",
                 arguments("echo ok"),
-                CancellationToken::new(),
-                None,
-                None,
+                CallFrom::unattended(CancellationToken::new()),
             )
             .await;
         assert!(!fine.is_error, "{fine:?}");

@@ -395,3 +395,87 @@ fn python_sdk_client_gets_progress_and_its_cancellation_stops_the_process() {
         .any(|cmdline| String::from_utf8_lossy(&cmdline).contains(&format!("sleep\0{mark}")));
     assert!(!sleeping, "the abandoned command still runs");
 }
+
+/// The policy's "ask" reaches the user of a client that can ask
+/// (elicitation, 2025-11-25): accepted runs, declined is refused with the
+/// user's answer, and both are on the audit trail with who decided.
+#[test]
+fn python_sdk_client_answers_ask_through_elicitation() {
+    let python = peer("venv/bin/python");
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.project().join(".agents/agent.json"),
+        r#"{"permissions": {"ask": ["bash(echo *)"]}}"#,
+    )
+    .unwrap();
+    let env: serde_json::Map<String, Value> = sandbox
+        .env()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), json!(v)))
+        .collect();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/python_consent.py");
+    let output = Command::new(python)
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_satchel"))
+        .arg(sandbox.project())
+        .arg(Value::Object(env).to_string())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the Python client failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = stdout_json(&output);
+
+    let questions = report["questions"].as_array().unwrap();
+    assert_eq!(questions.len(), 2, "{report}");
+    let first = questions[0].as_str().unwrap();
+    assert!(
+        first.contains("echo accepted") && first.contains("bash(echo *)"),
+        "the question names the call and the rule: {first}"
+    );
+    assert_eq!(
+        report["accepted"]["structuredContent"]["stdout"],
+        "accepted\n"
+    );
+    let declined = &report["declined"];
+    assert_eq!(declined["isError"], true, "{declined}");
+    assert_eq!(
+        declined["structuredContent"]["error_code"],
+        "PERMISSION_DENIED"
+    );
+    assert!(
+        declined["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("declined it in the MCP client"),
+        "{declined}"
+    );
+    assert_eq!(report["unasked"]["isError"], false);
+
+    let audit = sandbox.satchel(&["audit", "--json"]).output().unwrap();
+    let rows = stdout_json(&audit);
+    let decisions: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| {
+            row["input"]["command"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("echo")
+        })
+        .map(|row| row["decision"].as_str().unwrap_or(""))
+        .collect();
+    let mut decisions = decisions;
+    decisions.sort_unstable();
+    assert_eq!(
+        decisions,
+        [
+            "ask by ask rule `bash(echo *)`; user allowed once",
+            "ask by ask rule `bash(echo *)`; user refused: the user declined it in the MCP client",
+        ]
+    );
+}
