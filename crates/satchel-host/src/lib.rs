@@ -38,6 +38,7 @@ pub mod loaders;
 pub mod memory;
 pub mod model;
 mod paths;
+pub mod resources;
 pub mod store;
 pub mod trust;
 

@@ -21,6 +21,7 @@ pub mod convert;
 pub mod diagnostic;
 mod error;
 pub mod http;
+pub mod resources;
 pub mod server;
 
 pub use client::{McpManager, ServerState, ServerStatus};

@@ -31,6 +31,8 @@ use rmcp::service::{NotificationContext, RequestContext, RoleServer, Subscriptio
 use rmcp::{ServerHandler, ServiceExt};
 use satchel_core::{ErrorCode, ToolCall};
 use satchel_tools::policy::Policy;
+
+use crate::resources::RecordResources;
 use satchel_tools::progress::{ProgressSink, ProgressUpdate};
 use satchel_tools::{
     CallObserver, CallSource, Consent, LiveRegistry, NonInteractive, ToolContext, ToolsConfig,
@@ -66,6 +68,9 @@ pub struct ServerOptions {
     pub policy: PolicyLoader,
     /// Told about every call, when set: the audit trail's hook.
     pub observer: Option<Arc<dyn CallObserver>>,
+    /// The record as resources, when set (the `resources` capability is
+    /// declared only then).
+    pub resources: Option<Arc<dyn RecordResources>>,
 }
 
 /// Satchel's tools as an MCP server; cheap to clone (one per HTTP session).
@@ -186,11 +191,14 @@ impl ServerHandler for SatchelServer {
     fn get_info(&self) -> ServerConfig {
         #[allow(deprecated)]
         // Logging is deprecated in the newest revision, still asked for by older clients.
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .enable_logging()
             .build();
+        if self.inner.options.resources.is_some() {
+            capabilities.resources = Some(Default::default());
+        }
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("satchel", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -209,6 +217,82 @@ impl ServerHandler for SatchelServer {
         Ok(ListToolsResult::with_all_items(
             registry.specs().map(to_mcp_tool).collect(),
         ))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        let Some(record) = &self.inner.options.resources else {
+            return Ok(Default::default());
+        };
+        let entries = record
+            .list()
+            .await
+            .map_err(|e| ErrorData::internal_error(e, None))?;
+        Ok(rmcp::model::ListResourcesResult::with_all_items(
+            entries
+                .into_iter()
+                .map(|entry| {
+                    let mut resource = rmcp::model::Resource::new(entry.uri, entry.name)
+                        .with_description(entry.description);
+                    resource.mime_type = Some(entry.mime_type);
+                    resource
+                })
+                .collect(),
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        let Some(record) = &self.inner.options.resources else {
+            return Ok(Default::default());
+        };
+        Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
+            record
+                .templates()
+                .into_iter()
+                .map(|entry| {
+                    let mut template =
+                        rmcp::model::ResourceTemplate::new(entry.uri_template, entry.name);
+                    template.description = Some(entry.description);
+                    template.mime_type = Some(entry.mime_type);
+                    template
+                })
+                .collect(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        let uri = request.uri;
+        let not_found = || {
+            ErrorData::resource_not_found(
+                format!("no resource at `{uri}`; resources/templates/list shows what exists"),
+                Some(serde_json::json!({"uri": uri})),
+            )
+        };
+        let Some(record) = &self.inner.options.resources else {
+            return Err(not_found());
+        };
+        match record.read(&uri).await {
+            Ok(Some(body)) => {
+                let contents = rmcp::model::ResourceContents::text(body.text, uri.clone())
+                    .with_mime_type(body.mime_type);
+                Ok(rmcp::model::ReadResourceResponse::Complete(
+                    rmcp::model::ReadResourceResult::new(vec![contents]),
+                ))
+            }
+            Ok(None) => Err(not_found()),
+            Err(reason) => Err(ErrorData::internal_error(reason, None)),
+        }
     }
 
     async fn call_tool(
@@ -476,6 +560,7 @@ mod tests {
                 config: Arc::new(|| Arc::new(ToolsConfig::default())),
                 policy: Arc::new(move || policy.clone()),
                 observer: Some(Arc::new(PanickingObserver)),
+                resources: None,
             },
         );
         let arguments = |command: &str| json!({"command": command}).as_object().cloned();

@@ -59,6 +59,9 @@ async fn serve(args: ServeArgs, project: &Arc<Host>) -> anyhow::Result<ExitCode>
         observer: Some(Arc::new(AuditObserver {
             store: project.store.clone(),
         })),
+        resources: Some(Arc::new(satchel_host::resources::HostResources::new(
+            project.clone(),
+        ))),
     };
     let server = SatchelServer::new(live.clone(), options);
     let served = match args.http {

@@ -479,3 +479,82 @@ fn python_sdk_client_answers_ask_through_elicitation() {
         ]
     );
 }
+
+/// Satchel's record as resources, read by the official Python SDK client:
+/// listed with templates, a memory layer read as JSON, an unknown URI
+/// answered with the resource-not-found error naming it.
+#[test]
+fn python_sdk_client_reads_the_record_as_resources() {
+    let python = peer("venv/bin/python");
+    let sandbox = Sandbox::new();
+    let stored = sandbox
+        .satchel(&[
+            "memory",
+            "store",
+            "long",
+            "the build server is called anvil",
+        ])
+        .output()
+        .unwrap();
+    assert!(stored.status.success(), "{stored:?}");
+    let env: serde_json::Map<String, Value> = sandbox
+        .env()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), json!(v)))
+        .collect();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/python_resources.py");
+    let output = Command::new(python)
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_satchel"))
+        .arg(sandbox.project())
+        .arg(Value::Object(env).to_string())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the Python client failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = stdout_json(&output);
+
+    assert!(report["capabilities"]["resources"].is_object(), "{report}");
+    let uris: Vec<&str> = report["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        uris,
+        [
+            "satchel://memories/long",
+            "satchel://memories/mid",
+            "satchel://memories/short",
+            "satchel://memories/session"
+        ]
+    );
+    let templates: Vec<&str> = report["templates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["uriTemplate"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        templates,
+        [
+            "satchel://conversations/{id}",
+            "satchel://conversations/{id}/json",
+            "satchel://tool-calls/{id}",
+            "satchel://memories/{layer}"
+        ]
+    );
+    let contents = &report["long"]["contents"][0];
+    assert_eq!(contents["mimeType"], "application/json");
+    let memories: Value = serde_json::from_str(contents["text"].as_str().unwrap()).unwrap();
+    assert_eq!(memories[0]["content"], "the build server is called anvil");
+    assert_eq!(
+        report["unknown"],
+        json!({"code": -32002, "data": {"uri": "satchel://conversations/no-such-id"}})
+    );
+}

@@ -127,6 +127,7 @@ impl Fixture {
                 config: Arc::new(|| Arc::new(ToolsConfig::default())),
                 policy: self.policy.clone(),
                 observer: Some(observer),
+                resources: None,
             },
         )
     }
