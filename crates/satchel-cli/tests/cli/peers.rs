@@ -107,6 +107,37 @@ fn stdout_json(output: &Output) -> Value {
     })
 }
 
+/// Runs one of the Python SDK client scripts in `tests/peers/` against
+/// `satchel mcp serve` in `sandbox`'s project (arguments: the binary, the
+/// project, the environment as JSON, then `extra`), and returns the JSON
+/// report it prints.
+fn python_client(script: &str, sandbox: &Sandbox, extra: &[&str]) -> Value {
+    let python = peer("venv/bin/python");
+    let env: serde_json::Map<String, Value> = sandbox
+        .env()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), json!(v)))
+        .collect();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/peers")
+        .join(script);
+    let output = Command::new(python)
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_satchel"))
+        .arg(sandbox.project())
+        .arg(Value::Object(env).to_string())
+        .args(extra)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the Python client failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout_json(&output)
+}
+
 /// Processes whose environment holds `KEY=value`.
 fn processes_with_env(key: &str, value: &str) -> Vec<String> {
     let needle = format!("{key}={value}");
@@ -127,30 +158,10 @@ fn processes_with_env(key: &str, value: &str) -> Vec<String> {
 
 #[test]
 fn python_sdk_client_lists_and_calls_satchel_tools() {
-    let python = peer("venv/bin/python");
     let sandbox = Sandbox::new();
     let output = sandbox.run(&["tools", "new", "shout", "--lang", "bash"]);
     assert!(output.status.success(), "{output:?}");
-    let env: serde_json::Map<String, Value> = sandbox
-        .env()
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), json!(v)))
-        .collect();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/python_client.py");
-    let output = Command::new(python)
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_satchel"))
-        .arg(sandbox.project())
-        .arg(Value::Object(env).to_string())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "the Python client failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report = stdout_json(&output);
+    let report = python_client("python_client.py", &sandbox, &[]);
 
     assert_eq!(report["initialize"]["serverInfo"]["name"], "satchel");
     let tools = report["tools"].as_array().unwrap();
@@ -334,31 +345,10 @@ fn conformance_suite_passes_the_scenarios_for_any_server() {
 /// its process is gone, and the session goes on.
 #[test]
 fn python_sdk_client_gets_progress_and_its_cancellation_stops_the_process() {
-    let python = peer("venv/bin/python");
     let sandbox = Sandbox::new();
-    let env: serde_json::Map<String, Value> = sandbox
-        .env()
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), json!(v)))
-        .collect();
     // A sleep no other test runs, to look for in /proc.
     let mark = format!("301.{}", std::process::id());
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/python_progress.py");
-    let output = Command::new(python)
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_satchel"))
-        .arg(sandbox.project())
-        .arg(Value::Object(env).to_string())
-        .arg(&mark)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "the Python client failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report = stdout_json(&output);
+    let report = python_client("python_progress.py", &sandbox, &[&mark]);
 
     assert_eq!(
         report["result"]["structuredContent"]["stdout"],
@@ -401,33 +391,13 @@ fn python_sdk_client_gets_progress_and_its_cancellation_stops_the_process() {
 /// user's answer, and both are on the audit trail with who decided.
 #[test]
 fn python_sdk_client_answers_ask_through_elicitation() {
-    let python = peer("venv/bin/python");
     let sandbox = Sandbox::new();
     std::fs::write(
         sandbox.project().join(".agents/agent.json"),
         r#"{"permissions": {"ask": ["bash(echo *)"]}}"#,
     )
     .unwrap();
-    let env: serde_json::Map<String, Value> = sandbox
-        .env()
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), json!(v)))
-        .collect();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/python_consent.py");
-    let output = Command::new(python)
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_satchel"))
-        .arg(sandbox.project())
-        .arg(Value::Object(env).to_string())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "the Python client failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report = stdout_json(&output);
+    let report = python_client("python_consent.py", &sandbox, &[]);
 
     let questions = report["questions"].as_array().unwrap();
     assert_eq!(questions.len(), 2, "{report}");
@@ -485,7 +455,6 @@ fn python_sdk_client_answers_ask_through_elicitation() {
 /// answered with the resource-not-found error naming it.
 #[test]
 fn python_sdk_client_reads_the_record_as_resources() {
-    let python = peer("venv/bin/python");
     let sandbox = Sandbox::new();
     let stored = sandbox
         .satchel(&[
@@ -497,26 +466,7 @@ fn python_sdk_client_reads_the_record_as_resources() {
         .output()
         .unwrap();
     assert!(stored.status.success(), "{stored:?}");
-    let env: serde_json::Map<String, Value> = sandbox
-        .env()
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), json!(v)))
-        .collect();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/python_resources.py");
-    let output = Command::new(python)
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_satchel"))
-        .arg(sandbox.project())
-        .arg(Value::Object(env).to_string())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "the Python client failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report = stdout_json(&output);
+    let report = python_client("python_resources.py", &sandbox, &[]);
 
     assert!(report["capabilities"]["resources"].is_object(), "{report}");
     let uris: Vec<&str> = report["resources"]
