@@ -493,6 +493,8 @@ impl Agent {
             ..
         } = answer;
         let empty = text.trim().is_empty() && !tools_refused;
+        // It asked for tools in the last turn and said nothing else.
+        let only_asked_for_tools = text.trim().is_empty() && tools_refused;
         if empty {
             parts.push(AssistantPart::Text {
                 text: EMPTY_ANSWER_MARK.into(),
@@ -523,10 +525,17 @@ impl Agent {
         }
         if turn.last && turn.number > 1 {
             run.report.outcome = Outcome::TurnLimit;
-            let message = format!(
-                "The turn budget ({}) ran out: the model gave its last answer without tools.",
-                turn.max_turns
-            );
+            let message = if only_asked_for_tools {
+                format!(
+                    "The turn budget ({}) ran out: the model asked for more tools in its last turn instead of answering; nothing more was run.",
+                    turn.max_turns
+                )
+            } else {
+                format!(
+                    "The turn budget ({}) ran out: the model gave its last answer without tools.",
+                    turn.max_turns
+                )
+            };
             sink.emit(AgentEvent::Notice(message.clone()));
             self.log(conversation_id, statement_id, LogKind::Auxiliary, &message)
                 .await?;

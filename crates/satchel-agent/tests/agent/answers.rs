@@ -178,7 +178,7 @@ async fn the_turn_budget_ends_in_a_last_turn_without_tools() {
     expect![[r#"
         [
             "the model asked for tools in its last turn; they were not run",
-            "The turn budget (3) ran out: the model gave its last answer without tools.",
+            "The turn budget (3) ran out: the model asked for more tools in its last turn instead of answering; nothing more was run.",
         ]
     "#]]
     .assert_debug_eq(&h.events.notices());
