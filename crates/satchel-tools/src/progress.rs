@@ -4,7 +4,9 @@
 //! reports a running process's elapsed time and output so far.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use satchel_exec::OutputMeter;
 
