@@ -1,7 +1,8 @@
 //! [`HostResources`]: the host's record as MCP resources (what `satchel
 //! mcp serve` offers besides tools): a conversation's log as markdown and
-//! everything recorded about it as JSON, one tool call, and the memories
-//! of a layer. Read from the host's store at each request.
+//! everything recorded about it as JSON, one tool call, the memories of a
+//! layer, and the `code` tool's executions and their statistics. Read from
+//! the host's store at each request.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -17,6 +18,10 @@ use crate::Host;
 const LISTED_CONVERSATIONS: usize = 20;
 /// Memories of one layer in its resource, newest first.
 const MEMORIES_PER_LAYER: usize = 500;
+/// Code executions in `satchel://code/executions`, newest first.
+const EXECUTIONS: usize = 200;
+/// Days `satchel://code/stats` covers (as `/codestats`).
+const STATS_DAYS: i64 = 7;
 
 const MARKDOWN: &str = "text/markdown";
 const JSON: &str = "application/json";
@@ -34,6 +39,18 @@ impl HostResources {
 
     async fn store(&self) -> Result<Arc<dyn Store>, String> {
         self.host.store.records().await
+    }
+
+    async fn code_executions(
+        &self,
+        query: satchel_store::CodeQuery,
+    ) -> Result<Vec<satchel_store::CodeExecution>, String> {
+        let store =
+            satchel_builtins::code::CodeStoreHandle::code_store(self.host.store.as_ref()).await?;
+        store
+            .code_executions(query)
+            .await
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -68,6 +85,20 @@ impl RecordResources for HostResources {
                 }
             })
             .collect();
+        entries.push(ResourceEntry {
+            uri: "satchel://code/stats".to_owned(),
+            name: "code stats".to_owned(),
+            description: format!(
+                "the code tool's executions of the last {STATS_DAYS} days: counts by language and error category, recent failures"
+            ),
+            mime_type: JSON.to_owned(),
+        });
+        entries.push(ResourceEntry {
+            uri: "satchel://code/executions".to_owned(),
+            name: "code executions".to_owned(),
+            description: format!("the code tool's last {EXECUTIONS} executions, newest first"),
+            mime_type: JSON.to_owned(),
+        });
         entries.extend(MemoryLayer::ALL.iter().map(|layer| ResourceEntry {
             uri: format!("satchel://memories/{}", layer.as_str()),
             name: format!("{} memories", layer.as_str()),
@@ -102,6 +133,12 @@ impl RecordResources for HostResources {
                 "satchel://tool-calls/{id}",
                 "tool-call",
                 "one recorded tool call: input, results, note, timing",
+                JSON,
+            ),
+            template(
+                "satchel://code/{view}",
+                "code",
+                "the code tool's record: `stats` (last 7 days) or `executions` (newest first)",
                 JSON,
             ),
             template(
@@ -156,6 +193,35 @@ impl RecordResources for HostResources {
                 ),
                 None => None,
             },
+            ["code", "stats"] => {
+                let since = satchel_store::Timestamp::from_millis(
+                    satchel_store::Clock::now(&satchel_store::SystemClock).as_millis()
+                        - STATS_DAYS * 86_400_000,
+                );
+                let executions = self
+                    .code_executions(satchel_store::CodeQuery {
+                        since: Some(since),
+                        ..satchel_store::CodeQuery::default()
+                    })
+                    .await?;
+                let stats = satchel_builtins::code::code_stats(&executions);
+                body(
+                    JSON,
+                    serde_json::to_string_pretty(&stats).map_err(|e| e.to_string())?,
+                )
+            }
+            ["code", "executions"] => {
+                let executions = self
+                    .code_executions(satchel_store::CodeQuery {
+                        limit: Some(EXECUTIONS),
+                        ..satchel_store::CodeQuery::default()
+                    })
+                    .await?;
+                body(
+                    JSON,
+                    serde_json::to_string_pretty(&executions).map_err(|e| e.to_string())?,
+                )
+            }
             ["memories", layer] => match MemoryLayer::parse(layer) {
                 Some(layer) => {
                     let filter = MemoryFilter {
@@ -268,10 +334,24 @@ mod tests {
                 .text,
             "[]"
         );
+        let stats = resources
+            .read("satchel://code/stats")
+            .await
+            .unwrap()
+            .unwrap();
+        let stats: serde_json::Value = serde_json::from_str(&stats.text).unwrap();
+        assert_eq!(stats["total"], 0, "{stats}");
+        let executions = resources
+            .read("satchel://code/executions")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(executions.text, "[]");
 
         for unknown in [
             "satchel://conversations/nope",
             "satchel://memories/forever",
+            "satchel://code/everything",
             "satchel://elsewhere",
             "https://example.com/",
         ] {

@@ -478,6 +478,8 @@ fn python_sdk_client_reads_the_record_as_resources() {
     assert_eq!(
         uris,
         [
+            "satchel://code/stats",
+            "satchel://code/executions",
             "satchel://memories/long",
             "satchel://memories/mid",
             "satchel://memories/short",
@@ -496,6 +498,7 @@ fn python_sdk_client_reads_the_record_as_resources() {
             "satchel://conversations/{id}",
             "satchel://conversations/{id}/json",
             "satchel://tool-calls/{id}",
+            "satchel://code/{view}",
             "satchel://memories/{layer}"
         ]
     );
