@@ -31,7 +31,7 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-mod calls;
+mod audit;
 mod conversation;
 mod host;
 pub mod loaders;
@@ -42,6 +42,7 @@ pub mod resources;
 pub mod store;
 pub mod trust;
 
+pub use audit::AuditObserver;
 pub use conversation::ConversationOptions;
 pub use host::{
     Host, HostOptions, PROJECT_TOOLS, config_paths, memory_config, read_settings, refused,

@@ -524,8 +524,9 @@ mod tests {
             _decision: Option<&str>,
             _started: SystemTime,
             _finished: SystemTime,
-        ) {
+        ) -> bool {
             assert!(!call.input.to_string().contains("boom"), "observer bug");
+            true
         }
     }
 

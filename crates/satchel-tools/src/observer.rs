@@ -34,6 +34,9 @@ pub struct CallSource {
 pub trait CallObserver: Send + Sync + 'static {
     /// Called once per call, after the output is known, whatever it is;
     /// `decision` says how policy decided (the rule), when it was asked.
+    /// Returns whether the call's record was written: only then is its
+    /// start ended ([`CallObserver::on_end`]), so a call that ran but could
+    /// not be recorded stays on record as unfinished.
     async fn on_call(
         &self,
         source: &CallSource,
@@ -42,7 +45,7 @@ pub trait CallObserver: Send + Sync + 'static {
         decision: Option<&str>,
         started: SystemTime,
         finished: SystemTime,
-    );
+    ) -> bool;
 
     /// Called before the call runs, to put it on record; `Err` (why it
     /// could not be recorded) means the call must not run. Returns what
@@ -55,7 +58,8 @@ pub trait CallObserver: Send + Sync + 'static {
         Ok(None)
     }
 
-    /// Called after [`CallObserver::on_call`] with what `on_start` returned.
+    /// Called after [`CallObserver::on_call`] wrote the call's record, with
+    /// what `on_start` returned.
     async fn on_end(&self, _start: String) {}
 }
 
@@ -100,7 +104,7 @@ pub async fn observed_dispatch(
     let dispatched = dispatch(registry, policy, consent, call, ctx).await;
     if let Some(observer) = observer {
         let decision = dispatched.decision_label();
-        observer
+        let recorded = observer
             .on_call(
                 source,
                 call,
@@ -110,7 +114,7 @@ pub async fn observed_dispatch(
                 dispatched.started_at + dispatched.duration,
             )
             .await;
-        if let Some(start) = start {
+        if recorded && let Some(start) = start {
             observer.on_end(start).await;
         }
     }
@@ -147,13 +151,14 @@ mod tests {
             _decision: Option<&str>,
             started: SystemTime,
             finished: SystemTime,
-        ) {
+        ) -> bool {
             self.calls.lock().unwrap().push((
                 source.clone(),
                 call.name.clone(),
                 output.is_error,
                 started <= finished,
             ));
+            true
         }
     }
 
@@ -213,7 +218,7 @@ mod tests {
             _: Option<&str>,
             _: SystemTime,
             _: SystemTime,
-        ) {
+        ) -> bool {
             panic!("a call that was not on record ran");
         }
 
@@ -300,6 +305,73 @@ mod tests {
                 (source.clone(), "nope".into(), true, true),
                 (source, "touch".into(), true, true),
             ]
+        );
+    }
+
+    /// Starts its calls, then fails to write their records.
+    #[derive(Default)]
+    struct LosesRecords {
+        ended: Mutex<Vec<String>>,
+    }
+
+    #[async_trait]
+    impl CallObserver for LosesRecords {
+        async fn on_call(
+            &self,
+            _: &CallSource,
+            _: &ToolCall,
+            _: &ToolOutput,
+            _: Option<&str>,
+            _: SystemTime,
+            _: SystemTime,
+        ) -> bool {
+            false
+        }
+
+        async fn on_start(&self, _: &CallSource, _: &ToolCall) -> Result<Option<String>, String> {
+            Ok(Some("start-1".into()))
+        }
+
+        async fn on_end(&self, start: String) {
+            self.ended.lock().unwrap().push(start);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_whose_record_was_lost_keeps_its_start() {
+        let registry = touch_registry();
+        let policy = Policy::new(Vec::new(), Mode::Trust, Vec::new(), 4, Duration::ZERO);
+        let dir = tempfile::tempdir().unwrap();
+        let observer = Arc::new(LosesRecords::default());
+        let dynamic: Arc<dyn CallObserver> = observer.clone();
+        let ctx = ToolContext::standalone(
+            "c1",
+            dir.path().to_path_buf(),
+            Arc::new(ToolsConfig::default()),
+        );
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "touch".into(),
+            input: json!({"path": dir.path().join("a")}),
+        };
+        let source = CallSource {
+            channel: "test".into(),
+            peer: None,
+        };
+        let output = observed_dispatch(
+            &registry,
+            &policy,
+            &NonInteractive,
+            &call,
+            &ctx,
+            &source,
+            Some(&dynamic),
+        )
+        .await;
+        assert!(!output.is_error, "{output:?}");
+        assert!(
+            observer.ended.lock().unwrap().is_empty(),
+            "its start was ended"
         );
     }
 }

@@ -5,23 +5,16 @@ use std::io::Write;
 
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use satchel_mcp::diagnostic::{self, EchoTool};
 use satchel_mcp::http::{self, HttpOptions};
 use satchel_mcp::{SatchelServer, ServerOptions, ServerState, ServerStatus, serve_stdio};
 use tokio_util::sync::CancellationToken;
 
-use satchel_core::{ToolCall, ToolOutput};
-use satchel_store::{
-    AuditSource, AuditStore, Clock, NewCallStart, NewToolCall, SystemClock, Timestamp,
-    ToolCallStore,
-};
-use satchel_tools::{CallObserver, CallSource};
+use satchel_store::AuditSource;
 
 use crate::cli::{ListArgs, McpCommand, ServeArgs};
 use satchel_host::Host;
-use satchel_host::LazyStore;
 
 pub(crate) async fn run(command: McpCommand, project: &Arc<Host>) -> anyhow::Result<ExitCode> {
     match command {
@@ -56,9 +49,10 @@ async fn serve(args: ServeArgs, project: &Arc<Host>) -> anyhow::Result<ExitCode>
         working_dir: project.root.clone(),
         config: satchel_host::loaders::config_loader(project),
         policy: satchel_host::loaders::policy_loader(project),
-        observer: Some(Arc::new(AuditObserver {
-            store: project.store.clone(),
-        })),
+        observer: Some(Arc::new(satchel_host::AuditObserver::new(
+            project.store.clone(),
+            AuditSource::Mcp,
+        ))),
         resources: Some(Arc::new(satchel_host::resources::HostResources::new(
             project.clone(),
         ))),
@@ -149,78 +143,5 @@ fn detail(status: &ServerStatus) -> String {
         ServerState::Failed { reason } => reason.clone(),
         ServerState::Restarting { reason, .. } => reason.clone(),
         _ => status.transport.clone(),
-    }
-}
-
-/// Records every call served over MCP in the audit trail (source `mcp`),
-/// like `tools call` does for the CLI: its start before it runs (a call
-/// that cannot be put on record is refused), its end after.
-struct AuditObserver {
-    store: Arc<LazyStore>,
-}
-
-#[async_trait::async_trait]
-impl CallObserver for AuditObserver {
-    async fn on_call(
-        &self,
-        _source: &CallSource,
-        call: &ToolCall,
-        output: &ToolOutput,
-        decision: Option<&str>,
-        started: SystemTime,
-        finished: SystemTime,
-    ) {
-        let millis = |at: SystemTime| {
-            let since_epoch = at.duration_since(UNIX_EPOCH).unwrap_or_default();
-            Timestamp::from_millis(i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX))
-        };
-        let duration = finished.duration_since(started).unwrap_or_default();
-        let record = NewToolCall {
-            source: AuditSource::Mcp,
-            conversation_id: None,
-            statement_id: None,
-            turn: None,
-            call: call.clone(),
-            output: output.clone(),
-            decision: decision.map(str::to_owned),
-            started_at: millis(started),
-            finished_at: millis(finished),
-            duration_us: u64::try_from(duration.as_micros()).unwrap_or(u64::MAX),
-        };
-        match self.store.get().await {
-            Ok(store) => {
-                if let Err(error) = store.record_tool_call(record).await {
-                    tracing::warn!("an MCP call was not recorded: {error}");
-                }
-            }
-            Err(reason) => tracing::warn!("an MCP call was not recorded: {reason}"),
-        }
-    }
-
-    async fn on_start(
-        &self,
-        _source: &CallSource,
-        call: &ToolCall,
-    ) -> Result<Option<String>, String> {
-        let store = self.store.get().await?;
-        let start = NewCallStart {
-            source: AuditSource::Mcp,
-            call: call.clone(),
-            conversation_id: None,
-            started_at: SystemClock.now(),
-        };
-        store
-            .begin_call(start)
-            .await
-            .map(Some)
-            .map_err(|error| error.to_string())
-    }
-
-    async fn on_end(&self, start: String) {
-        if let Ok(store) = self.store.get().await
-            && let Err(error) = store.end_calls(vec![start]).await
-        {
-            tracing::warn!("an MCP call's end was not recorded: {error}");
-        }
     }
 }

@@ -49,7 +49,7 @@ impl CallObserver for Recorder {
         decision: Option<&str>,
         _started: SystemTime,
         _finished: SystemTime,
-    ) {
+    ) -> bool {
         self.decisions
             .lock()
             .unwrap()
@@ -58,6 +58,7 @@ impl CallObserver for Recorder {
             .lock()
             .unwrap()
             .push((source.clone(), call.name.clone(), output.is_error));
+        true
     }
 }
 
