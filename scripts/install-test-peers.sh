@@ -6,7 +6,8 @@
 #                           reference server), @modelcontextprotocol/conformance
 #                           (the conformance suite) and bun (which runs the
 #                           suite: it needs Node 22+, and this machine may
-#                           have an older Node)
+#                           have an older Node), and telegram-test-api (a
+#                           Telegram Bot API emulator, for the bot's tests)
 # Re-running is cheap: a peer already at its pinned version is left alone.
 # Tests look for the peers at these paths and fail, naming this script, when
 # they are missing.
@@ -17,6 +18,7 @@ MCP_PY_VERSION="2.3.0"
 SERVER_EVERYTHING_VERSION="2026.8.31"
 CONFORMANCE_VERSION="0.1.16"
 BUN_VERSION="1.4.5"
+TELEGRAM_TEST_API_VERSION="4.2.1"
 
 peers="$PWD/.peers"
 mkdir -p "$peers"
@@ -44,7 +46,8 @@ cat > "$peers/package.json" <<JSON
   "dependencies": {
     "@modelcontextprotocol/server-everything": "$SERVER_EVERYTHING_VERSION",
     "@modelcontextprotocol/conformance": "$CONFORMANCE_VERSION",
-    "bun": "$BUN_VERSION"
+    "bun": "$BUN_VERSION",
+    "telegram-test-api": "$TELEGRAM_TEST_API_VERSION"
   }
 }
 JSON
@@ -54,6 +57,7 @@ installed() {
 if ! installed @modelcontextprotocol/server-everything "$SERVER_EVERYTHING_VERSION" \
     || ! installed @modelcontextprotocol/conformance "$CONFORMANCE_VERSION" \
     || ! installed bun "$BUN_VERSION" \
+    || ! installed telegram-test-api "$TELEGRAM_TEST_API_VERSION" \
     || ! [ -x "$peers/node_modules/.bin/bun" ]; then
     echo "installing npm peers into .peers/node_modules"
     (cd "$peers" && npm install --no-audit --no-fund --loglevel=error)

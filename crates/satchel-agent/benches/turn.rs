@@ -193,6 +193,7 @@ fn main() {
             store
                 .record_tool_calls(vec![NewToolCall {
                     source: AuditSource::Repl,
+                    caller: None,
                     conversation_id: Some(conversation.clone()),
                     statement_id: Some(statement_id.clone()),
                     turn: Some(1),

@@ -47,8 +47,11 @@ pub struct AgentDeps {
     pub config: HotConfig,
     /// Who answers when policy says "ask".
     pub consent: Arc<dyn Consent>,
-    /// Recorded on audit rows: `repl` or `run`.
+    /// Recorded on audit rows: `repl`, `run`, `telegram`...
     pub source: AuditSource,
+    /// Recorded on audit rows beside the source: who is talking, when the
+    /// source serves many people (`telegram:<user id>`).
+    pub caller: Option<String>,
     /// Where tools resolve relative paths.
     pub working_dir: PathBuf,
     /// How tool calls are formatted in events.
@@ -121,6 +124,7 @@ pub struct Agent {
     config: HotConfig,
     consent: Arc<dyn Consent>,
     source: AuditSource,
+    caller: Option<String>,
     working_dir: PathBuf,
     display: Style,
     provider: Option<(u64, Arc<dyn Provider>)>,
@@ -143,6 +147,7 @@ impl Agent {
             config: deps.config,
             consent: deps.consent,
             source: deps.source,
+            caller: deps.caller,
             working_dir: deps.working_dir,
             display: deps.display,
             provider: None,

@@ -160,6 +160,15 @@ pub(crate) enum Command {
     /// Serve Satchel's tools over MCP, and list the MCP servers Satchel uses.
     #[command(subcommand, after_help = MCP_EXAMPLES)]
     Mcp(McpCommand),
+    /// Run the assistant as a Telegram bot (token from TELEGRAM_BOT_TOKEN).
+    ///
+    /// Each private chat is a conversation; only the users on the
+    /// allow-list (agent.json's telegram.allowedUsers, or --allow-user)
+    /// reach the model. Long polling by default; --webhook serves a
+    /// webhook behind your HTTPS proxy. Ctrl-C stops it; messages not
+    /// answered yet are answered after the next start.
+    #[command(after_help = TELEGRAM_EXAMPLES)]
+    Telegram(TelegramArgs),
     /// Store, recall, list and forget memories (the `memory` tool's store).
     #[command(subcommand, after_help = MEMORY_EXAMPLES)]
     Memory(MemoryCommand),
@@ -637,6 +646,10 @@ pub(crate) enum SourceArg {
     Run,
     /// MCP clients.
     Mcp,
+    /// The Telegram bot's users.
+    Telegram,
+    /// The web view's users.
+    Web,
 }
 
 /// A `--since` value: an age back from now, or a fixed time.
@@ -670,6 +683,37 @@ pub(crate) struct ExportArgs {
     /// Write to this file (created user-only) instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
+}
+
+const TELEGRAM_EXAMPLES: &str = "\
+Examples:
+  TELEGRAM_BOT_TOKEN=123:abc satchel telegram --allow-user 42
+  satchel telegram --webhook https://bot.example.org/telegram --listen 127.0.0.1:8443
+  satchel telegram --api-url http://127.0.0.1:8081   # a local Bot API server";
+
+#[derive(Debug, Args)]
+pub(crate) struct TelegramArgs {
+    /// A Telegram user id that may talk to the bot (repeatable; added to
+    /// agent.json's telegram.allowedUsers).
+    #[arg(long = "allow-user", value_name = "ID")]
+    pub(crate) allow_user: Vec<u64>,
+    /// The Bot API's base URL [default: telegram.apiUrl, else https://api.telegram.org].
+    #[arg(long, value_name = "URL")]
+    pub(crate) api_url: Option<String>,
+    /// Receive updates by webhook at this public HTTPS URL instead of
+    /// long polling.
+    #[arg(long, value_name = "URL")]
+    pub(crate) webhook: Option<String>,
+    /// Where the webhook listens (your proxy forwards the URL here).
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8443",
+        requires = "webhook"
+    )]
+    pub(crate) listen: SocketAddr,
+    #[command(flatten)]
+    pub(crate) policy: PolicyArgs,
 }
 
 const MCP_EXAMPLES: &str = "\
@@ -1034,6 +1078,7 @@ impl Command {
             Command::Chat(args) => Some(&args.policy),
             Command::Run(args) => Some(&args.policy),
             Command::Mcp(McpCommand::Serve(args)) => Some(&args.policy),
+            Command::Telegram(args) => Some(&args.policy),
             _ => None,
         }
     }

@@ -80,6 +80,7 @@ impl CallObserver for AuditObserver {
         let duration = finished.duration_since(started).unwrap_or_default();
         let record = NewToolCall {
             source: self.source,
+            caller: None,
             conversation_id: None,
             statement_id: None,
             turn: None,
@@ -116,6 +117,7 @@ impl CallObserver for AuditObserver {
         let store = self.store.get().await?;
         let start = NewCallStart {
             source: self.source,
+            caller: None,
             call: call.clone(),
             conversation_id: None,
             started_at: SystemClock.now(),

@@ -16,6 +16,9 @@ use crate::host::{Host, config_paths, memory_config, refused};
 pub struct ConversationOptions {
     /// Who is talking, for the audit trail.
     pub source: AuditSource,
+    /// Which person, when the source serves many (`telegram:<user id>`),
+    /// for the audit trail.
+    pub caller: Option<String>,
     /// Who answers the policy's "ask" for this conversation.
     pub consent: Arc<dyn Consent>,
     /// How tool uses and results are written for this conversation's reader.
@@ -46,6 +49,7 @@ impl Host {
             config,
             consent: options.consent,
             source: options.source,
+            caller: options.caller,
             working_dir: self.root.clone(),
             display: options.display,
         };

@@ -18,6 +18,7 @@
 //! let mut agent = host
 //!     .conversation(ConversationOptions {
 //!         source: satchel_store::AuditSource::Repl,
+//!         caller: None,
 //!         consent: Arc::new(satchel_tools::NonInteractive),
 //!         display: satchel_tools::Style::Markdown,
 //!         resume: None,

@@ -43,6 +43,7 @@ const BATCHES: usize = 10;
 fn call(n: usize) -> NewToolCall {
     NewToolCall {
         source: AuditSource::Cli,
+        caller: None,
         conversation_id: None,
         statement_id: None,
         turn: None,

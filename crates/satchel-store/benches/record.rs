@@ -90,6 +90,7 @@ fn call(n: usize) -> NewToolCall {
     );
     NewToolCall {
         source: AuditSource::Cli,
+        caller: None,
         conversation_id: None,
         statement_id: None,
         turn: None,

@@ -143,6 +143,7 @@ pub(crate) const TABLES: &[Table] = &[
             ("started_at", Int),
             ("finished_at", Int),
             ("duration_us", Int),
+            ("caller", Text),
         ],
         order: "started_at, id",
     },
@@ -263,8 +264,29 @@ pub(crate) const TABLES: &[Table] = &[
             ("input", Text),
             ("conversation_id", Text),
             ("started_at", Int),
+            ("caller", Text),
         ],
         order: "started_at, id",
+    },
+    Table {
+        name: "inbox",
+        columns: &[
+            ("channel", Text),
+            ("id", Int),
+            ("payload", Text),
+            ("received_at", Int),
+        ],
+        order: "channel, id",
+    },
+    Table {
+        name: "inbox_channels",
+        columns: &[("channel", Text), ("high_water", Int)],
+        order: "channel",
+    },
+    Table {
+        name: "front_state",
+        columns: &[("key", Text), ("value", Text), ("updated_at", Int)],
+        order: "key",
     },
 ];
 

@@ -66,8 +66,8 @@ pub use records::{
 pub use redact::{RedactionConfig, Redactor};
 pub use sqlite::{APPLICATION_ID, Access, Durability, SCHEMA_VERSION, SqliteStore, StoreOptions};
 pub use store::{
-    AuditStore, ConversationStore, LogStore, MemoryStore, MessageStore, StatementStore, Store,
-    ToolCallStore,
+    AuditStore, ConversationStore, FrontEndStore, LogStore, MemoryStore, MessageStore,
+    StatementStore, Store, ToolCallStore,
 };
 
 pub use time::{Clock, ManualClock, SystemClock, Timestamp, parse_age};

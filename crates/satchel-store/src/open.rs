@@ -13,9 +13,9 @@ use crate::postgres::{PgLocation, PgStore, is_postgres_url};
 use crate::{
     AuditQuery, AuditRecord, AuditStore, CallStartRecord, CodeExecution, CodeJob, CodeQuery,
     CodeStore, Conversation, ConversationDump, ConversationSearch, ConversationStore,
-    ConversationSummary, JobStatus, LlmCallRecord, LlmCallStore, LlmMessage, LogEntry, LogStore,
-    MemoryChanges, MemoryFilter, MemoryRecord, MemorySession, MemoryStats, MemoryStore,
-    MemoryUpdate, MessageStore, NewAudit, NewCallStart, NewCodeExecution, NewCodeJob,
+    ConversationSummary, FrontEndStore, JobStatus, LlmCallRecord, LlmCallStore, LlmMessage,
+    LogEntry, LogStore, MemoryChanges, MemoryFilter, MemoryRecord, MemorySession, MemoryStats,
+    MemoryStore, MemoryUpdate, MessageStore, NewAudit, NewCallStart, NewCodeExecution, NewCodeJob,
     NewConversation, NewLlmCall, NewLlmMessage, NewLogEntry, NewMemory, NewMemorySession,
     NewStatement, NewToolCall, SearchHit, SqliteStore, Statement, StatementStore, Store,
     StoreError, StoreOptions, Timestamp, ToolCallRecord, ToolCallStore, UsageSample,
@@ -109,6 +109,11 @@ impl OpenedStore {
         Arc::new(self.clone())
     }
 
+    /// The front ends' inbox and named values.
+    pub fn front_end_store(&self) -> Arc<dyn FrontEndStore> {
+        Arc::new(self.clone())
+    }
+
     /// The file, or for PostgreSQL the URL without password as a path:
     /// what messages name.
     pub fn path(&self) -> &Path {
@@ -157,6 +162,32 @@ macro_rules! delegate {
             Backend::Postgres($s) => $e,
         }
     };
+}
+
+#[async_trait]
+impl FrontEndStore for OpenedStore {
+    async fn inbox_accept(
+        &self,
+        channel: &str,
+        items: Vec<(i64, serde_json::Value)>,
+    ) -> Result<Vec<i64>, StoreError> {
+        delegate!(self, s => s.inbox_accept(channel, items).await)
+    }
+    async fn inbox_pending(
+        &self,
+        channel: &str,
+    ) -> Result<Vec<(i64, serde_json::Value)>, StoreError> {
+        delegate!(self, s => s.inbox_pending(channel).await)
+    }
+    async fn inbox_done(&self, channel: &str, id: i64) -> Result<(), StoreError> {
+        delegate!(self, s => s.inbox_done(channel, id).await)
+    }
+    async fn front_state(&self, key: &str) -> Result<Option<String>, StoreError> {
+        delegate!(self, s => s.front_state(key).await)
+    }
+    async fn set_front_state(&self, key: &str, value: String) -> Result<(), StoreError> {
+        delegate!(self, s => s.set_front_state(key, value).await)
+    }
 }
 
 #[async_trait]

@@ -231,15 +231,21 @@ pub enum AuditSource {
     Run,
     /// An MCP client.
     Mcp,
+    /// `satchel telegram`: a person talking to the bot.
+    Telegram,
+    /// `satchel web`: a person in the browser.
+    Web,
 }
 
 impl AuditSource {
     /// Every source, in declaration order.
-    pub const ALL: [AuditSource; 4] = [
+    pub const ALL: [AuditSource; 6] = [
         AuditSource::Cli,
         AuditSource::Repl,
         AuditSource::Run,
         AuditSource::Mcp,
+        AuditSource::Telegram,
+        AuditSource::Web,
     ];
 
     /// The stored name, e.g. `"cli"`.
@@ -249,6 +255,8 @@ impl AuditSource {
             AuditSource::Repl => "repl",
             AuditSource::Run => "run",
             AuditSource::Mcp => "mcp",
+            AuditSource::Telegram => "telegram",
+            AuditSource::Web => "web",
         }
     }
 
@@ -306,6 +314,9 @@ impl ToolCallRecord {
 pub struct NewToolCall {
     /// Where the call came from.
     pub source: AuditSource,
+    /// Who made the call within its source, when the source serves many
+    /// people (`telegram:<user id>`).
+    pub caller: Option<String>,
     /// The conversation, when there is one (one-off CLI calls have none).
     pub conversation_id: Option<String>,
     /// The statement, when there is one.
@@ -334,6 +345,10 @@ pub struct AuditRecord {
     pub id: String,
     /// Where the call came from.
     pub source: AuditSource,
+    /// Who made the call within its source, when the source serves many
+    /// people (`telegram:<user id>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
     /// The tool's name.
     pub tool: String,
     /// The input (redacted like everything stored).
@@ -362,6 +377,9 @@ pub struct AuditRecord {
 pub struct NewAudit {
     /// Where the call came from.
     pub source: AuditSource,
+    /// Who made the call within its source, when the source serves many
+    /// people (`telegram:<user id>`).
+    pub caller: Option<String>,
     /// The tool's name.
     pub tool: String,
     /// The input.
@@ -387,6 +405,9 @@ pub struct NewAudit {
 pub struct NewCallStart {
     /// Where the call came from.
     pub source: AuditSource,
+    /// Who made the call within its source, when the source serves many
+    /// people (`telegram:<user id>`).
+    pub caller: Option<String>,
     /// The call: id, tool name, input.
     pub call: ToolCall,
     /// The conversation, if any.
@@ -403,6 +424,10 @@ pub struct CallStartRecord {
     pub id: String,
     /// Where the call came from.
     pub source: AuditSource,
+    /// Who made the call within its source, when the source serves many
+    /// people (`telegram:<user id>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
     /// The tool's name.
     pub tool: String,
     /// The model's (or client's) id of the call.

@@ -284,3 +284,36 @@ impl<T> Store for T where
         + MemoryStore
 {
 }
+
+/// What a front end that serves people over a network (`satchel
+/// telegram`, `satchel web`) keeps across restarts: an inbox of what it
+/// received and has not handled yet, and small named values. A channel's
+/// items have increasing ids (Telegram's update ids); an id at or below
+/// the highest one ever accepted is a repeat and is not accepted again,
+/// so a restart neither drops nor repeats an item.
+#[async_trait]
+pub trait FrontEndStore: Send + Sync {
+    /// Keeps the items whose id is above the channel's highest accepted
+    /// one, in one transaction; returns the ids kept, in order.
+    async fn inbox_accept(
+        &self,
+        channel: &str,
+        items: Vec<(i64, serde_json::Value)>,
+    ) -> Result<Vec<i64>, StoreError>;
+
+    /// The channel's items not yet handled, oldest first.
+    async fn inbox_pending(
+        &self,
+        channel: &str,
+    ) -> Result<Vec<(i64, serde_json::Value)>, StoreError>;
+
+    /// Marks an item handled: it is removed (and, being at or below the
+    /// highest accepted id, never accepted again).
+    async fn inbox_done(&self, channel: &str, id: i64) -> Result<(), StoreError>;
+
+    /// A named value, if one was set.
+    async fn front_state(&self, key: &str) -> Result<Option<String>, StoreError>;
+
+    /// Sets (or replaces) a named value.
+    async fn set_front_state(&self, key: &str, value: String) -> Result<(), StoreError>;
+}

@@ -51,6 +51,7 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "llm",
     "memory",
     "redaction",
+    "telegram",
     "permissions",
     "rateLimits",
     "maxConcurrentProcesses",

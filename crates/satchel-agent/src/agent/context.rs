@@ -5,7 +5,11 @@
 //! cost.
 
 use satchel_core::ToolSpec;
-use satchel_llm::{Calibration, ChatRequest, Mode, TokenEstimate, count_tokens};
+use std::fmt::Write as _;
+
+use satchel_llm::{
+    Calibration, ChatRequest, Mode, Section, TokenEstimate, count_tokens, model_info,
+};
 
 use super::model::calibrated_total;
 use super::{Agent, AgentError, Conversation};
@@ -39,6 +43,74 @@ impl ContextReport {
     /// The total as the model's own tokenizer would count it.
     pub fn calibrated_total(&self) -> u64 {
         calibrated_total(&self.estimate, self.calibration)
+    }
+
+    /// The breakdown as a small table.
+    pub fn render(&self) -> String {
+        let report = self;
+        let estimate = &report.estimate;
+        let window = estimate.context_window.max(1);
+        let mut text = format!(
+            "Next request to {}: {} tokens of a {}-token window ({:.1}%); old turns are summarised past {:.0}%.\n",
+            report.model,
+            estimate.total,
+            estimate.context_window,
+            estimate.total as f64 * 100.0 / window as f64,
+            report.threshold * 100.0
+        );
+        match report.calibration {
+            Some(calibration) => {
+                let _ = writeln!(
+                    text,
+                    "  Counted with {} (this model's own tokenizer is not embedded); calibrated to the \
+                     server's counts: {} tokens (×{:.2}, from the last {} call(s) that reported usage). \
+                     The threshold uses the calibrated figure.",
+                    estimate.encoding,
+                    report.calibrated_total(),
+                    calibration.ratio,
+                    calibration.samples
+                );
+            }
+            None if !model_info(&report.model).exact_tokenizer => {
+                let _ = writeln!(
+                    text,
+                    "  Counted with {} (this model's own tokenizer is not embedded); not calibrated \
+                     yet: no call to it has reported usage.",
+                    estimate.encoding
+                );
+            }
+            None => {}
+        }
+        for section in Section::ALL {
+            let tokens = estimate.section(section);
+            let _ = writeln!(
+                text,
+                "  {:18} {:>8}  {:>5.1}%",
+                section.label(),
+                tokens,
+                tokens as f64 * 100.0 / window as f64
+            );
+            if section == Section::Messages && report.tool_summary_tokens > 0 {
+                let _ = writeln!(
+                    text,
+                    "    {:16} {:>8}  {:>5.1}%",
+                    "of which tool summaries",
+                    report.tool_summary_tokens,
+                    report.tool_summary_tokens as f64 * 100.0 / window as f64
+                );
+            }
+        }
+        let _ = writeln!(
+            text,
+            "  {} messages from {} statements{}",
+            report.messages,
+            report.statements,
+            match report.summarised_through {
+                Some(through) => format!("; statements 1-{through} are summarised"),
+                None => String::new(),
+            }
+        );
+        text
     }
 }
 

@@ -107,6 +107,7 @@ impl Agent {
             .iter()
             .map(|done| NewToolCall {
                 source: self.source,
+                caller: self.caller.clone(),
                 conversation_id: Some(conversation_id.clone()),
                 statement_id: Some(statement_id.to_owned()),
                 turn: Some(turn),

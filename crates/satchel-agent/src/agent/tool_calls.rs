@@ -148,6 +148,7 @@ impl Agent {
                     .store
                     .begin_call(NewCallStart {
                         source: self.source,
+                        caller: self.caller.clone(),
                         call: call.clone(),
                         conversation_id: ctx.conversation_id.clone(),
                         started_at: timestamp(started_at),

@@ -134,6 +134,7 @@ impl Harness {
             config,
             consent: Arc::new(NonInteractive),
             source: AuditSource::Run,
+            caller: None,
             working_dir: project.clone(),
             display: Style::Markdown,
         });

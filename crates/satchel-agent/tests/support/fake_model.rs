@@ -73,6 +73,11 @@ struct Inner {
     /// `"main"` or `"side"` per request, in arrival order.
     order: Vec<&'static str>,
     calls: u32,
+    /// Once the script is spent, main turns answer `echo: ` and the
+    /// latest user message (many conversations at once, each its own).
+    echo: bool,
+    /// How long each main turn waits before answering.
+    delay: Duration,
 }
 
 /// The running server.
@@ -112,6 +117,14 @@ impl FakeModel {
     /// The base URL to configure (`llm.baseUrl`).
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
+    }
+
+    /// Answers main turns the script does not cover with `echo: ` and the
+    /// latest user message, after `delay`.
+    pub fn echo_when_exhausted(&self, delay: Duration) {
+        let mut inner = self.inner.lock().unwrap();
+        inner.echo = true;
+        inner.delay = delay;
     }
 
     /// Adds replies to the script.
@@ -166,6 +179,28 @@ pub fn side_task(body: &Value) -> Option<String> {
     }
 }
 
+/// The text of a request's latest user message.
+pub fn last_user_text(body: &Value) -> String {
+    let Some(message) = body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .rev()
+        .find(|m| m["role"] == "user")
+    else {
+        return String::new();
+    };
+    match &message["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|part| part["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
 /// The contents of a request's tool messages, in order.
 pub fn tool_contents(body: &Value) -> Vec<String> {
     body["messages"]
@@ -198,16 +233,24 @@ async fn answer(State(inner): State<Arc<Mutex<Inner>>>, body: String) -> Respons
         // About as many tokens as the request's bytes make.
         return whole(text, body.to_string().len() as u64 / 4);
     }
-    let reply = {
+    let (reply, delay) = {
         let mut inner = inner.lock().unwrap();
         inner.main.push(body.clone());
         inner.order.push("main");
         inner.calls += 1;
-        inner
-            .script
-            .pop_front()
-            .unwrap_or_else(|| Reply::text("(script exhausted)"))
+        let echo = inner.echo;
+        let reply = inner.script.pop_front().unwrap_or_else(|| {
+            if echo {
+                Reply::Text(format!("echo: {}", last_user_text(&body)))
+            } else {
+                Reply::text("(script exhausted)")
+            }
+        });
+        (reply, inner.delay)
     };
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
     stream(reply, body["stream"] == true)
 }
 

@@ -88,6 +88,71 @@ impl FailureSummary {
     }
 }
 
+impl CodeStats {
+    /// The totals as the text `satchel code stats` and `/codestats` show,
+    /// for a period of `days` days.
+    pub fn render(&self, days: u32) -> String {
+        use std::fmt::Write as _;
+        let mut out = format!(
+            "Code runs, last {days} days: {} ({} ok, {} failed)\n",
+            self.total, self.successes, self.failures
+        );
+        if self.total == 0 {
+            return out;
+        }
+        let rate = self.successes as f64 * 100.0 / self.total as f64;
+        let _ = writeln!(
+            out,
+            "success rate {rate:.0}%; duration average {} ms, p95 {} ms",
+            self.average_ms, self.p95_ms
+        );
+        let _ = writeln!(out, "\nBy language:");
+        for language in &self.languages {
+            let _ = writeln!(
+                out,
+                "  {:11} {:>9}, {} failed",
+                language.language,
+                satchel_tools::format::plural(language.total, "run", "runs"),
+                language.failures
+            );
+        }
+        if !self.categories.is_empty() {
+            let _ = writeln!(out, "\nErrors:");
+            for category in &self.categories {
+                let _ = writeln!(
+                    out,
+                    "  {:10} {:4}  e.g. {}",
+                    category.category, category.count, category.example.error
+                );
+                let _ = writeln!(out, "  {:10} {:4}       {}", "", "", category.example.code);
+            }
+        }
+        out
+    }
+}
+
+impl FailureSummary {
+    /// Failures as the text `satchel code failures` and `/codefailures`
+    /// show, oldest first.
+    pub fn render_all(failures: &[FailureSummary]) -> String {
+        use std::fmt::Write as _;
+        if failures.is_empty() {
+            return "no failed code runs recorded\n".to_owned();
+        }
+        let mut out = String::new();
+        for failure in failures {
+            let _ = writeln!(
+                out,
+                "{}  {} ({})  {}",
+                failure.at, failure.language, failure.category, failure.id
+            );
+            let _ = writeln!(out, "  code:  {}", failure.code);
+            let _ = writeln!(out, "  error: {}", failure.error);
+        }
+        out
+    }
+}
+
 /// Computes the totals of `executions` (oldest first, as the store lists them).
 pub fn code_stats(executions: &[CodeExecution]) -> CodeStats {
     let total = executions.len();

@@ -82,6 +82,7 @@ fn call(
 ) -> NewToolCall {
     NewToolCall {
         source: AuditSource::Run,
+        caller: None,
         conversation_id: Some(conversation.into()),
         statement_id: Some(statement.into()),
         turn: Some(1),

@@ -37,41 +37,7 @@ pub(crate) async fn stats(args: CodeStatsArgs, project: &Host) -> anyhow::Result
         writeln!(out, "{}", serde_json::to_string_pretty(&stats)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    writeln!(
-        out,
-        "Code runs, last {} days: {} ({} ok, {} failed)",
-        args.days, stats.total, stats.successes, stats.failures
-    )?;
-    if stats.total == 0 {
-        return Ok(ExitCode::SUCCESS);
-    }
-    let rate = stats.successes as f64 * 100.0 / stats.total as f64;
-    writeln!(
-        out,
-        "success rate {rate:.0}%; duration average {} ms, p95 {} ms",
-        stats.average_ms, stats.p95_ms
-    )?;
-    writeln!(out, "\nBy language:")?;
-    for language in &stats.languages {
-        writeln!(
-            out,
-            "  {:11} {:>9}, {} failed",
-            language.language,
-            satchel_tools::format::plural(language.total, "run", "runs"),
-            language.failures
-        )?;
-    }
-    if !stats.categories.is_empty() {
-        writeln!(out, "\nErrors:")?;
-        for category in &stats.categories {
-            writeln!(
-                out,
-                "  {:10} {:4}  e.g. {}",
-                category.category, category.count, category.example.error
-            )?;
-            writeln!(out, "  {:10} {:4}       {}", "", "", category.example.code)?;
-        }
-    }
+    out.write_all(stats.render(args.days).as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -94,17 +60,6 @@ pub(crate) async fn failures(args: CodeFailuresArgs, project: &Host) -> anyhow::
         writeln!(out, "{}", serde_json::to_string_pretty(&failures)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    if failures.is_empty() {
-        writeln!(out, "no failed code runs recorded")?;
-    }
-    for failure in failures {
-        writeln!(
-            out,
-            "{}  {} ({})  {}",
-            failure.at, failure.language, failure.category, failure.id
-        )?;
-        writeln!(out, "  code:  {}", failure.code)?;
-        writeln!(out, "  error: {}", failure.error)?;
-    }
+    out.write_all(FailureSummary::render_all(&failures).as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

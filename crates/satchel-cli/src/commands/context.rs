@@ -2,13 +2,11 @@
 //! breakdown of a conversation's next request, counted on the exact bytes
 //! that would be sent.
 
-use std::fmt::Write as _;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use satchel_agent::ContextReport;
-use satchel_llm::{Section, model_info};
 use satchel_store::AuditSource;
 use satchel_tools::{NonInteractive, Style};
 use serde_json::json;
@@ -32,6 +30,7 @@ pub(crate) async fn run(args: ContextArgs, project: &Host) -> anyhow::Result<Exi
     let mut agent = project
         .conversation(ConversationOptions {
             source: AuditSource::Cli,
+            caller: None,
             consent: Arc::new(NonInteractive),
             display: Style::Markdown,
             resume: Some(conversation.id.clone()),
@@ -48,76 +47,9 @@ pub(crate) async fn run(args: ContextArgs, project: &Host) -> anyhow::Result<Exi
         )?;
     } else {
         writeln!(out, "Conversation {}", conversation.id)?;
-        out.write_all(render(&report).as_bytes())?;
+        out.write_all(report.render().as_bytes())?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The breakdown as a small table.
-pub(crate) fn render(report: &ContextReport) -> String {
-    let estimate = &report.estimate;
-    let window = estimate.context_window.max(1);
-    let mut text = format!(
-        "Next request to {}: {} tokens of a {}-token window ({:.1}%); old turns are summarised past {:.0}%.\n",
-        report.model,
-        estimate.total,
-        estimate.context_window,
-        estimate.total as f64 * 100.0 / window as f64,
-        report.threshold * 100.0
-    );
-    match report.calibration {
-        Some(calibration) => {
-            let _ = writeln!(
-                text,
-                "  Counted with {} (this model's own tokenizer is not embedded); calibrated to the \
-                 server's counts: {} tokens (×{:.2}, from the last {} call(s) that reported usage). \
-                 The threshold uses the calibrated figure.",
-                estimate.encoding,
-                report.calibrated_total(),
-                calibration.ratio,
-                calibration.samples
-            );
-        }
-        None if !model_info(&report.model).exact_tokenizer => {
-            let _ = writeln!(
-                text,
-                "  Counted with {} (this model's own tokenizer is not embedded); not calibrated \
-                 yet: no call to it has reported usage.",
-                estimate.encoding
-            );
-        }
-        None => {}
-    }
-    for section in Section::ALL {
-        let tokens = estimate.section(section);
-        let _ = writeln!(
-            text,
-            "  {:18} {:>8}  {:>5.1}%",
-            section.label(),
-            tokens,
-            tokens as f64 * 100.0 / window as f64
-        );
-        if section == Section::Messages && report.tool_summary_tokens > 0 {
-            let _ = writeln!(
-                text,
-                "    {:16} {:>8}  {:>5.1}%",
-                "of which tool summaries",
-                report.tool_summary_tokens,
-                report.tool_summary_tokens as f64 * 100.0 / window as f64
-            );
-        }
-    }
-    let _ = writeln!(
-        text,
-        "  {} messages from {} statements{}",
-        report.messages,
-        report.statements,
-        match report.summarised_through {
-            Some(through) => format!("; statements 1-{through} are summarised"),
-            None => String::new(),
-        }
-    );
-    text
 }
 
 fn report_json(report: &ContextReport) -> serde_json::Value {

@@ -17,6 +17,7 @@ mod records;
 mod run;
 mod search;
 mod signals;
+mod telegram;
 mod tools;
 
 use std::process::ExitCode;
@@ -82,6 +83,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Context(args) => context::run(args, &project).await,
         Command::Tools(command) => tools::run(command, &project).await,
         Command::Mcp(command) => mcp::run(command, &project).await,
+        Command::Telegram(args) => telegram::run(args, &project).await,
         Command::Policy(command) => policy::run(command, &project).await,
         Command::Search(args) => search::run(args, &project).await,
         Command::Code(command) => code::run(command, &project).await,

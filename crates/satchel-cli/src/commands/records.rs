@@ -78,6 +78,8 @@ pub(crate) async fn audit(args: AuditArgs, env: &Host) -> anyhow::Result<ExitCod
             SourceArg::Repl => AuditSource::Repl,
             SourceArg::Run => AuditSource::Run,
             SourceArg::Mcp => AuditSource::Mcp,
+            SourceArg::Telegram => AuditSource::Telegram,
+            SourceArg::Web => AuditSource::Web,
         }),
         since: args.since.map(|since| match since {
             Since::Ago(age) => SystemClock.now().saturating_sub(age),
@@ -113,7 +115,7 @@ pub(crate) async fn audit(args: AuditArgs, env: &Host) -> anyhow::Result<ExitCod
                 stdout,
                 "{:19}  {:6}  {}  {}",
                 db::table_time(start.started_at),
-                start.source.as_str(),
+                who(start.source, start.caller.as_deref()),
                 start.tool,
                 truncate_chars(&call_summary(&start.tool, &start.input), INPUT_CHARS),
             )?;
@@ -133,9 +135,15 @@ pub(crate) async fn audit(args: AuditArgs, env: &Host) -> anyhow::Result<ExitCod
     let style = style();
     let tool_width = rows.iter().map(|r| r.tool.len()).max().unwrap_or(4).max(4);
     let result_width = rows.iter().map(|r| result(r).len()).max().unwrap_or(6);
+    let source_width = rows
+        .iter()
+        .map(|r| who(r.source, r.caller.as_deref()).len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
     writeln!(
         stdout,
-        "{:19}  {:6}  {:tool_width$}  {:result_width$}  {:>8}  INPUT",
+        "{:19}  {:source_width$}  {:tool_width$}  {:result_width$}  {:>8}  INPUT",
         "STARTED (UTC)", "SOURCE", "TOOL", "RESULT", "DURATION"
     )?;
     for row in &rows {
@@ -147,15 +155,25 @@ pub(crate) async fn audit(args: AuditArgs, env: &Host) -> anyhow::Result<ExitCod
         };
         writeln!(
             stdout,
-            "{:19}  {:6}  {:tool_width$}  {outcome}  {:>8}  {}",
+            "{:19}  {:source_width$}  {:tool_width$}  {outcome}  {:>8}  {}",
             db::table_time(row.started_at),
-            row.source.as_str(),
+            who(row.source, row.caller.as_deref()),
             row.tool,
             duration(row.duration_us),
             truncate_chars(&call_summary(&row.tool, &row.input), INPUT_CHARS),
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The source, and who within it when it serves many people
+/// (`telegram:42`).
+fn who(source: AuditSource, caller: Option<&str>) -> String {
+    match caller {
+        Some(caller) if caller.starts_with(source.as_str()) => caller.to_owned(),
+        Some(caller) => format!("{} {caller}", source.as_str()),
+        None => source.as_str().to_owned(),
+    }
 }
 
 /// `ok`, or `✗` and the error code.

@@ -26,6 +26,7 @@ pub(crate) async fn run(args: RunArgs, project: &Host) -> anyhow::Result<ExitCod
     let mut agent = project
         .conversation(ConversationOptions {
             source: AuditSource::Run,
+            caller: None,
             consent: Arc::new(NonInteractive),
             display: Style::Terminal { color },
             resume: args.resume.clone(),

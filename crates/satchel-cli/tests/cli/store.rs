@@ -516,6 +516,7 @@ fn seed_conversation(db: &Path) -> String {
         store
             .record_tool_call(NewToolCall {
                 source: AuditSource::Repl,
+                caller: None,
                 conversation_id: Some(id.clone()),
                 statement_id: Some(statement.id.clone()),
                 turn: Some(1),

@@ -126,6 +126,7 @@ async fn two_conversations_run_at_once_each_with_its_own_consent_and_events() {
     let open = |consent: Arc<Fixed>| {
         host.conversation(ConversationOptions {
             source: AuditSource::Run,
+            caller: None,
             consent,
             display: Style::Markdown,
             resume: None,

@@ -21,6 +21,7 @@
 mod code_repo;
 mod copy_rows;
 mod failure;
+mod front_repo;
 mod memory;
 mod repo;
 mod schema;

@@ -25,10 +25,10 @@ const LOG_COLUMNS: &str = "id, conversation_id, seq, kind, text, parent_id, side
 const MESSAGE_COLUMNS: &str =
     "id, conversation_id, statement_id, turn, seq, role, content, created_at";
 const TOOL_CALL_COLUMNS: &str = "id, conversation_id, statement_id, turn, call_id, tool, input, results, response, user_message, is_error, error_code, started_at, finished_at, duration_us";
-const AUDIT_COLUMNS: &str = "id, source, tool, input, is_error, error_code, decision, conversation_id, tool_call_id, started_at, finished_at, duration_us";
+const AUDIT_COLUMNS: &str = "id, source, tool, input, is_error, error_code, decision, conversation_id, tool_call_id, started_at, finished_at, duration_us, caller";
 
 const INSERT_TOOL_CALL: &str = "INSERT INTO tool_calls (id, conversation_id, statement_id, turn, call_id, tool, input, results, response, user_message, is_error, error_code, started_at, finished_at, duration_us, search) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, CASE WHEN $2::text IS NULL THEN NULL ELSE to_tsvector('simple', $16) END)";
-const INSERT_AUDIT: &str = "INSERT INTO audit (id, source, tool, input, is_error, error_code, decision, conversation_id, tool_call_id, started_at, finished_at, duration_us) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+const INSERT_AUDIT: &str = "INSERT INTO audit (id, source, tool, input, is_error, error_code, decision, conversation_id, tool_call_id, started_at, finished_at, duration_us, caller) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
 
 /// A stored name or number this build cannot read.
 #[derive(Debug, thiserror::Error)]
@@ -101,7 +101,7 @@ pub(crate) fn optional_time(row: &Row, index: usize) -> Result<Option<Timestamp>
         .map(Timestamp::from_millis))
 }
 
-fn json(row: &Row, index: usize) -> Result<Value, PgFailure> {
+pub(crate) fn json(row: &Row, index: usize) -> Result<Value, PgFailure> {
     let text: String = row.try_get(index)?;
     Ok(serde_json::from_str(&text)?)
 }
@@ -211,6 +211,7 @@ fn audit_row(row: &Row) -> Result<AuditRecord, PgFailure> {
         started_at: timestamp(row, 9)?,
         finished_at: timestamp(row, 10)?,
         duration_us: unsigned(row, 11)?,
+        caller: row.try_get(12)?,
     })
 }
 
@@ -365,6 +366,7 @@ async fn insert_tool_call<C: GenericClient + Sync>(
             &started,
             &finished,
             &duration,
+            &new.caller,
         ],
     )
     .await?;
@@ -863,6 +865,7 @@ impl AuditStore for PgStore {
                     &new.started_at.as_millis(),
                     &new.finished_at.as_millis(),
                     &big(new.duration_us),
+                    &new.caller,
                 ],
             )
             .await?;
@@ -904,8 +907,8 @@ impl AuditStore for PgStore {
         transact!(self, |tx, ctx| {
             let id = ctx.new_id();
             tx.execute(
-                "INSERT INTO call_starts (id, source, tool, call_id, input, conversation_id, started_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                "INSERT INTO call_starts (id, source, tool, call_id, input, conversation_id, started_at, caller)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                 &[
                     &id,
                     &start.source.as_str(),
@@ -914,6 +917,7 @@ impl AuditStore for PgStore {
                     &serde_json::to_string(&start.call.input)?,
                     &start.conversation_id,
                     &start.started_at.as_millis(),
+                    &start.caller,
                 ],
             )
             .await?;
@@ -936,7 +940,7 @@ impl AuditStore for PgStore {
         read!(self, |client| {
             all(
                 client,
-                "SELECT id, source, tool, call_id, input, conversation_id, started_at
+                "SELECT id, source, tool, call_id, input, conversation_id, started_at, caller
                  FROM call_starts ORDER BY started_at, id",
                 &[],
                 |row| {
@@ -948,6 +952,7 @@ impl AuditStore for PgStore {
                         input: json(row, 4)?,
                         conversation_id: row.try_get(5)?,
                         started_at: timestamp(row, 6)?,
+                        caller: row.try_get(7)?,
                     })
                 },
             )

@@ -14,7 +14,7 @@ use crate::StoreError;
 use crate::postgres::failure::classify;
 
 /// The PostgreSQL schema version this build creates and reads.
-pub const PG_SCHEMA_VERSION: u32 = 1;
+pub const PG_SCHEMA_VERSION: u32 = 2;
 
 /// The advisory lock key migrations hold ("SACH", as SQLite's application id).
 const MIGRATION_LOCK: i64 = 0x5341_4348;
@@ -27,11 +27,18 @@ struct Migration {
 }
 
 /// Every migration this build carries, oldest first.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "initial",
-    sql: include_str!("../../migrations/postgres/0001_initial.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "initial",
+        sql: include_str!("../../migrations/postgres/0001_initial.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "front_ends",
+        sql: include_str!("../../migrations/postgres/0002_front_ends.sql"),
+    },
+];
 
 /// What the current schema holds: its tables, and the versions applied.
 struct Found {

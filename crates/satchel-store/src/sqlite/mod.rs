@@ -14,6 +14,7 @@
 mod code_repo;
 mod copy_rows;
 mod failure;
+mod front_repo;
 mod memory;
 mod repo;
 mod schema;

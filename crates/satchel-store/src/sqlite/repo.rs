@@ -24,10 +24,10 @@ const LOG_COLUMNS: &str = "id, conversation_id, seq, kind, text, parent_id, side
 const MESSAGE_COLUMNS: &str =
     "id, conversation_id, statement_id, turn, seq, role, content, created_at";
 const TOOL_CALL_COLUMNS: &str = "id, conversation_id, statement_id, turn, call_id, tool, input, results, response, user_message, is_error, error_code, started_at, finished_at, duration_us";
-const AUDIT_COLUMNS: &str = "id, source, tool, input, is_error, error_code, decision, conversation_id, tool_call_id, started_at, finished_at, duration_us";
+const AUDIT_COLUMNS: &str = "id, source, tool, input, is_error, error_code, decision, conversation_id, tool_call_id, started_at, finished_at, duration_us, caller";
 
 const INSERT_TOOL_CALL: &str = "INSERT INTO tool_calls (id, conversation_id, statement_id, turn, call_id, tool, input, results, response, user_message, is_error, error_code, started_at, finished_at, duration_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
-const INSERT_AUDIT: &str = "INSERT INTO audit (id, source, tool, input, is_error, error_code, decision, conversation_id, tool_call_id, started_at, finished_at, duration_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+const INSERT_AUDIT: &str = "INSERT INTO audit (id, source, tool, input, is_error, error_code, decision, conversation_id, tool_call_id, started_at, finished_at, duration_us, caller) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
 
 /// A stored name this build does not know.
 #[derive(Debug, thiserror::Error)]
@@ -168,7 +168,7 @@ pub(super) fn timestamp(row: &Row<'_>, index: usize) -> rusqlite::Result<Timesta
     Ok(Timestamp::from_millis(row.get(index)?))
 }
 
-fn json(row: &Row<'_>, index: usize) -> rusqlite::Result<Value> {
+pub(super) fn json(row: &Row<'_>, index: usize) -> rusqlite::Result<Value> {
     let text: String = row.get(index)?;
     serde_json::from_str(&text).map_err(|error| column_error(index, error))
 }
@@ -289,6 +289,7 @@ fn audit_row(row: &Row<'_>) -> rusqlite::Result<AuditRecord> {
         started_at: timestamp(row, 9)?,
         finished_at: timestamp(row, 10)?,
         duration_us: row.get(11)?,
+        caller: row.get(12)?,
     })
 }
 
@@ -371,6 +372,7 @@ fn insert_tool_call(
         new.started_at.as_millis(),
         new.finished_at.as_millis(),
         new.duration_us,
+        new.caller,
     ])?;
     Ok(id)
 }
@@ -859,6 +861,7 @@ impl AuditStore for SqliteStore {
                 new.started_at.as_millis(),
                 new.finished_at.as_millis(),
                 new.duration_us,
+                new.caller,
             ])?;
             Ok(id)
         })
@@ -869,8 +872,8 @@ impl AuditStore for SqliteStore {
         self.write(start, |tx, ctx, start| {
             let id = ctx.new_id();
             tx.prepare_cached(
-                "INSERT INTO call_starts (id, source, tool, call_id, input, conversation_id, started_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO call_starts (id, source, tool, call_id, input, conversation_id, started_at, caller)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?
             .execute(params![
                 id,
@@ -880,6 +883,7 @@ impl AuditStore for SqliteStore {
                 serde_json::to_string(&start.call.input)?,
                 start.conversation_id,
                 start.started_at.as_millis(),
+                start.caller,
             ])?;
             Ok(id)
         })
@@ -904,7 +908,7 @@ impl AuditStore for SqliteStore {
         self.read(|conn| {
             all(
                 conn,
-                "SELECT id, source, tool, call_id, input, conversation_id, started_at
+                "SELECT id, source, tool, call_id, input, conversation_id, started_at, caller
                  FROM call_starts ORDER BY started_at, id",
                 [],
                 |row| {
@@ -916,6 +920,7 @@ impl AuditStore for SqliteStore {
                         input: json(row, 4)?,
                         conversation_id: row.get(5)?,
                         started_at: timestamp(row, 6)?,
+                        caller: row.get(7)?,
                     })
                 },
             )

@@ -22,7 +22,7 @@ use crate::sqlite::{Access, StoreOptions};
 pub const APPLICATION_ID: i32 = 0x5341_4348;
 
 /// The schema version this build creates and reads.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// One embedded migration.
 pub(crate) struct Migration {
@@ -70,6 +70,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         version: 7,
         name: "call_starts",
         sql: include_str!("../../migrations/0007_call_starts.sql"),
+    },
+    Migration {
+        version: 8,
+        name: "front_ends",
+        sql: include_str!("../../migrations/0008_front_ends.sql"),
     },
 ];
 

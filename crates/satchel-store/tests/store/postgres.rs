@@ -470,6 +470,7 @@ async fn fill(store: &OpenedStore) {
     store
         .begin_call(NewCallStart {
             source: satchel_store::AuditSource::Mcp,
+            caller: None,
             call: sample_call(9).call,
             conversation_id: None,
             started_at: crate::support::START,

@@ -408,6 +408,7 @@ backend_test!(audit_filters_by_tool_source_time_and_failure, |db| async {
     store
         .record_audit(NewAudit {
             source: AuditSource::Mcp,
+            caller: None,
             tool: "bash".into(),
             input: json!({"command": "rm -rf /"}),
             is_error: true,
@@ -554,6 +555,7 @@ async fn secrets_never_reach_the_file() {
         store
             .record_audit(NewAudit {
                 source: AuditSource::Mcp,
+                caller: None,
                 tool: "bash".into(),
                 input: json!([with("audit input")]),
                 is_error: false,

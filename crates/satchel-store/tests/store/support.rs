@@ -64,6 +64,7 @@ pub(crate) async fn bounded<T>(future: impl Future<Output = T>) -> T {
 pub(crate) fn sample_call(n: u64) -> NewToolCall {
     NewToolCall {
         source: AuditSource::Cli,
+        caller: None,
         conversation_id: None,
         statement_id: None,
         turn: None,

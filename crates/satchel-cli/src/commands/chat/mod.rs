@@ -63,6 +63,7 @@ pub(crate) async fn run(args: ChatArgs, project: &Host) -> anyhow::Result<ExitCo
     let mut agent = project
         .conversation(ConversationOptions {
             source: AuditSource::Repl,
+            caller: None,
             consent: consent.clone(),
             display: Style::Terminal { color },
             resume: args.resume,
@@ -276,9 +277,7 @@ async fn slash(
         }
         "context" => {
             let report = agent.context_report().await?;
-            screen
-                .lock()
-                .line(super::context::render(&report).trim_end());
+            screen.lock().line(report.render().trim_end());
         }
         "new" => {
             agent.new_conversation();

@@ -1,0 +1,100 @@
+//! [`FrontEndStore`] on [`SqliteStore`]: the `inbox`, `inbox_channels`
+//! and `front_state` tables.
+
+use async_trait::async_trait;
+use rusqlite::{OptionalExtension as _, params};
+use serde_json::Value;
+
+use crate::sqlite::SqliteStore;
+use crate::sqlite::repo::{all, json};
+use crate::{FrontEndStore, StoreError};
+
+#[async_trait]
+impl FrontEndStore for SqliteStore {
+    async fn inbox_accept(
+        &self,
+        channel: &str,
+        items: Vec<(i64, Value)>,
+    ) -> Result<Vec<i64>, StoreError> {
+        let (ids, payloads): (Vec<i64>, Vec<Value>) = items.into_iter().unzip();
+        let channel = channel.to_owned();
+        self.write(payloads, move |tx, ctx, payloads| {
+            let mut high: Option<i64> = tx
+                .prepare_cached("SELECT high_water FROM inbox_channels WHERE channel = ?1")?
+                .query_row(params![channel], |row| row.get(0))
+                .optional()?;
+            let mut kept = Vec::new();
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO inbox (channel, id, payload, received_at) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for (id, payload) in ids.into_iter().zip(payloads) {
+                if high.is_some_and(|high| id <= high) {
+                    continue;
+                }
+                insert.execute(params![
+                    channel,
+                    id,
+                    serde_json::to_string(&payload)?,
+                    ctx.now().as_millis()
+                ])?;
+                high = Some(id);
+                kept.push(id);
+            }
+            if let Some(high) = high {
+                tx.prepare_cached(
+                    "INSERT INTO inbox_channels (channel, high_water) VALUES (?1, ?2)
+                     ON CONFLICT (channel) DO UPDATE SET high_water = excluded.high_water",
+                )?
+                .execute(params![channel, high])?;
+            }
+            Ok(kept)
+        })
+        .await
+    }
+
+    async fn inbox_pending(&self, channel: &str) -> Result<Vec<(i64, Value)>, StoreError> {
+        let channel = channel.to_owned();
+        self.read(move |conn| {
+            all(
+                conn,
+                "SELECT id, payload FROM inbox WHERE channel = ?1 ORDER BY id",
+                params![channel],
+                |row| Ok((row.get(0)?, json(row, 1)?)),
+            )
+        })
+        .await
+    }
+
+    async fn inbox_done(&self, channel: &str, id: i64) -> Result<(), StoreError> {
+        self.write(channel.to_owned(), move |tx, _ctx, channel| {
+            tx.prepare_cached("DELETE FROM inbox WHERE channel = ?1 AND id = ?2")?
+                .execute(params![channel, id])?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn front_state(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let key = key.to_owned();
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached("SELECT value FROM front_state WHERE key = ?1")?
+                .query_row(params![key], |row| row.get(0))
+                .optional()?)
+        })
+        .await
+    }
+
+    async fn set_front_state(&self, key: &str, value: String) -> Result<(), StoreError> {
+        let key = key.to_owned();
+        self.write(value, move |tx, ctx, value| {
+            tx.prepare_cached(
+                "INSERT INTO front_state (key, value, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+            )?
+            .execute(params![key, value, ctx.now().as_millis()])?;
+            Ok(())
+        })
+        .await
+    }
+}
