@@ -52,6 +52,9 @@ pub struct AgentDeps {
     /// Recorded on audit rows beside the source: who is talking, when the
     /// source serves many people (`telegram:<user id>`).
     pub caller: Option<String>,
+    /// Whose memories the `memory` tool works on in this conversation;
+    /// `None`: the configured `memory.namespace`.
+    pub memory_namespace: Option<String>,
     /// Where tools resolve relative paths.
     pub working_dir: PathBuf,
     /// How tool calls are formatted in events.
@@ -125,6 +128,7 @@ pub struct Agent {
     consent: Arc<dyn Consent>,
     source: AuditSource,
     caller: Option<String>,
+    memory_namespace: Option<String>,
     working_dir: PathBuf,
     display: Style,
     provider: Option<(u64, Arc<dyn Provider>)>,
@@ -148,6 +152,7 @@ impl Agent {
             consent: deps.consent,
             source: deps.source,
             caller: deps.caller,
+            memory_namespace: deps.memory_namespace,
             working_dir: deps.working_dir,
             display: deps.display,
             provider: None,

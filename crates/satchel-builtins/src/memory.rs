@@ -58,6 +58,18 @@ struct MemoryInput {
 pub trait MemoryHandle: Send + Sync {
     /// The memory, or why there is none.
     async fn memory(&self) -> Result<Arc<Memory>, String>;
+
+    /// The memories of `namespace` (a conversation's own), or of the
+    /// configured namespace for `None`.
+    async fn memory_in(&self, namespace: Option<&str>) -> Result<Arc<Memory>, String> {
+        let memory = self.memory().await?;
+        Ok(match namespace {
+            Some(namespace) if namespace != memory.config().namespace => {
+                Arc::new(memory.in_namespace(namespace))
+            }
+            _ => memory,
+        })
+    }
 }
 
 /// A memory that is already open.
@@ -85,9 +97,9 @@ impl MemoryTool {
         }
     }
 
-    async fn memory(&self) -> Result<Arc<Memory>, ToolError> {
+    async fn memory(&self, namespace: Option<&str>) -> Result<Arc<Memory>, ToolError> {
         let opened = match &self.memory {
-            Some(handle) => handle.memory().await,
+            Some(handle) => handle.memory_in(namespace).await,
             None => Err("no database is configured".into()),
         };
         opened.map_err(|reason| {
@@ -238,7 +250,7 @@ impl Tool for MemoryTool {
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let input: MemoryInput = serde_json::from_value(input)
             .map_err(|error| invalid(format!("invalid memory input: {error}")))?;
-        let memory = self.memory().await?;
+        let memory = self.memory(ctx.memory_namespace.as_deref()).await?;
         let conversation = ctx.conversation_id.clone();
         let limit = input.limit.unwrap_or(DEFAULT_LIMIT);
         match input.action {

@@ -19,6 +19,9 @@ pub struct ConversationOptions {
     /// Which person, when the source serves many (`telegram:<user id>`),
     /// for the audit trail.
     pub caller: Option<String>,
+    /// Whose memories this conversation's `memory` tool works on (a
+    /// Telegram user's own); `None`: the configured `memory.namespace`.
+    pub memory_namespace: Option<String>,
     /// Who answers the policy's "ask" for this conversation.
     pub consent: Arc<dyn Consent>,
     /// How tool uses and results are written for this conversation's reader.
@@ -50,6 +53,7 @@ impl Host {
             consent: options.consent,
             source: options.source,
             caller: options.caller,
+            memory_namespace: options.memory_namespace,
             working_dir: self.root.clone(),
             display: options.display,
         };

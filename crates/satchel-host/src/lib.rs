@@ -19,6 +19,7 @@
 //!     .conversation(ConversationOptions {
 //!         source: satchel_store::AuditSource::Repl,
 //!         caller: None,
+//!         memory_namespace: None,
 //!         consent: Arc::new(satchel_tools::NonInteractive),
 //!         display: satchel_tools::Style::Markdown,
 //!         resume: None,

@@ -34,6 +34,9 @@ pub struct LazyMemory {
     summarizer: Option<Arc<dyn Summarizer>>,
     fetcher: Option<Arc<dyn ModelFetcher>>,
     cell: tokio::sync::OnceCell<Result<Arc<Memory>, String>>,
+    /// Other namespaces' memories (conversations that have their own),
+    /// made from the open memory on first use and kept.
+    namespaces: std::sync::Mutex<std::collections::HashMap<String, Arc<Memory>>>,
     /// Embedding memories stored without one, started when memory opens.
     backfill: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -83,6 +86,7 @@ impl LazyMemory {
             summarizer,
             fetcher,
             cell: tokio::sync::OnceCell::new(),
+            namespaces: std::sync::Mutex::default(),
             backfill: std::sync::Mutex::new(None),
         }
     }
@@ -108,6 +112,17 @@ impl LazyMemory {
                 );
             }
             memory.reconfigure(config.clone());
+        }
+        for (namespace, memory) in self
+            .namespaces
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+        {
+            memory.reconfigure(MemoryConfig {
+                namespace: namespace.clone(),
+                ..config.clone()
+            });
         }
         *self
             .config
@@ -159,6 +174,38 @@ impl LazyMemory {
 }
 
 impl LazyMemory {
+    /// The memories of `namespace` (`None`: the configured one), opening
+    /// memory first if needed. Each other namespace is made once and
+    /// keeps its own maintenance (sessions divided, expired memories
+    /// purged) for as long as the process runs.
+    pub async fn get_in(&self, namespace: Option<&str>) -> Result<Arc<Memory>, String> {
+        let memory = self.get().await?;
+        let Some(namespace) = namespace.filter(|ns| *ns != memory.config().namespace) else {
+            return Ok(memory);
+        };
+        let (namespaced, new) = {
+            let mut namespaces = self
+                .namespaces
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match namespaces.get(namespace) {
+                Some(namespaced) => (namespaced.clone(), false),
+                None => {
+                    let namespaced = Arc::new(memory.in_namespace(namespace));
+                    namespaces.insert(namespace.to_owned(), namespaced.clone());
+                    (namespaced, true)
+                }
+            }
+        };
+        if new {
+            if let Err(error) = namespaced.maintain().await {
+                tracing::warn!("memory maintenance ({namespace}): {error}");
+            }
+            drop(spawn_maintenance(&namespaced));
+        }
+        Ok(namespaced)
+    }
+
     /// Waits for the background backfill started at open, if any (a
     /// one-shot command finishes it before it exits).
     pub async fn finish_backfill(&self) {
@@ -177,6 +224,10 @@ impl LazyMemory {
 impl MemoryHandle for LazyMemory {
     async fn memory(&self) -> Result<Arc<Memory>, String> {
         self.get().await
+    }
+
+    async fn memory_in(&self, namespace: Option<&str>) -> Result<Arc<Memory>, String> {
+        self.get_in(namespace).await
     }
 }
 

@@ -155,6 +155,7 @@ impl SatchelServer {
             // Set by dispatch from the policy's mode.
             confinement: satchel_tools::sandbox::Confinement::default(),
             progress,
+            memory_namespace: None,
         };
         let call = ToolCall {
             id: ctx.call_id.clone(),

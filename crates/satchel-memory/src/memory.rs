@@ -217,7 +217,9 @@ pub struct Memory {
     clock: Arc<dyn Clock>,
     model: ModelSource,
     summarizer: Option<Arc<dyn Summarizer>>,
-    embedder: tokio::sync::OnceCell<Option<Arc<Embedder>>>,
+    /// Shared with the memories of other namespaces made by
+    /// [`Memory::in_namespace`]: the model loads once.
+    embedder: Arc<tokio::sync::OnceCell<Option<Arc<Embedder>>>>,
     index: Arc<RwLock<RecallIndex>>,
     sync_lock: tokio::sync::Mutex<()>,
     fallback_said: AtomicBool,
@@ -309,7 +311,27 @@ impl Memory {
             clock: options.clock,
             model: options.model,
             summarizer: options.summarizer,
-            embedder: tokio::sync::OnceCell::new(),
+            embedder: Arc::new(tokio::sync::OnceCell::new()),
+            index: Arc::new(RwLock::new(RecallIndex::new())),
+            sync_lock: tokio::sync::Mutex::new(()),
+            fallback_said: AtomicBool::new(false),
+        }
+    }
+
+    /// The memories of another namespace over the same store, model and
+    /// summarizer, with this one's settings: whose memories they are is
+    /// all that differs (a Telegram user's own, beside the configured
+    /// namespace). The model, once loaded, serves both.
+    pub fn in_namespace(&self, namespace: &str) -> Memory {
+        let mut config = (*self.config()).clone();
+        config.namespace = namespace.to_owned();
+        Memory {
+            store: Arc::clone(&self.store),
+            config: RwLock::new(Arc::new(config)),
+            clock: Arc::clone(&self.clock),
+            model: self.model.clone(),
+            summarizer: self.summarizer.clone(),
+            embedder: Arc::clone(&self.embedder),
             index: Arc::new(RwLock::new(RecallIndex::new())),
             sync_lock: tokio::sync::Mutex::new(()),
             fallback_said: AtomicBool::new(false),

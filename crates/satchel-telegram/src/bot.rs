@@ -493,6 +493,12 @@ impl ChatWorker {
         }
     }
 
+    /// The chat's own memories: what the assistant remembers of one
+    /// person is not recalled in another's chat.
+    pub(crate) fn memory_namespace(&self) -> String {
+        format!("telegram-{}", self.chat_id)
+    }
+
     /// Sends a short plain text to the chat.
     pub(crate) async fn say(&self, text: &str) {
         let chunk = Chunk {
@@ -515,6 +521,7 @@ impl ChatWorker {
             let options = |resume| ConversationOptions {
                 source: AuditSource::Telegram,
                 caller: Some(format!("telegram:{user}")),
+                memory_namespace: Some(self.memory_namespace()),
                 consent: Arc::new(RememberingConsent::new(ButtonConsent {
                     api: self.bot.api.clone(),
                     chat_id: self.chat_id,

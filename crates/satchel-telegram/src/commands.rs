@@ -217,7 +217,7 @@ pub(crate) async fn run(
                 .bot
                 .host
                 .memory
-                .get()
+                .get_in(Some(&chat.memory_namespace()))
                 .await
                 .map_err(anyhow::Error::msg)?;
             let name = (!args.is_empty()).then(|| args.to_owned());
@@ -242,7 +242,7 @@ pub(crate) async fn run(
                 .bot
                 .host
                 .memory
-                .get()
+                .get_in(Some(&chat.memory_namespace()))
                 .await
                 .map_err(anyhow::Error::msg)?;
             if args.is_empty() {

@@ -125,6 +125,9 @@ pub struct ToolContext {
     /// it (an MCP client that sent a progress token); tools that run a
     /// process report through [`ProgressTicker`](crate::progress::ProgressTicker).
     pub progress: Option<std::sync::Arc<dyn crate::progress::ProgressSink>>,
+    /// Whose memories the call works on, when the conversation has its own
+    /// (a Telegram user's); `None`: the configured `memory.namespace`.
+    pub memory_namespace: Option<String>,
 }
 
 /// What led to a call, as far as the caller knows it.
@@ -155,6 +158,7 @@ impl ToolContext {
             registry: None,
             confinement: crate::sandbox::Confinement::default(),
             progress: None,
+            memory_namespace: None,
         }
     }
 }

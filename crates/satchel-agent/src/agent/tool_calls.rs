@@ -100,6 +100,7 @@ impl Agent {
                     // Set by dispatch from the policy's mode.
                     confinement: satchel_tools::sandbox::Confinement::default(),
                     progress: None,
+                    memory_namespace: self.memory_namespace.clone(),
                 };
                 self.run_one(registry, snapshot, call, ctx, sink)
             });

@@ -135,6 +135,7 @@ impl Harness {
             consent: Arc::new(NonInteractive),
             source: AuditSource::Run,
             caller: None,
+            memory_namespace: None,
             working_dir: project.clone(),
             display: Style::Markdown,
         });

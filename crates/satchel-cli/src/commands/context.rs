@@ -31,6 +31,7 @@ pub(crate) async fn run(args: ContextArgs, project: &Host) -> anyhow::Result<Exi
         .conversation(ConversationOptions {
             source: AuditSource::Cli,
             caller: None,
+            memory_namespace: None,
             consent: Arc::new(NonInteractive),
             display: Style::Markdown,
             resume: Some(conversation.id.clone()),

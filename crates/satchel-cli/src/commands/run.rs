@@ -27,6 +27,7 @@ pub(crate) async fn run(args: RunArgs, project: &Host) -> anyhow::Result<ExitCod
         .conversation(ConversationOptions {
             source: AuditSource::Run,
             caller: None,
+            memory_namespace: None,
             consent: Arc::new(NonInteractive),
             display: Style::Terminal { color },
             resume: args.resume.clone(),

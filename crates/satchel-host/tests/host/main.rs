@@ -127,6 +127,7 @@ async fn two_conversations_run_at_once_each_with_its_own_consent_and_events() {
         host.conversation(ConversationOptions {
             source: AuditSource::Run,
             caller: None,
+            memory_namespace: None,
             consent,
             display: Style::Markdown,
             resume: None,

@@ -730,3 +730,45 @@ async fn a_webhook_takes_only_requests_with_the_secret() {
     assert!(!rig.api.calls().contains(&"getUpdates".to_owned()));
     rig.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_chat_remembers_in_its_own_namespace() {
+    let other = 888u64;
+    let mut rig = Rig::start_with(
+        vec![
+            Reply::call(
+                "memory",
+                json!({"action": "store", "layer": "long", "content": "Ann drinks green tea every morning"}),
+            ),
+            Reply::text("noted"),
+        ],
+        json!({}),
+        |mut options| {
+            options.allowed_users = vec![USER, other];
+            options
+        },
+    )
+    .await;
+    rig.api.user_says(USER, "remember my tea");
+    rig.wait_for_answer("noted").await;
+    assert!(rig.answers_with("✅ memory").len() == 1);
+    rig.api.user_says(USER, "/memory green tea");
+    rig.wait_for_answer("Ann drinks green tea").await;
+    rig.api.user_says(other, "/memory green tea");
+    rig.api
+        .wait_for(20, "the other chat's recall", |api| {
+            api.bot_messages(other as i64)
+                .iter()
+                .any(|m| m.text.contains("Nothing recalled"))
+        })
+        .await;
+    let memory = rig.host.memory.get_in(Some("telegram-777")).await.unwrap();
+    assert_eq!(memory.stats().await.unwrap().total, 1);
+    let shared = rig.host.memory.get().await.unwrap();
+    assert_eq!(
+        shared.stats().await.unwrap().total,
+        0,
+        "not in the configured namespace"
+    );
+    rig.stop().await;
+}

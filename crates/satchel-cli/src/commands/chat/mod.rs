@@ -64,6 +64,7 @@ pub(crate) async fn run(args: ChatArgs, project: &Host) -> anyhow::Result<ExitCo
         .conversation(ConversationOptions {
             source: AuditSource::Repl,
             caller: None,
+            memory_namespace: None,
             consent: consent.clone(),
             display: Style::Terminal { color },
             resume: args.resume,
