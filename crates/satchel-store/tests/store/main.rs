@@ -17,6 +17,7 @@ mod support;
 mod code;
 mod concurrency;
 mod crash;
+mod front;
 mod open;
 mod postgres;
 mod records;

@@ -64,7 +64,8 @@ async fn migrates_from_empty_and_reopens_without_reapplying() {
                 (4, "memory"),
                 (5, "conversation_search"),
                 (6, "memory_index"),
-                (7, "call_starts")
+                (7, "call_starts"),
+                (8, "front_ends")
             ]
         );
         let pragma = |name: &str| -> String {

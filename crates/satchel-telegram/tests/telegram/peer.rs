@@ -97,10 +97,10 @@ async fn the_bot_answers_through_a_third_party_bot_api_emulator() {
         .unwrap();
     assert_eq!(sent["ok"], true, "{sent}");
 
-    // The bot's answer, as the emulator's client reads it.
+    // The bot's messages as the emulator holds them (edits applied).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    let mut texts = Vec::new();
-    while !texts.iter().any(|t: &String| t.contains("friends")) {
+    let mut texts: Vec<String> = Vec::new();
+    while !texts.iter().any(|t| t.contains("friends")) {
         assert!(
             tokio::time::Instant::now() < deadline,
             "no answer: {texts:?}"
@@ -108,23 +108,27 @@ async fn the_bot_answers_through_a_third_party_bot_api_emulator() {
         if bot.is_finished() {
             panic!("the bot stopped: {:?}", bot.await.unwrap());
         }
-        let updates: Value = client
-            .post(format!("{url}/getUpdates"))
-            .json(&json!({"token": token, "chatId": USER}))
+        let history: Value = client
+            .post(format!("{url}/getUpdatesHistory"))
+            .json(&json!({"token": token}))
             .send()
             .await
             .unwrap()
             .json()
             .await
             .unwrap();
-        for update in updates["result"].as_array().into_iter().flatten() {
-            texts.push(
-                update["message"]["text"]
+        texts = history["result"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|item| item["message"]["chat_id"].as_i64() == Some(USER as i64))
+            .map(|item| {
+                item["message"]["text"]
                     .as_str()
                     .unwrap_or_default()
-                    .to_owned(),
-            );
-        }
+                    .to_owned()
+            })
+            .collect();
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let answer = texts.iter().find(|t| t.contains("friends")).unwrap();
