@@ -79,10 +79,6 @@ struct Parameters {
     retry_after: Option<u64>,
 }
 
-/// Sends at most this many messages a second, all chats together
-/// (Telegram's documented limit is about 30).
-const SENDS_PER_SECOND: u32 = 25;
-
 /// How many times a call that got a 429 or a 5xx is tried again.
 const RETRIES: u32 = 4;
 
@@ -101,6 +97,8 @@ pub struct BotApi {
     base: String,
     /// When the next send may go.
     next_send: Mutex<Instant>,
+    /// The least time between two sends; zero: unpaced.
+    send_interval: Duration,
 }
 
 impl std::fmt::Debug for BotApi {
@@ -112,8 +110,10 @@ impl std::fmt::Debug for BotApi {
 
 impl BotApi {
     /// A client for the bot with `token` at `api_url`
-    /// (`https://api.telegram.org` or a local Bot API server).
-    pub fn new(api_url: &str, token: &str) -> anyhow::Result<BotApi> {
+    /// (`https://api.telegram.org` or a local Bot API server) that sends at
+    /// most `sends_per_second` messages a second, all chats together
+    /// (0: unpaced, for a local Bot API server).
+    pub fn new(api_url: &str, token: &str, sends_per_second: u32) -> anyhow::Result<BotApi> {
         let http = satchel_http::client_builder()?
             .connect_timeout(Duration::from_secs(10))
             // Long polls wait up to `POLL_SECONDS`; nothing else is slow.
@@ -123,19 +123,35 @@ impl BotApi {
             http,
             base: format!("{}/bot{token}", api_url.trim_end_matches('/')),
             next_send: Mutex::new(Instant::now()),
+            send_interval: match sends_per_second {
+                0 => Duration::ZERO,
+                n => Duration::from_secs(1) / n,
+            },
         })
+    }
+
+    /// True when sends are queued for longer than `wait` under the global
+    /// pace: an update that only shows progress can be left out then (the
+    /// final answer never is).
+    pub fn is_congested(&self, wait: Duration) -> bool {
+        if self.send_interval.is_zero() {
+            return false;
+        }
+        self.next_send
+            .try_lock()
+            .is_ok_and(|next| *next > Instant::now() + wait)
     }
 
     /// Waits for this send's turn under the global pace.
     async fn pace(&self, method: &str) {
-        if !SENDING.contains(&method) {
+        if self.send_interval.is_zero() || !SENDING.contains(&method) {
             return;
         }
         let wait_until = {
             let mut next = self.next_send.lock().await;
             let now = Instant::now();
             let slot = (*next).max(now);
-            *next = slot + Duration::from_secs(1) / SENDS_PER_SECOND;
+            *next = slot + self.send_interval;
             slot
         };
         tokio::time::sleep_until(wait_until).await;

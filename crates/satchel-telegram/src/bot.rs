@@ -102,7 +102,11 @@ pub async fn run(
         "nobody may talk to the bot: list Telegram user ids in agent.json's telegram.allowedUsers \
          or with --allow-user ID (a user's id is in the refusal the bot logs when they write)"
     );
-    let api = Arc::new(BotApi::new(&options.api_url, &options.token)?);
+    let api = Arc::new(BotApi::new(
+        &options.api_url,
+        &options.token,
+        options.sends_per_second,
+    )?);
     let me = Me::from_get_me(
         api.request::<(), MethodResponse<Value>>("getMe", None)
             .await

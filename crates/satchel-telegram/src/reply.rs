@@ -185,7 +185,12 @@ impl LiveReply {
                         }
                         () = tokio::time::sleep_until(deadline) => {}
                     }
-                    if dirty && last_edit.elapsed() >= EDIT_INTERVAL {
+                    // Progress is left out while sends queue up (many
+                    // chats at once): the final answer still goes.
+                    if dirty
+                        && last_edit.elapsed() >= EDIT_INTERVAL
+                        && !api.is_congested(EDIT_INTERVAL)
+                    {
                         dirty = false;
                         last_edit = Instant::now();
                         show(&api, chat_id, reply_to, &mut live).await;

@@ -25,6 +25,11 @@ pub struct TelegramSettings {
     /// Messages a user may send per minute (default 20).
     #[serde(default)]
     pub messages_per_minute: Option<u32>,
+    /// Messages the bot sends per second, all chats together (default 25,
+    /// under Telegram's documented 30; 0 sends unpaced, for a local Bot
+    /// API server).
+    #[serde(default)]
+    pub sends_per_second: Option<u32>,
 }
 
 /// Serving updates through a webhook instead of long polling.
@@ -53,6 +58,8 @@ pub struct BotOptions {
     pub messages_per_minute: u32,
     /// Seconds a long poll waits for updates.
     pub poll_seconds: u32,
+    /// Messages sent per second, all chats together (0: unpaced).
+    pub sends_per_second: u32,
 }
 
 impl std::fmt::Debug for BotOptions {
@@ -94,6 +101,7 @@ impl BotOptions {
             ),
             messages_per_minute: settings.messages_per_minute.unwrap_or(20).max(1),
             poll_seconds: 25,
+            sends_per_second: settings.sends_per_second.unwrap_or(25),
         }
     }
 }

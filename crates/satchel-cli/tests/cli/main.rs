@@ -23,4 +23,5 @@ mod model_server;
 mod peers;
 mod sandbox;
 mod store;
+mod telegram;
 mod trust;

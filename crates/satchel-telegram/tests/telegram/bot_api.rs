@@ -47,6 +47,8 @@ pub struct ChatMessage {
     pub file: Option<(String, usize)>,
     /// `HTML` or none.
     pub parse_mode: Option<String>,
+    /// Every text it had, with when (sent, then each edit).
+    pub history: Vec<(std::time::Instant, String)>,
 }
 
 #[derive(Default)]
@@ -69,6 +71,8 @@ struct Inner {
     acknowledged: i64,
     /// The secret token setWebhook registered.
     webhook_secret: Option<String>,
+    /// Woken whenever the bot sends or edits a message.
+    changed: Arc<tokio::sync::Notify>,
 }
 
 /// The running server.
@@ -248,6 +252,7 @@ impl BotApi {
                     buttons: Vec::new(),
                     file: None,
                     parse_mode: None,
+                    history: Vec::new(),
                 });
             id
         };
@@ -335,6 +340,12 @@ impl BotApi {
     /// The commands the bot registered.
     pub fn commands(&self) -> Vec<String> {
         self.inner.lock().unwrap().commands.clone()
+    }
+
+    /// Woken whenever the bot sends or edits a message (make the
+    /// `notified()` future before checking, as with any `Notify`).
+    pub fn changed(&self) -> Arc<tokio::sync::Notify> {
+        self.inner.lock().unwrap().changed.clone()
     }
 
     /// The secret token the bot registered with setWebhook.
@@ -511,7 +522,9 @@ async fn method(
                     buttons: buttons(&params),
                     file: None,
                     parse_mode: params["parse_mode"].as_str().map(str::to_owned),
+                    history: vec![(std::time::Instant::now(), text.clone())],
                 });
+                state.changed.notify_waiters();
                 ok(message_json(chat, id, &text))
             } else {
                 let id = params["message_id"].as_i64().unwrap_or(0);
@@ -530,8 +543,12 @@ async fn method(
                     );
                 }
                 message.text = text.clone();
+                message
+                    .history
+                    .push((std::time::Instant::now(), text.clone()));
                 message.edits += 1;
                 message.buttons = buttons(&params);
+                state.changed.notify_waiters();
                 ok(message_json(chat, id, &text))
             }
         }
@@ -551,6 +568,7 @@ async fn method(
                 buttons: Vec::new(),
                 file: Some(file),
                 parse_mode: None,
+                history: Vec::new(),
             });
             ok(message_json(chat, id, ""))
         }

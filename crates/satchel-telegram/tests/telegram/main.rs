@@ -112,6 +112,7 @@ fn options(api: &BotApi, consent_seconds: u64) -> BotOptions {
             allowed_users: vec![USER],
             consent_timeout_seconds: Some(consent_seconds),
             messages_per_minute: Some(1000),
+            sends_per_second: None,
         },
         None,
         Vec::new(),

@@ -60,6 +60,7 @@ impl Project {
             .env_remove("SATCHEL_DB")
             .env_remove("SATCHEL_MODEL")
             .env_remove("SATCHEL_MCP_TOKEN")
+            .env_remove("TELEGRAM_BOT_TOKEN")
             .env_remove("OPENAI_BASE_URL")
             .env_remove("OPENAI_API_KEY")
             .env_remove("RUST_LOG");
