@@ -6,8 +6,10 @@
 #                           reference server), @modelcontextprotocol/conformance
 #                           (the conformance suite) and bun (which runs the
 #                           suite: it needs Node 22+, and this machine may
-#                           have an older Node), and telegram-test-api (a
+#                           have an older Node), telegram-test-api (a
 #                           Telegram Bot API emulator, for the bot's tests)
+#                           and playwright-core (drives Debian's chromium
+#                           in the web view's browser tests)
 # Re-running is cheap: a peer already at its pinned version is left alone.
 # Tests look for the peers at these paths and fail, naming this script, when
 # they are missing.
@@ -19,6 +21,7 @@ SERVER_EVERYTHING_VERSION="2026.8.31"
 CONFORMANCE_VERSION="0.1.16"
 BUN_VERSION="1.4.5"
 TELEGRAM_TEST_API_VERSION="4.2.1"
+PLAYWRIGHT_VERSION="1.65.1"
 
 peers="$PWD/.peers"
 mkdir -p "$peers"
@@ -47,7 +50,8 @@ cat > "$peers/package.json" <<JSON
     "@modelcontextprotocol/server-everything": "$SERVER_EVERYTHING_VERSION",
     "@modelcontextprotocol/conformance": "$CONFORMANCE_VERSION",
     "bun": "$BUN_VERSION",
-    "telegram-test-api": "$TELEGRAM_TEST_API_VERSION"
+    "telegram-test-api": "$TELEGRAM_TEST_API_VERSION",
+    "playwright-core": "$PLAYWRIGHT_VERSION"
   }
 }
 JSON
@@ -58,6 +62,7 @@ if ! installed @modelcontextprotocol/server-everything "$SERVER_EVERYTHING_VERSI
     || ! installed @modelcontextprotocol/conformance "$CONFORMANCE_VERSION" \
     || ! installed bun "$BUN_VERSION" \
     || ! installed telegram-test-api "$TELEGRAM_TEST_API_VERSION" \
+    || ! installed playwright-core "$PLAYWRIGHT_VERSION" \
     || ! [ -x "$peers/node_modules/.bin/bun" ]; then
     echo "installing npm peers into .peers/node_modules"
     (cd "$peers" && npm install --no-audit --no-fund --loglevel=error)

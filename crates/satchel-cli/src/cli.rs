@@ -169,6 +169,13 @@ pub(crate) enum Command {
     /// answered yet are answered after the next start.
     #[command(after_help = TELEGRAM_EXAMPLES)]
     Telegram(TelegramArgs),
+    /// Serve the record in a browser: conversations (each tool call as its
+    /// tool formats it), code executions, memory and the audit trail.
+    ///
+    /// Loopback by default; any other address requires a token. Every
+    /// page reads a JSON endpoint under /api/ that scripts can read too.
+    #[command(after_help = WEB_EXAMPLES)]
+    Web(WebArgs),
     /// Store, recall, list and forget memories (the `memory` tool's store).
     #[command(subcommand, after_help = MEMORY_EXAMPLES)]
     Memory(MemoryCommand),
@@ -714,6 +721,25 @@ pub(crate) struct TelegramArgs {
     pub(crate) listen: SocketAddr,
     #[command(flatten)]
     pub(crate) policy: PolicyArgs,
+}
+
+const WEB_EXAMPLES: &str = "\
+Examples:
+  satchel web                       # http://127.0.0.1:8700/
+  satchel web --addr 0.0.0.0:8700 --token \"$(openssl rand -hex 16)\"
+  curl -s http://127.0.0.1:8700/api/conversations | jq '.conversations[0]'";
+
+#[derive(Debug, Args)]
+pub(crate) struct WebArgs {
+    /// Where to listen.
+    #[arg(long, default_value = "127.0.0.1:8700")]
+    pub(crate) addr: SocketAddr,
+    /// The token browsers and scripts must give; required off loopback.
+    #[arg(long, env = "SATCHEL_WEB_TOKEN", hide_env_values = true)]
+    pub(crate) token: Option<String>,
+    /// Another name the Host header may hold (a reverse proxy's); repeatable.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub(crate) allow_host: Vec<String>,
 }
 
 const MCP_EXAMPLES: &str = "\

@@ -19,6 +19,7 @@ mod search;
 mod signals;
 mod telegram;
 mod tools;
+mod web;
 
 use std::process::ExitCode;
 
@@ -84,6 +85,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tools(command) => tools::run(command, &project).await,
         Command::Mcp(command) => mcp::run(command, &project).await,
         Command::Telegram(args) => telegram::run(args, &project).await,
+        Command::Web(args) => web::run(args, &project).await,
         Command::Policy(command) => policy::run(command, &project).await,
         Command::Search(args) => search::run(args, &project).await,
         Command::Code(command) => code::run(command, &project).await,
