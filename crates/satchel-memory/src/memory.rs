@@ -221,7 +221,8 @@ pub struct Memory {
     /// [`Memory::in_namespace`]: the model loads once.
     embedder: Arc<tokio::sync::OnceCell<Option<Arc<Embedder>>>>,
     index: Arc<RwLock<RecallIndex>>,
-    sync_lock: tokio::sync::Mutex<()>,
+    /// Shared with other namespaces' memories, as the index is.
+    sync_lock: Arc<tokio::sync::Mutex<()>>,
     fallback_said: AtomicBool,
 }
 
@@ -313,15 +314,15 @@ impl Memory {
             summarizer: options.summarizer,
             embedder: Arc::new(tokio::sync::OnceCell::new()),
             index: Arc::new(RwLock::new(RecallIndex::new())),
-            sync_lock: tokio::sync::Mutex::new(()),
+            sync_lock: Arc::new(tokio::sync::Mutex::new(())),
             fallback_said: AtomicBool::new(false),
         }
     }
 
-    /// The memories of another namespace over the same store, model and
-    /// summarizer, with this one's settings: whose memories they are is
-    /// all that differs (a Telegram user's own, beside the configured
-    /// namespace). The model, once loaded, serves both.
+    /// The memories of another namespace over the same store, model,
+    /// vector index and summarizer, with this one's settings: whose
+    /// memories they are is all that differs (a Telegram user's own, beside
+    /// the configured namespace). The model, once loaded, serves both.
     pub fn in_namespace(&self, namespace: &str) -> Memory {
         let mut config = (*self.config()).clone();
         config.namespace = namespace.to_owned();
@@ -332,8 +333,10 @@ impl Memory {
             model: self.model.clone(),
             summarizer: self.summarizer.clone(),
             embedder: Arc::clone(&self.embedder),
-            index: Arc::new(RwLock::new(RecallIndex::new())),
-            sync_lock: tokio::sync::Mutex::new(()),
+            // The index holds every namespace's vectors (recall filters by
+            // namespace): one copy serves them all.
+            index: Arc::clone(&self.index),
+            sync_lock: Arc::clone(&self.sync_lock),
             fallback_said: AtomicBool::new(false),
         }
     }

@@ -44,21 +44,19 @@ DROP TABLE call_starts;
 ALTER TABLE call_starts_new RENAME TO call_starts;
 CREATE INDEX call_starts_by_time ON call_starts (started_at);
 
--- What a front end received and has not handled yet, by channel (e.g.
--- `telegram:<bot id>`) and the channel's own increasing id. `high_water`
--- is the highest id ever accepted: an id at or below it was seen before
--- and is not handled again.
+-- What a front end received, by channel (e.g. `telegram:<bot id>`) and
+-- the channel's own id: kept until handled (`handled_at` NULL), then for
+-- a week more, so an item delivered again, in any order, is known and
+-- not handled twice.
 CREATE TABLE inbox (
     channel          TEXT NOT NULL,
     id               INTEGER NOT NULL,
     payload          TEXT NOT NULL,
     received_at      INTEGER NOT NULL,
+    handled_at       INTEGER,
     PRIMARY KEY (channel, id)
 ) STRICT;
-CREATE TABLE inbox_channels (
-    channel          TEXT PRIMARY KEY,
-    high_water       INTEGER NOT NULL
-) STRICT;
+CREATE INDEX inbox_pending ON inbox (channel, id) WHERE handled_at IS NULL;
 
 -- Small named values a front end keeps across restarts (which
 -- conversation a Telegram chat continues).

@@ -275,13 +275,9 @@ pub(crate) const TABLES: &[Table] = &[
             ("id", Int),
             ("payload", Text),
             ("received_at", Int),
+            ("handled_at", Int),
         ],
         order: "channel, id",
-    },
-    Table {
-        name: "inbox_channels",
-        columns: &[("channel", Text), ("high_water", Int)],
-        order: "channel",
     },
     Table {
         name: "front_state",

@@ -287,14 +287,16 @@ impl<T> Store for T where
 
 /// What a front end that serves people over a network (`satchel
 /// telegram`, `satchel web`) keeps across restarts: an inbox of what it
-/// received and has not handled yet, and small named values. A channel's
-/// items have increasing ids (Telegram's update ids); an id at or below
-/// the highest one ever accepted is a repeat and is not accepted again,
-/// so a restart neither drops nor repeats an item.
+/// received and has not handled yet, and small named values. An item is
+/// known by its channel and id (Telegram's update id); one delivered
+/// again, in whatever order, is not kept twice, and a handled one is
+/// remembered for a week, so a restart neither drops nor repeats an item.
 #[async_trait]
 pub trait FrontEndStore: Send + Sync {
-    /// Keeps the items whose id is above the channel's highest accepted
-    /// one, in one transaction; returns the ids kept, in order.
+    /// Keeps the items not seen before, in one transaction; returns the
+    /// ids of the given items still to handle (new, or kept earlier and
+    /// not handled yet), in order. Items handled more than a week ago are
+    /// forgotten.
     async fn inbox_accept(
         &self,
         channel: &str,
@@ -307,8 +309,8 @@ pub trait FrontEndStore: Send + Sync {
         channel: &str,
     ) -> Result<Vec<(i64, serde_json::Value)>, StoreError>;
 
-    /// Marks an item handled: it is removed (and, being at or below the
-    /// highest accepted id, never accepted again).
+    /// Marks an item handled: it is no longer pending, and is not kept
+    /// again if delivered again.
     async fn inbox_done(&self, channel: &str, id: i64) -> Result<(), StoreError>;
 
     /// A named value, if one was set.

@@ -95,6 +95,8 @@ pub struct BotApi {
     http: reqwest::Client,
     /// `{api_url}/bot{token}`: never logged, never in an error.
     base: String,
+    /// The token, to take out of anything a server echoes back.
+    token: String,
     /// When the next send may go.
     next_send: Mutex<Instant>,
     /// The least time between two sends; zero: unpaced.
@@ -122,6 +124,7 @@ impl BotApi {
         Ok(BotApi {
             http,
             base: format!("{}/bot{token}", api_url.trim_end_matches('/')),
+            token: token.to_owned(),
             next_send: Mutex::new(Instant::now()),
             send_interval: match sends_per_second {
                 0 => Duration::ZERO,
@@ -159,6 +162,7 @@ impl BotApi {
 
     /// Reads the envelope of a reply to `method`.
     async fn decode<Output: DeserializeOwned>(
+        &self,
         method: &str,
         response: reqwest::Response,
     ) -> Result<Output, ApiError> {
@@ -172,9 +176,11 @@ impl BotApi {
             detail,
         };
         let envelope: Envelope = serde_json::from_slice(&bytes).map_err(|error| {
+            // A proxy's error page may echo the request's path: the token.
+            let body = String::from_utf8_lossy(&bytes).replace(&self.token, "[token]");
             unreadable(format!(
                 "HTTP {status}, {error}: {}",
-                satchel_core::text::char_prefix(&String::from_utf8_lossy(&bytes), 200).0
+                satchel_core::text::char_prefix(&body, 200).0
             ))
         })?;
         if !envelope.ok {
@@ -201,7 +207,7 @@ impl BotApi {
         loop {
             self.pace(method).await;
             let error = match build()?.send().await {
-                Ok(response) => match Self::decode(method, response).await {
+                Ok(response) => match self.decode(method, response).await {
                     Ok(output) => return Ok(output),
                     Err(error) => error,
                 },

@@ -18,7 +18,6 @@ use satchel_store::{AuditSource, FrontEndStore};
 use satchel_tools::{RememberingConsent, Style};
 use serde_json::Value;
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -28,6 +27,15 @@ use crate::consent::{ButtonConsent, PendingQuestions, Press, Running};
 use crate::html::Chunk;
 use crate::reply::{self, LiveReply};
 use crate::{BotOptions, intake};
+
+/// Where an update came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// Delivered by Telegram in this run.
+    Received,
+    /// Kept in the inbox by a previous run, which did not finish it.
+    Replayed,
+}
 
 /// A message for a chat's worker, in arrival order.
 pub(crate) struct Input {
@@ -83,8 +91,11 @@ pub(crate) struct Bot {
     strangers: Mutex<HashSet<u64>>,
     /// Chats told once that only private chats are served.
     public_chats: Mutex<HashSet<i64>>,
-    /// Each user's recent messages, for the rate limit.
-    recent: Mutex<HashMap<u64, VecDeque<Instant>>>,
+    /// Each user's recent messages (Telegram's dates, in seconds), for
+    /// the rate limit.
+    recent: Mutex<HashMap<u64, VecDeque<u64>>>,
+    /// Inbox items handed out in this process and not handled yet.
+    dispatched: Mutex<HashSet<i64>>,
     tasks: TaskTracker,
     pub(crate) shutdown: CancellationToken,
 }
@@ -131,6 +142,7 @@ pub async fn run(
         strangers: Mutex::default(),
         public_chats: Mutex::default(),
         recent: Mutex::default(),
+        dispatched: Mutex::default(),
         tasks: TaskTracker::new(),
         shutdown,
     });
@@ -142,7 +154,7 @@ pub async fn run(
     );
     // What a previous run received and did not handle, first.
     for (id, update) in bot.front.inbox_pending(&bot.channel).await? {
-        bot.dispatch(id, update);
+        bot.dispatch(id, update, Origin::Replayed);
     }
     let result = match bot.options.webhook.clone() {
         Some(webhook) => intake::serve_webhook(&bot, &webhook).await,
@@ -185,10 +197,10 @@ impl Bot {
     /// must deliver them again.
     pub(crate) async fn accept(self: &Arc<Self>, items: Vec<(i64, Value)>) -> anyhow::Result<()> {
         let payloads: HashMap<i64, Value> = items.iter().cloned().collect();
-        let kept = self.front.inbox_accept(&self.channel, items).await?;
-        for id in kept {
+        let to_handle = self.front.inbox_accept(&self.channel, items).await?;
+        for id in to_handle {
             if let Some(update) = payloads.get(&id) {
-                self.dispatch(id, update.clone());
+                self.dispatch(id, update.clone(), Origin::Received);
             }
         }
         Ok(())
@@ -199,6 +211,10 @@ impl Bot {
         if let Err(error) = self.front.inbox_done(&self.channel, id).await {
             tracing::warn!("cannot mark update {id} handled: {error}");
         }
+        self.dispatched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
     }
 
     fn done_later(self: &Arc<Self>, id: i64) {
@@ -208,17 +224,41 @@ impl Bot {
 
     /// Routes one update: a message to its chat's worker (or a refusal),
     /// a button press to its question; anything else is dropped.
-    fn dispatch(self: &Arc<Self>, id: i64, raw: Value) {
-        let update = match serde_json::from_value::<Update>(raw) {
+    fn dispatch(self: &Arc<Self>, id: i64, raw: Value, origin: Origin) {
+        // Each item once per process: one delivered again while it is
+        // still being handled is not handed out twice.
+        if !self
+            .dispatched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id)
+        {
+            return;
+        }
+        let update = match serde_json::from_value::<Update>(raw.clone()) {
             Ok(update) => update,
             Err(error) => {
                 tracing::warn!("ignoring update {id}, which cannot be read: {error}");
-                self.done_later(id);
+                // Its sender, if allowed, is told rather than left waiting.
+                let message = &raw["message"];
+                let from = message["from"]["id"].as_u64();
+                match message["chat"]["id"].as_i64() {
+                    Some(chat_id)
+                        if from.is_some_and(|u| self.options.allowed_users.contains(&u)) =>
+                    {
+                        self.say_then_done(
+                            id,
+                            chat_id,
+                            "I could not read that message; please send it as plain text.",
+                        );
+                    }
+                    _ => self.done_later(id),
+                }
                 return;
             }
         };
         match update.content {
-            UpdateContent::Message(message) => self.on_message(id, *message),
+            UpdateContent::Message(message) => self.on_message(id, *message, origin),
             UpdateContent::CallbackQuery(query) => {
                 let bot = self.clone();
                 self.tasks.spawn(async move {
@@ -265,7 +305,7 @@ impl Bot {
         }
     }
 
-    fn on_message(self: &Arc<Self>, id: i64, message: Message) {
+    fn on_message(self: &Arc<Self>, id: i64, message: Message, origin: Origin) {
         let Some(user) = message.from.as_deref().cloned() else {
             self.done_later(id);
             return;
@@ -319,7 +359,14 @@ impl Bot {
             self.say_then_done(id, chat_id, "I can only read text messages.");
             return;
         };
-        if let Some(wait) = self.over_rate_limit(user.id) {
+        let is_stop = commands::is_stop(&text, self.me.username.as_deref());
+        // Counted by when the user sent them, so a backlog delivered at
+        // once (after a restart) is not mistaken for a flood; what a
+        // previous run already took is not counted again.
+        if !is_stop
+            && origin == Origin::Received
+            && let Some(wait) = self.over_rate_limit(user.id, message.date)
+        {
             self.say_then_done(
                 id,
                 chat_id,
@@ -330,7 +377,7 @@ impl Bot {
             );
             return;
         }
-        if commands::is_stop(&text, self.me.username.as_deref()) {
+        if is_stop {
             let stopped = self.stop(chat_id);
             self.say_then_done(
                 id,
@@ -343,7 +390,19 @@ impl Bot {
             );
             return;
         }
-        let handle = self.chat(chat_id);
+        let mut handle = self.chat(chat_id);
+        if handle.inputs.is_closed() && !self.shutdown.is_cancelled() {
+            // Its worker is gone (it panicked): the chat gets a new one.
+            tracing::warn!(
+                chat = chat_id,
+                "the chat's worker stopped; starting another"
+            );
+            self.chats
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&chat_id);
+            handle = self.chat(chat_id);
+        }
         let busy = handle
             .running
             .lock()
@@ -387,22 +446,19 @@ impl Bot {
         });
     }
 
-    /// How long `user` must wait, when over the per-minute limit.
-    fn over_rate_limit(&self, user: u64) -> Option<Duration> {
+    /// How long `user` must wait, when the messages they sent in the
+    /// minute up to `sent` (Telegram's date, in seconds) are over the limit.
+    fn over_rate_limit(&self, user: u64, sent: u64) -> Option<Duration> {
         let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
         let times = recent.entry(user).or_default();
-        let now = Instant::now();
-        let minute = Duration::from_secs(60);
-        while times
-            .front()
-            .is_some_and(|t| now.duration_since(*t) >= minute)
-        {
+        while times.front().is_some_and(|t| t + 60 <= sent) {
             times.pop_front();
         }
         if times.len() >= self.options.messages_per_minute as usize {
-            return times.front().map(|t| minute - now.duration_since(*t));
+            let oldest = times.front().copied().unwrap_or(sent);
+            return Some(Duration::from_secs((oldest + 60).saturating_sub(sent)));
         }
-        times.push_back(now);
+        times.push_back(sent);
         None
     }
 
@@ -571,11 +627,40 @@ impl ChatWorker {
         if let Err(error) = self.bot.front.set_front_state(&key, id.to_owned()).await {
             tracing::warn!("cannot remember the chat's conversation: {error}");
         }
+        // Every conversation the chat ever had, for what is the chat's own
+        // (its code runs, in /codestats and /codefailures).
+        let mut all = self.conversations().await;
+        if !all.iter().any(|known| known == id) {
+            all.push(id.to_owned());
+            let key = format!("{key}s");
+            let value = serde_json::to_string(&all).unwrap_or_default();
+            if let Err(error) = self.bot.front.set_front_state(&key, value).await {
+                tracing::warn!("cannot remember the chat's conversations: {error}");
+            }
+        }
+    }
+
+    /// Every conversation this chat has had.
+    pub(crate) async fn conversations(&self) -> Vec<String> {
+        let key = format!("{}s", self.bot.conversation_key(self.chat_id));
+        match self.bot.front.front_state(&key).await {
+            Ok(Some(value)) => serde_json::from_str(&value).unwrap_or_default(),
+            _ => Vec::new(),
+        }
     }
 
     /// Runs one statement, streaming its answer; false when the bot stopped
     /// under it (the message then runs again after a restart).
     async fn statement(&mut self, input: &Input) -> bool {
+        // A message a previous run began and did not finish: say so, since
+        // some of its tools may have run (the model sees that turn too).
+        let started = format!("{}:update:{}:started", self.bot.channel, input.update_id);
+        if let Ok(Some(_)) = self.bot.front.front_state(&started).await {
+            self.say("⚠️ I was restarted while answering this; some of its tools may already have run. Answering it again.")
+                .await;
+        } else if let Err(error) = self.bot.front.set_front_state(&started, "1".into()).await {
+            tracing::debug!("cannot mark update {} begun: {error}", input.update_id);
+        }
         let cancel = self.bot.shutdown.child_token();
         {
             let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
@@ -595,20 +680,23 @@ impl ChatWorker {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .cancel = None;
-        // Cancelled because the bot stops (not by `/stop`): answered again
-        // after the restart.
+        // Cut short because the bot stops (a cancellation may surface as a
+        // failure too): answered again after the restart.
         let stopped_by_shutdown = self.bot.shutdown.is_cancelled()
-            && matches!(&result, Ok(report) if matches!(report.outcome, Outcome::Cancelled));
+            && !matches!(&result, Ok(report) if matches!(report.outcome, Outcome::Answered | Outcome::TurnLimit));
         let ending = match &result {
             Ok(report) => match &report.outcome {
                 Outcome::Answered | Outcome::TurnLimit => None,
-                Outcome::Cancelled if stopped_by_shutdown => Some(
+                _ if stopped_by_shutdown => Some(
                     "⏹ Interrupted: the assistant is restarting; I will answer this again."
                         .to_owned(),
                 ),
                 Outcome::Cancelled => Some("⏹ Stopped.".to_owned()),
                 Outcome::Failed(message) => Some(format!("⚠️ {message}")),
             },
+            Err(_) if stopped_by_shutdown => Some(
+                "⏹ Interrupted: the assistant is restarting; I will answer this again.".to_owned(),
+            ),
             Err(error) => Some(format!("⚠️ {error:#}")),
         };
         if let Err(error) = &result {

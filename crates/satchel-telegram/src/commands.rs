@@ -35,6 +35,9 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
 /// Days `/codestats` covers.
 const STATS_DAYS: u32 = 7;
 
+/// The most recent code runs looked through for a chat's own.
+const OWN_RUNS_SCANNED: usize = 5000;
+
 /// A command: its name (without `/` and `@bot`) and the rest of the line.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Command {
@@ -86,6 +89,31 @@ fn help() -> String {
 /// Markdown as a code block, for tables made of spaces.
 fn preformatted(text: &str) -> String {
     format!("```\n{}\n```", text.trim_end().replace("```", "'''"))
+}
+
+/// The code runs `query` selects that belong to this chat's conversations
+/// (what other people, or the owner at a terminal, ran is not shown here).
+async fn own_code_runs(
+    chat: &ChatWorker,
+    query: CodeQuery,
+    conversations: &[String],
+) -> anyhow::Result<Vec<satchel_store::CodeExecution>> {
+    let store = chat
+        .bot
+        .host
+        .store
+        .get()
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let rows = store.code_executions(query).await?;
+    Ok(rows
+        .into_iter()
+        .filter(|row| {
+            row.conversation_id
+                .as_ref()
+                .is_some_and(|id| conversations.contains(id))
+        })
+        .collect())
 }
 
 /// Runs one command in its chat.
@@ -141,21 +169,19 @@ pub(crate) async fn run(
             reply::send_markdown(&api, chat_id, &text, "tools.md").await;
         }
         "codestats" => {
-            let store = chat
-                .bot
-                .host
-                .store
-                .get()
-                .await
-                .map_err(anyhow::Error::msg)?;
+            let mine = chat.conversations().await;
             let now = satchel_store::Clock::now(&satchel_store::SystemClock).as_millis();
             let since = Timestamp::from_millis(now - i64::from(STATS_DAYS) * 86_400_000);
-            let executions = store
-                .code_executions(CodeQuery {
+            let executions = own_code_runs(
+                chat,
+                CodeQuery {
                     since: Some(since),
+                    limit: Some(OWN_RUNS_SCANNED),
                     ..CodeQuery::default()
-                })
-                .await?;
+                },
+                &mine,
+            )
+            .await?;
             let stats = code_stats(&executions);
             reply::send_markdown(
                 &api,
@@ -179,20 +205,19 @@ pub(crate) async fn run(
                         format!("/codefailures takes a number from 1 to 100, not `{args}`")
                     })?
             };
-            let store = chat
-                .bot
-                .host
-                .store
-                .get()
-                .await
-                .map_err(anyhow::Error::msg)?;
-            let rows = store
-                .code_executions(CodeQuery {
+            let mine = chat.conversations().await;
+            let mut rows = own_code_runs(
+                chat,
+                CodeQuery {
                     failed_only: true,
-                    limit: Some(count),
+                    limit: Some(OWN_RUNS_SCANNED),
                     ..CodeQuery::default()
-                })
-                .await?;
+                },
+                &mine,
+            )
+            .await?;
+            // Newest first from the store; the last `count`, oldest first.
+            rows.truncate(count);
             let failures: Vec<FailureSummary> = rows.iter().rev().map(FailureSummary::of).collect();
             reply::send_markdown(
                 &api,

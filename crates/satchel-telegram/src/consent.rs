@@ -89,6 +89,44 @@ impl PendingQuestions {
     }
 }
 
+/// Takes a question out of [`PendingQuestions`] however its wait ends,
+/// a dropped future included.
+struct Asked<'a> {
+    questions: &'a PendingQuestions,
+    nonce: String,
+}
+
+impl Drop for Asked<'_> {
+    fn drop(&mut self) {
+        self.questions.remove(&self.nonce);
+    }
+}
+
+/// Characters of a call's input shown with the question.
+const INPUT_SHOWN: usize = 3000;
+
+/// The whole input a person is asked about (a command cut short could
+/// hide what it does), within Telegram's message size.
+fn input_shown(call: &ToolCall) -> String {
+    let text = match call
+        .input
+        .get("command")
+        .and_then(serde_json::Value::as_str)
+    {
+        Some(command) => command.to_owned(),
+        None => serde_json::to_string_pretty(&call.input).unwrap_or_default(),
+    };
+    let (shown, cut) = satchel_core::text::char_prefix(&text, INPUT_SHOWN);
+    if cut {
+        format!(
+            "{shown}\n… ({} characters more)",
+            text.chars().count() - INPUT_SHOWN
+        )
+    } else {
+        shown.to_owned()
+    }
+}
+
 /// The running statement of a chat, as consent needs it: who asked, and
 /// the cancellation `/stop` fires.
 #[derive(Default)]
@@ -131,6 +169,10 @@ impl Consent for ButtonConsent {
         };
         let nonce = nonce();
         let (tx, rx) = oneshot::channel();
+        let _asked = Asked {
+            questions: &self.questions,
+            nonce: nonce.clone(),
+        };
         self.questions.add(
             nonce.clone(),
             Pending {
@@ -140,11 +182,9 @@ impl Consent for ButtonConsent {
             },
         );
         let question = format!(
-            "🔐 <b>Allow this?</b>\n<code>{}</code>\n{}\n<i>No answer within {} s counts as no.</i>",
-            escape(&satchel_tools::format::call_summary(
-                &call.name,
-                &call.input
-            )),
+            "🔐 <b>Allow this {}?</b>\n<pre>{}</pre>\n{}\n<i>No answer within {} s counts as no.</i>",
+            escape(&call.name),
+            escape(&input_shown(call)),
             escape(&decision.explanation()),
             self.timeout.as_secs()
         );

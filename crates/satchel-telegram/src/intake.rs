@@ -172,6 +172,8 @@ pub(crate) async fn serve_webhook(bot: &Arc<Bot>, webhook: &Webhook) -> anyhow::
         .url(webhook.url.clone())
         .secret_token(secret.clone())
         .allowed_updates(allowed_updates())
+        // One delivery at a time: a chat's messages arrive in order.
+        .max_connections(1)
         .build();
     bot.api
         .set_webhook(&params)

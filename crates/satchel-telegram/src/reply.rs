@@ -186,11 +186,15 @@ impl LiveReply {
                         () = tokio::time::sleep_until(deadline) => {}
                     }
                     // Progress is left out while sends queue up (many
-                    // chats at once): the final answer still goes.
+                    // chats at once): tried again an interval later; the
+                    // final answer always goes.
                     if dirty
                         && last_edit.elapsed() >= EDIT_INTERVAL
-                        && !api.is_congested(EDIT_INTERVAL)
+                        && api.is_congested(EDIT_INTERVAL)
                     {
+                        last_edit = Instant::now();
+                    }
+                    if dirty && last_edit.elapsed() >= EDIT_INTERVAL {
                         dirty = false;
                         last_edit = Instant::now();
                         show(&api, chat_id, reply_to, &mut live).await;
@@ -265,8 +269,10 @@ impl LiveReply {
         }
         for (index, chunk) in chunks.into_iter().enumerate() {
             if index == 0 && live.message_id.is_some() {
-                if chunk.html != live.shown {
-                    edit(&api, chat_id, &mut live, &chunk).await;
+                // An edit that fails (the message was deleted, the network
+                // broke) is sent as a new message: the answer is not lost.
+                if chunk.html != live.shown && !edit(&api, chat_id, &mut live, &chunk).await {
+                    send(&api, chat_id, reply_to, &chunk).await;
                 }
             } else {
                 let reply = if index == 0 { reply_to } else { None };
@@ -304,9 +310,10 @@ async fn show(api: &BotApi, chat_id: i64, reply_to: Option<i32>, live: &mut Live
     }
 }
 
-async fn edit(api: &BotApi, chat_id: i64, live: &mut Live, chunk: &Chunk) {
+/// Edits the live message to `chunk`; false when it could not be shown.
+async fn edit(api: &BotApi, chat_id: i64, live: &mut Live, chunk: &Chunk) -> bool {
     let Some(message_id) = live.message_id else {
-        return;
+        return false;
     };
     let params = EditMessageTextParams::builder()
         .chat_id(chat_id)
@@ -315,20 +322,33 @@ async fn edit(api: &BotApi, chat_id: i64, live: &mut Live, chunk: &Chunk) {
         .parse_mode(frankenstein::ParseMode::Html)
         .build();
     match api.edit_message_text(&params).await {
-        Ok(_) => live.shown = chunk.html.clone(),
-        Err(error) if error.is_not_modified() => live.shown = chunk.html.clone(),
+        Ok(_) => {
+            live.shown = chunk.html.clone();
+            true
+        }
+        Err(error) if error.is_not_modified() => {
+            live.shown = chunk.html.clone();
+            true
+        }
         Err(error) if error.is_parse_error() => {
             let params = EditMessageTextParams::builder()
                 .chat_id(chat_id)
                 .message_id(message_id)
                 .text(plain_or_dot(&chunk.plain))
                 .build();
-            if let Err(error) = api.edit_message_text(&params).await {
-                tracing::warn!(chat = chat_id, "cannot edit the answer: {error}");
-            }
             live.shown = chunk.html.clone();
+            match api.edit_message_text(&params).await {
+                Ok(_) => true,
+                Err(error) => {
+                    tracing::warn!(chat = chat_id, "cannot edit the answer: {error}");
+                    false
+                }
+            }
         }
-        Err(error) => tracing::warn!(chat = chat_id, "cannot edit the answer: {error}"),
+        Err(error) => {
+            tracing::warn!(chat = chat_id, "cannot edit the answer: {error}");
+            false
+        }
     }
 }
 

@@ -149,7 +149,12 @@ impl CodeTool {
         if let Some(id) = &ctx.trace.session_id {
             return Some(id.clone());
         }
-        let memory = self.memory.as_ref()?.memory().await.ok()?;
+        let memory = self
+            .memory
+            .as_ref()?
+            .memory_in(ctx.memory_namespace.as_deref())
+            .await
+            .ok()?;
         match memory.current_session(ctx.conversation_id.as_deref()).await {
             Ok(session) => Some(session.id),
             Err(error) => {

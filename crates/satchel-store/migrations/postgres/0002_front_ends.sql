@@ -16,12 +16,10 @@ CREATE TABLE inbox (
     id               BIGINT NOT NULL,
     payload          TEXT NOT NULL,
     received_at      BIGINT NOT NULL,
+    handled_at       BIGINT,
     PRIMARY KEY (channel, id)
 );
-CREATE TABLE inbox_channels (
-    channel          TEXT PRIMARY KEY,
-    high_water       BIGINT NOT NULL
-);
+CREATE INDEX inbox_pending ON inbox (channel, id) WHERE handled_at IS NULL;
 CREATE TABLE front_state (
     key              TEXT PRIMARY KEY,
     value            TEXT NOT NULL,

@@ -1,6 +1,6 @@
-//! [`FrontEndStore`] on [`PgStore`]: the `inbox`, `inbox_channels` and
-//! `front_state` tables. The channel's row is locked while items are
-//! accepted, so two processes receiving the same update keep it once.
+//! [`FrontEndStore`] on [`PgStore`]: the `inbox` and `front_state`
+//! tables. An item's primary key keeps it once, whichever process
+//! receives it.
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -8,6 +8,10 @@ use serde_json::Value;
 use crate::postgres::repo::{all, first, json, read};
 use crate::postgres::{PgStore, transact};
 use crate::{FrontEndStore, StoreError};
+
+/// How long a handled item is remembered (Telegram keeps undelivered
+/// updates for a day).
+const REMEMBER_MILLIS: i64 = 7 * 86_400_000;
 
 #[async_trait]
 impl FrontEndStore for PgStore {
@@ -19,43 +23,32 @@ impl FrontEndStore for PgStore {
         let (ids, payloads): (Vec<i64>, Vec<Value>) = items.into_iter().unzip();
         let payloads = self.redacted(payloads);
         transact!(self, |tx, ctx| {
+            let now = ctx.now().as_millis();
             tx.execute(
-                "INSERT INTO inbox_channels (channel, high_water) VALUES ($1, $2)
-                 ON CONFLICT (channel) DO NOTHING",
-                &[&channel, &i64::MIN],
+                "DELETE FROM inbox WHERE channel = $1 AND handled_at < $2",
+                &[&channel, &(now - REMEMBER_MILLIS)],
             )
             .await?;
-            let mut high: i64 = tx
-                .query_one(
-                    "SELECT high_water FROM inbox_channels WHERE channel = $1 FOR UPDATE",
-                    &[&channel],
-                )
-                .await?
-                .try_get(0)?;
-            let mut kept = Vec::new();
+            let mut to_handle = Vec::new();
             for (id, payload) in ids.into_iter().zip(payloads) {
-                if id <= high {
-                    continue;
-                }
                 tx.execute(
-                    "INSERT INTO inbox (channel, id, payload, received_at) VALUES ($1, $2, $3, $4)",
-                    &[
-                        &channel,
-                        &id,
-                        &serde_json::to_string(&payload)?,
-                        &ctx.now().as_millis(),
-                    ],
+                    "INSERT INTO inbox (channel, id, payload, received_at) VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (channel, id) DO NOTHING",
+                    &[&channel, &id, &serde_json::to_string(&payload)?, &now],
                 )
                 .await?;
-                high = id;
-                kept.push(id);
+                let open: bool = tx
+                    .query_one(
+                        "SELECT handled_at IS NULL FROM inbox WHERE channel = $1 AND id = $2",
+                        &[&channel, &id],
+                    )
+                    .await?
+                    .try_get(0)?;
+                if open {
+                    to_handle.push(id);
+                }
             }
-            tx.execute(
-                "UPDATE inbox_channels SET high_water = $2 WHERE channel = $1",
-                &[&channel, &high],
-            )
-            .await?;
-            Ok(kept)
+            Ok(to_handle)
         })
     }
 
@@ -63,7 +56,7 @@ impl FrontEndStore for PgStore {
         read!(self, |client| {
             all(
                 client,
-                "SELECT id, payload FROM inbox WHERE channel = $1 ORDER BY id",
+                "SELECT id, payload FROM inbox WHERE channel = $1 AND handled_at IS NULL ORDER BY id",
                 &[&channel],
                 |row| Ok((row.try_get(0)?, json(row, 1)?)),
             )
@@ -72,10 +65,10 @@ impl FrontEndStore for PgStore {
     }
 
     async fn inbox_done(&self, channel: &str, id: i64) -> Result<(), StoreError> {
-        transact!(self, |tx, _ctx| {
+        transact!(self, |tx, ctx| {
             tx.execute(
-                "DELETE FROM inbox WHERE channel = $1 AND id = $2",
-                &[&channel, &id],
+                "UPDATE inbox SET handled_at = $3 WHERE channel = $1 AND id = $2 AND handled_at IS NULL",
+                &[&channel, &id, &ctx.now().as_millis()],
             )
             .await?;
             Ok(())

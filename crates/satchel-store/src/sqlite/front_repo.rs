@@ -1,5 +1,5 @@
-//! [`FrontEndStore`] on [`SqliteStore`]: the `inbox`, `inbox_channels`
-//! and `front_state` tables.
+//! [`FrontEndStore`] on [`SqliteStore`]: the `inbox` and `front_state`
+//! tables.
 
 use async_trait::async_trait;
 use rusqlite::{OptionalExtension as _, params};
@@ -8,6 +8,10 @@ use serde_json::Value;
 use crate::sqlite::SqliteStore;
 use crate::sqlite::repo::{all, json};
 use crate::{FrontEndStore, StoreError};
+
+/// How long a handled item is remembered (Telegram keeps undelivered
+/// updates for a day).
+const REMEMBER_MILLIS: i64 = 7 * 86_400_000;
 
 #[async_trait]
 impl FrontEndStore for SqliteStore {
@@ -19,35 +23,25 @@ impl FrontEndStore for SqliteStore {
         let (ids, payloads): (Vec<i64>, Vec<Value>) = items.into_iter().unzip();
         let channel = channel.to_owned();
         self.write(payloads, move |tx, ctx, payloads| {
-            let mut high: Option<i64> = tx
-                .prepare_cached("SELECT high_water FROM inbox_channels WHERE channel = ?1")?
-                .query_row(params![channel], |row| row.get(0))
-                .optional()?;
-            let mut kept = Vec::new();
+            let now = ctx.now().as_millis();
+            tx.prepare_cached("DELETE FROM inbox WHERE channel = ?1 AND handled_at < ?2")?
+                .execute(params![channel, now - REMEMBER_MILLIS])?;
             let mut insert = tx.prepare_cached(
-                "INSERT INTO inbox (channel, id, payload, received_at) VALUES (?1, ?2, ?3, ?4)",
+                "INSERT INTO inbox (channel, id, payload, received_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (channel, id) DO NOTHING",
             )?;
+            let mut pending = tx.prepare_cached(
+                "SELECT handled_at IS NULL FROM inbox WHERE channel = ?1 AND id = ?2",
+            )?;
+            let mut to_handle = Vec::new();
             for (id, payload) in ids.into_iter().zip(payloads) {
-                if high.is_some_and(|high| id <= high) {
-                    continue;
+                insert.execute(params![channel, id, serde_json::to_string(&payload)?, now])?;
+                let open: bool = pending.query_row(params![channel, id], |row| row.get(0))?;
+                if open {
+                    to_handle.push(id);
                 }
-                insert.execute(params![
-                    channel,
-                    id,
-                    serde_json::to_string(&payload)?,
-                    ctx.now().as_millis()
-                ])?;
-                high = Some(id);
-                kept.push(id);
             }
-            if let Some(high) = high {
-                tx.prepare_cached(
-                    "INSERT INTO inbox_channels (channel, high_water) VALUES (?1, ?2)
-                     ON CONFLICT (channel) DO UPDATE SET high_water = excluded.high_water",
-                )?
-                .execute(params![channel, high])?;
-            }
-            Ok(kept)
+            Ok(to_handle)
         })
         .await
     }
@@ -57,7 +51,7 @@ impl FrontEndStore for SqliteStore {
         self.read(move |conn| {
             all(
                 conn,
-                "SELECT id, payload FROM inbox WHERE channel = ?1 ORDER BY id",
+                "SELECT id, payload FROM inbox WHERE channel = ?1 AND handled_at IS NULL ORDER BY id",
                 params![channel],
                 |row| Ok((row.get(0)?, json(row, 1)?)),
             )
@@ -66,9 +60,11 @@ impl FrontEndStore for SqliteStore {
     }
 
     async fn inbox_done(&self, channel: &str, id: i64) -> Result<(), StoreError> {
-        self.write(channel.to_owned(), move |tx, _ctx, channel| {
-            tx.prepare_cached("DELETE FROM inbox WHERE channel = ?1 AND id = ?2")?
-                .execute(params![channel, id])?;
+        self.write(channel.to_owned(), move |tx, ctx, channel| {
+            tx.prepare_cached(
+                "UPDATE inbox SET handled_at = ?3 WHERE channel = ?1 AND id = ?2 AND handled_at IS NULL",
+            )?
+            .execute(params![channel, id, ctx.now().as_millis()])?;
             Ok(())
         })
         .await

@@ -298,7 +298,6 @@ async fn rows_written_before_the_index_existed_are_indexed_on_upgrade() {
              DROP TABLE search_rows;
              DROP TABLE call_starts;
              DROP TABLE inbox;
-             DROP TABLE inbox_channels;
              DROP TABLE front_state;
              CREATE VIRTUAL TABLE memories_fts USING fts5 (content, content = 'memories', content_rowid = 'seq');
              CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN SELECT 1; END;

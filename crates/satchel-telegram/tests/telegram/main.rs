@@ -242,8 +242,36 @@ async fn a_message_is_answered_with_a_tool_call_and_the_call_is_audited_under_te
 async fn every_command_answers() {
     let mut rig = Rig::start(vec![Reply::text("first answer")]).await;
     let chat = USER as i64;
+    let say = |said: &'static str, expected: &'static str| {
+        let api = rig.api.clone();
+        async move {
+            let before = api.bot_messages(chat).len();
+            api.user_says(USER, said);
+            api.wait_for(20, &format!("{said} to answer {expected:?}"), |api| {
+                api.bot_messages(chat)[before..]
+                    .iter()
+                    .any(|m| m.text.contains(expected))
+            })
+            .await;
+        }
+    };
+    say("/start", "I am Satchel").await;
+    say("/help", "/codefailures").await;
+    say("hello", "first answer").await;
+    // Code runs: two of this chat's conversation, one of another (the
+    // owner's at a terminal), which /codestats must not show.
     let store = rig.host.store.get().await.unwrap().clone();
-    for (success, category) in [(true, None), (false, Some("syntax"))] {
+    let mine = satchel_store::ConversationStore::list_conversations(&store, 1)
+        .await
+        .unwrap()[0]
+        .conversation
+        .id
+        .clone();
+    for (success, category, conversation) in [
+        (true, None, Some(mine.clone())),
+        (false, Some("syntax"), Some(mine)),
+        (false, Some("import"), None),
+    ] {
         store
             .record_execution(NewCodeExecution {
                 language: "python".into(),
@@ -254,15 +282,13 @@ async fn every_command_answers() {
                 error_message: category.map(|_| "SyntaxError: '(' was never closed".to_owned()),
                 exit_code: Some(i32::from(!success)),
                 sandbox: "none".into(),
+                conversation_id: conversation,
                 ..NewCodeExecution::default()
             })
             .await
             .unwrap();
     }
     let expectations: &[(&str, &str)] = &[
-        ("/start", "I am Satchel"),
-        ("/help", "/codefailures"),
-        ("hello", "first answer"),
         (
             "/goal write a poem about rust",
             "Goal set: write a poem about rust",
@@ -290,6 +316,8 @@ async fn every_command_answers() {
             })
             .await;
     }
+    // Only this chat's code runs: the owner's import error is not shown.
+    assert!(rig.answers_with("import").is_empty());
     // /codestats also sent its chart.
     let photos: Vec<_> = rig
         .api
@@ -729,6 +757,24 @@ async fn a_webhook_takes_only_requests_with_the_secret() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(rig.answers_with("by webhook").len(), 1);
     assert!(!rig.api.calls().contains(&"getUpdates".to_owned()));
+    // Deliveries out of order (a retry after a later update): both answered.
+    rig.model.echo_when_exhausted(Duration::ZERO);
+    for (id, text) in [(9, "nine-end"), (8, "eight-end")] {
+        let update = json!({"update_id": id, "message": {
+            "message_id": id, "date": 1, "text": text,
+            "from": {"id": USER, "is_bot": false, "first_name": "U"},
+            "chat": {"id": USER, "type": "private"}}});
+        let response = client
+            .post(&url)
+            .header("X-Telegram-Bot-Api-Secret-Token", &secret)
+            .json(&update)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    rig.wait_for_answer("echo: nine-end").await;
+    rig.wait_for_answer("echo: eight-end").await;
     rig.stop().await;
 }
 

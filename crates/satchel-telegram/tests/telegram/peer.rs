@@ -16,6 +16,16 @@ use serde_json::{Value, json};
 use crate::fake_model::{FakeModel, Reply};
 use crate::{USER, open_host, write_config};
 
+/// Stops the emulator however the test ends.
+struct Emulator(std::process::Child);
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn peer(relative: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../.peers")
@@ -37,16 +47,18 @@ async fn the_bot_answers_through_a_third_party_bot_api_emulator() {
         .unwrap()
         .port();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/telegram_test_api.js");
-    let mut emulator = Command::new("node")
-        .arg(&script)
-        .arg(&module)
-        .arg(port.to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut emulator = Emulator(
+        Command::new("node")
+            .arg(&script)
+            .arg(&module)
+            .arg(port.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let mut ready = String::new();
-    std::io::BufReader::new(emulator.stdout.take().unwrap())
+    std::io::BufReader::new(emulator.0.stdout.take().unwrap())
         .read_line(&mut ready)
         .unwrap();
     assert!(ready.contains("\"ready\":true"), "{ready}");
@@ -140,6 +152,5 @@ async fn the_bot_answers_through_a_third_party_bot_api_emulator() {
     shutdown.cancel();
     bot.await.unwrap().unwrap();
     host.close().await;
-    drop(emulator.stdin.take());
-    let _ = emulator.wait();
+    drop(emulator);
 }
