@@ -126,7 +126,88 @@ async function conversation(id) {
   show(el('h1', { text: c.title || 'Untitled conversation' }),
     el('div', { class: 'muted', text: `${c.id} · started ${when(c.created_at)} · updated ${when(c.updated_at)}` }),
     c.goal ? el('p', { class: 'goal', text: `Goal: ${c.goal}` }) : null,
-    usage, thinking, el('div', { id: 'events' }, mainEvents), sideBlocks);
+    usage, thinking, el('div', { id: 'events' }, mainEvents), sideBlocks, chatBox(c.id));
+}
+
+// Chat -----------------------------------------------------------------
+
+// A box that runs a statement in `conversationId` (null: a new one) and
+// shows it as it happens: text, tool calls, consent questions, Stop.
+function chatBox(conversationId) {
+  const input = el('textarea', { id: 'chat-input', rows: 3, placeholder: 'Say something to the model…' });
+  const live = el('div', { id: 'live' });
+  const stop = el('button', { id: 'stop', text: 'Stop', hidden: '' });
+  const send = el('button', { id: 'send', text: 'Send' });
+  let answer = null;
+  const lines = new Map();
+  send.addEventListener('click', async () => {
+    const text = input.value.trim();
+    if (!text) return;
+    send.disabled = true;
+    live.replaceChildren(el('div', { class: 'event user', text }));
+    answer = el('div', { class: 'event assistant live-text' });
+    live.append(answer);
+    let run;
+    try {
+      ({ run } = await api('/api/chat', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ conversation: conversationId, text }) }));
+    } catch (error) {
+      live.append(el('p', { class: 'error', text: error.message }));
+      send.disabled = false;
+      return;
+    }
+    input.value = '';
+    stop.hidden = false;
+    stop.onclick = () => api(`/api/chat/${run}/stop`, { method: 'POST' }).catch(() => {});
+    const events = new EventSource(`/api/chat/${run}/events`);
+    events.onmessage = (message) => {
+      const event = JSON.parse(message.data);
+      if (event.type === 'text') {
+        answer.textContent += event.text;
+      } else if (event.type === 'tool_started') {
+        const line = el('div', { class: 'tool-line', text: `⚙ ${event.tool}` });
+        lines.set(event.call_id, line);
+        live.insertBefore(line, answer);
+      } else if (event.type === 'tool_finished') {
+        const line = lines.get(event.call_id);
+        if (line) line.textContent = `${event.is_error ? '✗' : '✓'} ${event.tool} · ${event.duration_ms} ms`;
+      } else if (event.type === 'notice') {
+        live.insertBefore(el('div', { class: 'muted', text: event.text }), answer);
+      } else if (event.type === 'consent') {
+        const box = el('div', { class: 'consent', id: `consent-${event.id}` },
+          el('div', { text: `Allow ${event.tool}?` }),
+          el('pre', { text: typeof event.input.command === 'string' ? event.input.command : JSON.stringify(event.input, null, 2) }),
+          el('div', { class: 'muted', text: event.why }));
+        for (const [answerName, label] of [['once', 'Allow once'], ['conversation', 'Allow in this conversation'], ['deny', 'Deny']]) {
+          box.append(el('button', { class: `answer-${answerName}`, text: label, onclick: async () => {
+            await api(`/api/chat/${run}/consent`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+              body: JSON.stringify({ id: event.id, answer: answerName }) }).catch(() => {});
+            box.remove();
+          } }));
+        }
+        live.insertBefore(box, answer);
+      } else if (event.type === 'consent_answered') {
+        const box = document.getElementById(`consent-${event.id}`);
+        if (box) box.remove();
+      } else if (event.type === 'done') {
+        events.close();
+        stop.hidden = true;
+        send.disabled = false;
+        const ended = { answered: null, turn_limit: 'The turn budget ran out.', stopped: 'Stopped.', failed: `Failed: ${event.error || ''}` }[event.outcome];
+        live.append(el('div', { class: 'muted done', id: 'done', text: ended || 'Done.' }));
+        if (event.conversation && event.conversation !== conversationId) {
+          location.hash = `#/c/${encodeURIComponent(event.conversation)}`;
+        } else if (event.outcome === 'answered') {
+          route();
+        }
+      }
+    };
+  });
+  return el('section', { class: 'chat' }, live, input, el('div', { class: 'chat-buttons' }, send, stop));
+}
+
+async function newChat() {
+  show(el('h1', { text: 'New conversation' }), chatBox(null));
 }
 
 // Code -----------------------------------------------------------------
@@ -211,6 +292,7 @@ function route() {
   let page;
   if (path.startsWith('/c/')) page = conversation(decodeURIComponent(path.slice(3)));
   else if (path === '/code') page = code();
+  else if (path === '/chat') page = newChat();
   else if (path === '/memory') page = memory(params.get('q'));
   else if (path === '/audit') page = audit(params);
   else page = conversations(params.get('q'));

@@ -28,12 +28,21 @@ use crate::render::markdown_html;
 pub(crate) struct AppState {
     /// The project, its store, memory and tools.
     pub(crate) host: Arc<Host>,
+    /// Statements run from the chat page.
+    pub(crate) runs: crate::chat::Runs,
 }
 
 type Shared = State<Arc<AppState>>;
 
 /// A failure as JSON, with the status that fits.
 pub(crate) struct ApiError(StatusCode, String);
+
+impl ApiError {
+    /// A failure with its status.
+    pub(crate) fn new(status: StatusCode, message: &str) -> ApiError {
+        ApiError(status, message.to_owned())
+    }
+}
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {

@@ -15,6 +15,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod api;
+mod chat;
 pub mod guard;
 pub mod render;
 
@@ -24,7 +25,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::http::header;
 use axum::response::IntoResponse;
-use axum::routing::{delete, get};
+use axum::routing::{delete, get, post};
 use satchel_host::Host;
 use tokio_util::sync::CancellationToken;
 
@@ -51,7 +52,10 @@ fn asset(content_type: &'static str, body: &'static str) -> impl IntoResponse {
 
 /// The app: pages, assets and the JSON endpoints, behind the guard.
 pub fn router(host: Arc<Host>, guard: Guard) -> Router {
-    let state = Arc::new(api::AppState { host });
+    let state = Arc::new(api::AppState {
+        host,
+        runs: chat::Runs::default(),
+    });
     Router::new()
         .route(
             "/",
@@ -72,6 +76,10 @@ pub fn router(host: Arc<Host>, guard: Guard) -> Router {
         .route("/api/memory", get(api::memory))
         .route("/api/memory/{id}", delete(api::forget))
         .route("/api/audit", get(api::audit))
+        .route("/api/chat", post(chat::start))
+        .route("/api/chat/{id}/events", get(chat::events))
+        .route("/api/chat/{id}/consent", post(chat::consent))
+        .route("/api/chat/{id}/stop", post(chat::stop))
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(
             Arc::new(guard),

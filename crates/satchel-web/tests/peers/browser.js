@@ -33,6 +33,13 @@ const shots = process.argv[4];
     report.injected = await page.evaluate(() => document.querySelectorAll('#main script, #main img, #main [onerror]').length);
     await shot('conversation');
 
+    // A statement from the page: it streams, then the conversation shows it.
+    await page.fill('#chat-input', 'hello from the browser');
+    await page.click('#send');
+    await page.waitForFunction(() => document.querySelector('#main').textContent.includes('The browser got an answer'));
+    report.chat = await page.$$eval('#events .event.assistant', (items) => items.map((i) => i.textContent));
+    await shot('chat');
+
     await page.goto(`${base}/#/`);
     await page.waitForSelector('#search');
     await page.fill('#search', 'zebras');

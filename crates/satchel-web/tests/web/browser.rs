@@ -29,6 +29,9 @@ async fn a_browser_sees_the_record_and_hostile_output_stays_inert() {
     );
     let playwright = peer("node_modules/playwright-core");
     let record = Record::new().await;
+    record.model.push(vec![crate::fake_model::Reply::text(
+        "The browser got an answer.",
+    )]);
     let server = serve(record.host.clone(), None, "127.0.0.1:0").await;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/browser.js");
     let base = format!("http://{}", server.addr);

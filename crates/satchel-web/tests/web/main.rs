@@ -13,6 +13,7 @@
 mod fake_model;
 
 mod browser;
+mod chat;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -36,7 +37,7 @@ pub(crate) struct Record {
     pub(crate) _dir: tempfile::TempDir,
     pub(crate) host: Arc<Host>,
     pub(crate) conversation: String,
-    _model: FakeModel,
+    pub(crate) model: FakeModel,
 }
 
 pub(crate) fn open_host(dir: &Path, model: &FakeModel) -> Arc<Host> {
@@ -49,7 +50,7 @@ pub(crate) fn open_host(dir: &Path, model: &FakeModel) -> Arc<Host> {
             "llm": {"provider": "openai", "baseUrl": model.base_url(), "model": "gpt-4o",
                     "apiKeyEnv": "FAKE_KEY", "maxRetries": 0},
             "sideRequests": false,
-            "permissions": {"allow": ["bash(*)"]},
+            "permissions": {"allow": ["bash(*)"], "ask": ["bash(touch *)"]},
         })
         .to_string(),
     )
@@ -132,7 +133,7 @@ impl Record {
             _dir: dir,
             host,
             conversation,
-            _model: model,
+            model,
         }
     }
 }
@@ -171,7 +172,23 @@ pub(crate) async fn serve(host: Arc<Host>, token: Option<&str>, addr: &str) -> S
     }
 }
 
-fn client() -> reqwest::Client {
+/// Whether a process whose command line contains `marker` runs (not a
+/// zombie). By command line: the sandbox gives tools their own pids.
+pub(crate) fn running(marker: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+        !zombie && String::from_utf8_lossy(&cmdline).contains(marker)
+    })
+}
+
+pub(crate) fn client() -> reqwest::Client {
     satchel_http::client_builder().unwrap().build().unwrap()
 }
 
