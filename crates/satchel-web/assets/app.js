@@ -127,12 +127,39 @@ async function conversation(id) {
     el('div', { class: 'muted', text: `${c.id} · started ${when(c.created_at)} · updated ${when(c.updated_at)}` }),
     c.goal ? el('p', { class: 'goal', text: `Goal: ${c.goal}` }) : null,
     usage, thinking, el('div', { id: 'events' }, mainEvents), sideBlocks, chatBox(c.id));
+  follow(c.id, c.updated_at);
+}
+
+// Re-reads the conversation when it changes elsewhere (another tab, the
+// REPL, Telegram), unless this tab is running a statement or the user is
+// typing one.
+let following = null;
+function follow(id, updatedAt) {
+  clearInterval(following);
+  following = setInterval(async () => {
+    if (!location.hash.startsWith(`#/c/${encodeURIComponent(id)}`)) {
+      clearInterval(following);
+      return;
+    }
+    if (running) return;
+    const input = document.getElementById('chat-input');
+    if (input && input.value) return;
+    const latest = await api(`/api/conversations/${encodeURIComponent(id)}/updated`).catch(() => null);
+    if (latest && latest.updated_at !== updatedAt) {
+      clearInterval(following);
+      route();
+    }
+  }, 1500);
 }
 
 // Chat -----------------------------------------------------------------
 
 // A box that runs a statement in `conversationId` (null: a new one) and
 // shows it as it happens: text, tool calls, consent questions, Stop.
+// True while this tab runs a statement (the page then follows its own
+// events instead of re-reading the conversation).
+let running = false;
+
 function chatBox(conversationId) {
   const input = el('textarea', { id: 'chat-input', rows: 3, placeholder: 'Say something to the model…' });
   const live = el('div', { id: 'live' });
@@ -144,6 +171,7 @@ function chatBox(conversationId) {
     const text = input.value.trim();
     if (!text) return;
     send.disabled = true;
+    running = true;
     live.replaceChildren(el('div', { class: 'event user', text }));
     answer = el('div', { class: 'event assistant live-text' });
     live.append(answer);
@@ -154,6 +182,7 @@ function chatBox(conversationId) {
     } catch (error) {
       live.append(el('p', { class: 'error', text: error.message }));
       send.disabled = false;
+      running = false;
       return;
     }
     input.value = '';
@@ -193,6 +222,7 @@ function chatBox(conversationId) {
         events.close();
         stop.hidden = true;
         send.disabled = false;
+        running = false;
         const ended = { answered: null, turn_limit: 'The turn budget ran out.', stopped: 'Stopped.', failed: `Failed: ${event.error || ''}` }[event.outcome];
         live.append(el('div', { class: 'muted done', id: 'done', text: ended || 'Done.' }));
         if (event.conversation && event.conversation !== conversationId) {

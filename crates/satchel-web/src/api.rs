@@ -227,6 +227,16 @@ pub(crate) async fn conversation(State(state): Shared, Path(id): Path<String>) -
     })))
 }
 
+/// When a conversation last changed: what an open page polls to follow
+/// statements made elsewhere (another tab, the REPL, Telegram).
+pub(crate) async fn conversation_updated(State(state): Shared, Path(id): Path<String>) -> Answer {
+    let store = store(&state).await?;
+    let Some(conversation) = store.conversation(&id).await? else {
+        return Err(not_found("conversation"));
+    };
+    Ok(Json(json!({"updated_at": millis(conversation.updated_at)})))
+}
+
 /// `?days=`
 #[derive(Deserialize)]
 pub(crate) struct DaysParams {

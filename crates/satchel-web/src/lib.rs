@@ -71,6 +71,10 @@ pub fn router(host: Arc<Host>, guard: Guard) -> Router {
         )
         .route("/api/conversations", get(api::conversations))
         .route("/api/conversations/{id}", get(api::conversation))
+        .route(
+            "/api/conversations/{id}/updated",
+            get(api::conversation_updated),
+        )
         .route("/api/code/stats", get(api::code_stats_json))
         .route("/api/code/failures", get(api::code_failures))
         .route("/api/memory", get(api::memory))

@@ -36,9 +36,40 @@ const shots = process.argv[4];
     // A statement from the page: it streams, then the conversation shows it.
     await page.fill('#chat-input', 'hello from the browser');
     await page.click('#send');
-    await page.waitForFunction(() => document.querySelector('#main').textContent.includes('The browser got an answer'));
+    // Answered: the conversation is read again and shows it among its events.
+    const inEvents = (text) => page.waitForFunction((wanted) =>
+      [...document.querySelectorAll('#events .event')].some((e) => e.textContent.includes(wanted)), text);
+    await inEvents('The browser got an answer');
     report.chat = await page.$$eval('#events .event.assistant', (items) => items.map((i) => i.textContent));
     await shot('chat');
+
+    // A permission question answered in the page.
+    await page.fill('#chat-input', 'make a file');
+    await page.click('#send');
+    await page.waitForSelector('.consent button.answer-once');
+    report.question = await page.textContent('.consent');
+    await page.click('.consent button.answer-once');
+    await inEvents('The page allowed it.');
+
+    // Stop during a long tool.
+    await page.fill('#chat-input', 'sleep a while');
+    await page.click('#send');
+    await page.waitForSelector('.tool-line');
+    await page.waitForSelector('#stop:not([hidden])');
+    await page.click('#stop');
+    await page.waitForSelector('#done');
+    report.stopped = await page.textContent('#done');
+
+    // A statement made in another tab shows up here.
+    const conversation = page.url();
+    const other = await browser.newPage();
+    await other.goto(conversation);
+    await other.waitForSelector('#chat-input');
+    await other.fill('#chat-input', 'from the other tab');
+    await other.click('#send');
+    await page.waitForFunction(() => document.querySelector('#main').textContent.includes('From the other tab.'), null, { timeout: 15000 });
+    report.followed = true;
+    await other.close();
 
     await page.goto(`${base}/#/`);
     await page.waitForSelector('#search');

@@ -28,10 +28,24 @@ async fn a_browser_sees_the_record_and_hostile_output_stays_inert() {
         "chromium is missing: apt-get install chromium (CI's .ci/run does)"
     );
     let playwright = peer("node_modules/playwright-core");
+    use crate::fake_model::Reply;
     let record = Record::new().await;
-    record.model.push(vec![crate::fake_model::Reply::text(
-        "The browser got an answer.",
-    )]);
+    let marker = record._dir.path().join("allowed-in-the-browser");
+    let mark = format!("57.{}", std::process::id());
+    record.model.push(vec![
+        Reply::text("The browser got an answer."),
+        Reply::call(
+            "bash",
+            serde_json::json!({"command": format!("touch {}", marker.display())}),
+        ),
+        Reply::text("The page allowed it."),
+        Reply::call(
+            "bash",
+            serde_json::json!({"command": format!("sleep {mark}"), "timeout": 120}),
+        ),
+        // Stopped before the model is asked again: no reply for it.
+        Reply::text("From the other tab."),
+    ]);
     let server = serve(record.host.clone(), None, "127.0.0.1:0").await;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/browser.js");
     let base = format!("http://{}", server.addr);
@@ -68,6 +82,17 @@ async fn a_browser_sees_the_record_and_hostile_output_stays_inert() {
             .unwrap()
             .contains("<strong>markup</strong>")
     );
+    let chat = report["chat"].to_string();
+    assert!(chat.contains("The browser got an answer"), "{report:#}");
+    let question = report["question"].as_str().unwrap();
+    assert!(question.contains("touch"), "{report:#}");
+    assert!(marker.exists(), "allowed in the page, the call ran");
+    assert_eq!(report["stopped"], "Stopped.", "{report:#}");
+    assert!(
+        !crate::running(&format!("sleep {mark}")),
+        "Stop ended the process"
+    );
+    assert_eq!(report["followed"], true, "{report:#}");
     assert!(
         report["search_none"]
             .as_str()
