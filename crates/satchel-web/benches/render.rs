@@ -138,6 +138,53 @@ async fn seed(host: &Host) -> String {
     conversation
 }
 
+/// The page's load time in headless chromium, when chromium and
+/// playwright-core (`scripts/install-test-peers.sh`) are there.
+async fn page_load(url: &str) {
+    let playwright = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../.peers/node_modules/playwright-core");
+    if !playwright.exists() || !std::path::Path::new("/usr/bin/chromium").exists() {
+        println!(
+            "page load in chromium: skipped (needs chromium and .peers/node_modules/playwright-core)"
+        );
+        return;
+    }
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/page_load.js");
+    // Every statement shows its user message, its answer and its calls.
+    let events = (STATEMENTS * (2 + CALLS_PER_STATEMENT)).to_string();
+    let url = url.to_owned();
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("node")
+            .arg(script)
+            .arg(playwright)
+            .arg(url)
+            .arg(events)
+            .arg("5")
+            .output()
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
+    let Some(times) = report["times"].as_array() else {
+        println!("page load in chromium: failed: {report}");
+        return;
+    };
+    let mut times: Vec<Duration> = times
+        .iter()
+        .filter_map(serde_json::Value::as_u64)
+        .map(Duration::from_millis)
+        .collect();
+    let (p50, p95) = (percentile(&mut times, 0.5), percentile(&mut times, 0.95));
+    println!(
+        "{:42} {:>9.1} {:>9.1}   (navigation to every event on screen, 5 loads)",
+        "the page in headless chromium",
+        ms(p50),
+        ms(p95)
+    );
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -249,6 +296,7 @@ fn main() {
                 "NOT met"
             }
         );
+        page_load(&format!("http://{addr}/#/c/{conversation}")).await;
         stop.cancel();
         host.close().await;
     });
