@@ -191,7 +191,14 @@ pub(crate) async fn run(
             )
             .await;
             if let Some(png) = chart::code_stats_png(&stats, STATS_DAYS) {
-                reply::send_photo(&api, chat_id, "codestats.png", png, "Last 7 days").await;
+                reply::send_file(
+                    &api,
+                    chat_id,
+                    reply::Upload::Photo,
+                    ("codestats.png", &png),
+                    "Last 7 days",
+                )
+                .await;
             }
         }
         "codefailures" => {

@@ -283,8 +283,8 @@ impl LiveReply {
             send_file(
                 &api,
                 chat_id,
-                "answer.md",
-                answer.as_bytes(),
+                Upload::Document,
+                ("answer.md", answer.as_bytes()),
                 "The whole answer",
             )
             .await;
@@ -414,7 +414,14 @@ pub(crate) async fn send_markdown(api: &BotApi, chat_id: i64, markdown: &str, fi
         if let Some(first) = chunks.first() {
             send(api, chat_id, None, first).await;
         }
-        send_file(api, chat_id, file_name, markdown.as_bytes(), "All of it").await;
+        send_file(
+            api,
+            chat_id,
+            Upload::Document,
+            (file_name, markdown.as_bytes()),
+            "All of it",
+        )
+        .await;
         return;
     }
     for chunk in &chunks {
@@ -422,44 +429,47 @@ pub(crate) async fn send_markdown(api: &BotApi, chat_id: i64, markdown: &str, fi
     }
 }
 
-/// Sends `bytes` as a document named `name`.
-pub(crate) async fn send_file(api: &BotApi, chat_id: i64, name: &str, bytes: &[u8], caption: &str) {
-    let result = async {
-        let dir = tempfile::tempdir()?;
-        let path = dir.path().join(name);
-        tokio::fs::write(&path, bytes).await?;
-        let params = SendDocumentParams::builder()
-            .chat_id(chat_id)
-            .document(InputFile { path })
-            .caption(caption)
-            .build();
-        api.send_document(&params).await?;
-        anyhow::Ok(())
-    }
-    .await;
-    if let Err(error) = result {
-        tracing::warn!(chat = chat_id, "cannot send {name}: {error:#}");
-    }
+/// How a file goes to the chat.
+#[derive(Clone, Copy)]
+pub(crate) enum Upload {
+    /// A document (any file).
+    Document,
+    /// A picture, shown inline.
+    Photo,
 }
 
-/// Sends a PNG as a photo.
-pub(crate) async fn send_photo(
+/// Sends `bytes` named `name` with `caption`; a failure is logged (the
+/// text around it was sent already).
+pub(crate) async fn send_file(
     api: &BotApi,
     chat_id: i64,
-    name: &str,
-    png: Vec<u8>,
+    upload: Upload,
+    (name, bytes): (&str, &[u8]),
     caption: &str,
 ) {
     let result = async {
+        // The client uploads from a path.
         let dir = tempfile::tempdir()?;
         let path = dir.path().join(name);
-        tokio::fs::write(&path, png).await?;
-        let params = SendPhotoParams::builder()
-            .chat_id(chat_id)
-            .photo(InputFile { path })
-            .caption(caption)
-            .build();
-        api.send_photo(&params).await?;
+        tokio::fs::write(&path, bytes).await?;
+        match upload {
+            Upload::Document => {
+                let params = SendDocumentParams::builder()
+                    .chat_id(chat_id)
+                    .document(InputFile { path })
+                    .caption(caption)
+                    .build();
+                api.send_document(&params).await?;
+            }
+            Upload::Photo => {
+                let params = SendPhotoParams::builder()
+                    .chat_id(chat_id)
+                    .photo(InputFile { path })
+                    .caption(caption)
+                    .build();
+                api.send_photo(&params).await?;
+            }
+        }
         anyhow::Ok(())
     }
     .await;

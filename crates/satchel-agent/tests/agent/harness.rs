@@ -3,7 +3,7 @@
 //! values a test can compare whole.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -253,18 +253,7 @@ pub(crate) fn parts_of(content: &Value) -> Vec<Value> {
 
 /// Whether a process whose command line contains `marker` is running.
 pub(crate) fn process_running(marker: &str) -> bool {
-    let Ok(entries) = std::fs::read_dir(Path::new("/proc")) else {
-        return false;
-    };
-    entries.flatten().any(|entry| {
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        // A zombie has given up its resources: it is not running.
-        let zombie = stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-        !zombie && String::from_utf8_lossy(&cmdline).contains(marker)
-    })
+    crate::processes::running(marker)
 }
 
 /// `text` with the values that differ from run to run or machine to

@@ -18,6 +18,8 @@
 
 #[path = "../support/fake_model.rs"]
 mod fake_model;
+#[path = "../support/processes.rs"]
+mod processes;
 
 mod answers;
 mod cancel;

@@ -13,6 +13,9 @@
 #[allow(missing_docs)]
 mod fake_model;
 
+#[path = "../../../satchel-agent/tests/support/processes.rs"]
+mod processes;
+
 mod bot_api;
 mod peer;
 
@@ -22,6 +25,7 @@ use std::time::Duration;
 
 use bot_api::{BotApi, TOKEN};
 use fake_model::{FakeModel, Reply};
+use processes::running;
 use satchel_host::{Host, HostOptions, HostPaths};
 use satchel_store::{AuditQuery, AuditSource, AuditStore as _, CodeStore as _, NewCodeExecution};
 use satchel_telegram::{BotOptions, TelegramSettings, Webhook};
@@ -39,23 +43,6 @@ fn init_logs() {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
         .try_init();
-}
-
-/// Whether a process whose command line contains `marker` runs (a zombie
-/// has given up its resources: it does not). Searched by command line: the
-/// sandbox's pid namespace gives the tool its own pids.
-fn running(marker: &str) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    entries.flatten().any(|entry| {
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-        !zombie && String::from_utf8_lossy(&cmdline).contains(marker)
-    })
 }
 
 /// A bot running over a host in a temporary directory.

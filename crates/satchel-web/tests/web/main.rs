@@ -12,6 +12,9 @@
 #[allow(missing_docs)]
 mod fake_model;
 
+#[path = "../../../satchel-agent/tests/support/processes.rs"]
+mod processes;
+
 mod browser;
 mod chat;
 
@@ -20,6 +23,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use fake_model::{FakeModel, Reply};
+pub(crate) use processes::running;
 use satchel_host::{ConversationOptions, Host, HostOptions, HostPaths};
 use satchel_store::{AuditSource, CodeStore as _, NewCodeExecution};
 use satchel_tools::{NonInteractive, Style};
@@ -170,22 +174,6 @@ pub(crate) async fn serve(host: Arc<Host>, token: Option<&str>, addr: &str) -> S
         addr: rx.await.unwrap(),
         stop,
     }
-}
-
-/// Whether a process whose command line contains `marker` runs (not a
-/// zombie). By command line: the sandbox gives tools their own pids.
-pub(crate) fn running(marker: &str) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    entries.flatten().any(|entry| {
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-        !zombie && String::from_utf8_lossy(&cmdline).contains(marker)
-    })
 }
 
 pub(crate) fn client() -> reqwest::Client {
