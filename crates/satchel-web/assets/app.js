@@ -265,15 +265,24 @@ async function code() {
 
 // Memory ---------------------------------------------------------------
 
-async function memory(query) {
-  const data = await api(`/api/memory${query ? `?q=${encodeURIComponent(query)}` : ''}`);
+async function memory(query, layer) {
+  const params = new URLSearchParams();
+  if (query) params.set('q', query);
+  if (layer) params.set('layer', layer);
+  const data = await api(`/api/memory?${params}`);
   const search = el('input', { type: 'search', placeholder: 'Recall…', value: query || '', id: 'memory-search' });
+  const layers = el('select', { id: 'memory-layer' },
+    ['', 'long', 'mid', 'short', 'session'].map((name) => el('option', { value: name, text: name || 'every layer' })));
+  layers.value = layer || '';
   const form = el('form', { class: 'search', onsubmit: (event) => {
     event.preventDefault();
-    location.hash = `#/memory?q=${encodeURIComponent(search.value)}`;
-  } }, search, el('button', { type: 'submit', text: 'Recall' }));
+    const next = new URLSearchParams();
+    if (search.value) next.set('q', search.value);
+    if (layers.value) next.set('layer', layers.value);
+    location.hash = `#/memory?${next}`;
+  } }, search, layers, el('button', { type: 'submit', text: 'Recall' }));
   const stats = data.stats;
-  const layers = Object.entries(stats.by_layer).map(([layer, count]) => `${layer} ${count}`).join(' · ');
+  const counts = Object.entries(stats.by_layer).map(([name, count]) => `${name} ${count}`).join(' · ');
   const rows = data.memories.map((item) => {
     const m = item.memory;
     const forget = el('button', { class: 'forget', text: 'Forget', onclick: async () => {
@@ -285,7 +294,7 @@ async function memory(query) {
       el('div', { class: 'muted', text: `${m.layer}${m.category ? ` · ${m.category}` : ''}${item.relevance != null ? ` · relevance ${item.relevance.toFixed(2)}` : ''}` }), forget);
   });
   show(el('h1', { text: 'Memory' }),
-    el('p', { text: `${stats.total} memories (${layers || 'none'}); ${stats.without_embedding} waiting for an embedding` }),
+    el('p', { text: `${stats.total} memories (${counts || 'none'}); ${stats.without_embedding} waiting for an embedding` }),
     form, data.semantic === false ? el('p', { class: 'muted', text: 'Recall used keywords only: the embedding model is not available.' }) : null,
     el('ul', { class: 'list', id: 'memories' }, rows));
 }
@@ -323,7 +332,7 @@ function route() {
   if (path.startsWith('/c/')) page = conversation(decodeURIComponent(path.slice(3)));
   else if (path === '/code') page = code();
   else if (path === '/chat') page = newChat();
-  else if (path === '/memory') page = memory(params.get('q'));
+  else if (path === '/memory') page = memory(params.get('q'), params.get('layer'));
   else if (path === '/audit') page = audit(params);
   else page = conversations(params.get('q'));
   page.catch(failed);

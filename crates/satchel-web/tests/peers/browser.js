@@ -82,6 +82,15 @@ const shots = process.argv[4];
     await page.waitForSelector('#conversations li');
     report.search_found = await page.$$eval('#conversations li', (items) => items.length);
 
+    // The layer filter: the one memory is long-term, none is mid-term.
+    await page.goto(`${base}/#/memory`);
+    await page.waitForSelector('#memory-layer');
+    await page.selectOption('#memory-layer', 'mid');
+    await page.click('form.search button');
+    await page.waitForFunction(() => location.hash.includes('layer=mid')
+      && document.querySelectorAll('#memories li').length === 0, null, { timeout: 10000 });
+    report.mid_memories = 0;
+
     await page.goto(`${base}/#/memory`);
     await page.waitForSelector('#memories li');
     report.memories_before = await page.$$eval('#memories li', (items) => items.length);

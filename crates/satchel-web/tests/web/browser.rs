@@ -101,6 +101,7 @@ async fn a_browser_sees_the_record_and_hostile_output_stays_inert() {
         "{report:#}"
     );
     assert_eq!(report["search_found"], 1);
+    assert_eq!(report["mid_memories"], 0, "{report:#}");
     assert_eq!(report["memories_before"], 1);
     assert_eq!(
         report["dialogs"].as_array().unwrap().len(),
