@@ -103,7 +103,12 @@ impl Guard {
         let origin_ok = headers
             .get(header::ORIGIN)
             .and_then(|o| o.to_str().ok())
-            .and_then(|origin| origin.strip_prefix("http://"))
+            // https when a reverse proxy terminates TLS in front.
+            .and_then(|origin| {
+                origin
+                    .strip_prefix("http://")
+                    .or_else(|| origin.strip_prefix("https://"))
+            })
             .is_some_and(|origin| {
                 self.hosts()
                     .iter()

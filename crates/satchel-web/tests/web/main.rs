@@ -310,6 +310,15 @@ async fn forgetting_is_a_write_that_only_this_page_can_make() {
         }
         assert_eq!(request.send().await.unwrap().status(), 403);
     }
+    // A foreign origin that merely starts like this one.
+    let response = client()
+        .delete(&url)
+        .header("Origin", format!("{origin}.evil.example"))
+        .header("X-Satchel-Request", "1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
     // This origin without the header (a plain form post), and no origin.
     let response = client()
         .delete(&url)
