@@ -189,6 +189,15 @@ function chatBox(conversationId) {
     stop.hidden = false;
     stop.onclick = () => api(`/api/chat/${run}/stop`, { method: 'POST' }).catch(() => {});
     const events = new EventSource(`/api/chat/${run}/events`);
+    // A dropped connection is retried by the browser (it resumes after the
+    // last event it had); one that cannot be made again frees the page.
+    events.onerror = () => {
+      if (events.readyState !== EventSource.CLOSED) return;
+      stop.hidden = true;
+      send.disabled = false;
+      running = false;
+      live.append(el('p', { class: 'error', text: 'Lost the connection to the answer; the conversation has what was recorded.' }));
+    };
     events.onmessage = (message) => {
       const event = JSON.parse(message.data);
       if (event.type === 'text') {
@@ -205,7 +214,7 @@ function chatBox(conversationId) {
       } else if (event.type === 'consent') {
         const box = el('div', { class: 'consent', id: `consent-${event.id}` },
           el('div', { text: `Allow ${event.tool}?` }),
-          el('pre', { text: typeof event.input.command === 'string' ? event.input.command : JSON.stringify(event.input, null, 2) }),
+          el('pre', { text: event.input && typeof event.input.command === 'string' ? event.input.command : JSON.stringify(event.input, null, 2) }),
           el('div', { class: 'muted', text: event.why }));
         for (const [answerName, label] of [['once', 'Allow once'], ['conversation', 'Allow in this conversation'], ['deny', 'Deny']]) {
           box.append(el('button', { class: `answer-${answerName}`, text: label, onclick: async () => {

@@ -209,6 +209,13 @@ pub(crate) async fn start(
     }
     let runs_state = state.clone();
     tokio::spawn(async move {
+        // However the task ends (a panic included), the run is finished
+        // and the conversation free again.
+        let _finish = Finish {
+            run: run.clone(),
+            state: runs_state.clone(),
+            key: key.clone(),
+        };
         let sink = {
             let run = run.clone();
             move |event: AgentEvent| {
@@ -230,14 +237,34 @@ pub(crate) async fn start(
             Err(error) => ("failed", Some(error.to_string())),
         };
         run.push(json!({"type": "done", "outcome": outcome, "error": message, "conversation": conversation}));
-        runs_state
+    });
+    Ok(Json(json!({"run": id})))
+}
+
+/// Ends a run when its task ends: `done` if none was sent (the statement
+/// panicked), and its conversation free for the next statement.
+struct Finish {
+    run: Arc<Run>,
+    state: Arc<AppState>,
+    key: String,
+}
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        if !self.run.finished() {
+            self.run.push(json!({
+                "type": "done", "outcome": "failed",
+                "error": "the statement stopped unexpectedly; the record has what was done",
+                "conversation": self.run.conversation.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            }));
+        }
+        self.state
             .runs
             .busy
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&key);
-    });
-    Ok(Json(json!({"run": id})))
+            .remove(&self.key);
+    }
 }
 
 fn rand_id() -> u64 {
@@ -265,9 +292,16 @@ fn run_of(state: &AppState, id: &str) -> Result<Arc<Run>, ApiError> {
 pub(crate) async fn events(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
 ) -> Result<Sse<impl futures_util::Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let run = run_of(&state, &id)?;
-    let stream = futures_util::stream::unfold((run, 0usize), |(run, sent)| async move {
+    // A browser that reconnects says what it had: it gets only the rest.
+    let from = headers
+        .get("last-event-id")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<usize>().ok())
+        .map_or(0, |last| last + 1);
+    let stream = futures_util::stream::unfold((run, from), |(run, sent)| async move {
         loop {
             let next = {
                 let notified = run.changed.notified();
@@ -290,7 +324,9 @@ pub(crate) async fn events(
                 }
             };
             if let Some(event) = next {
-                let data = Event::default().data(event.to_string());
+                let data = Event::default()
+                    .id(sent.to_string())
+                    .data(event.to_string());
                 return Some((Ok(data), (run, sent + 1)));
             }
         }

@@ -37,11 +37,16 @@ struct Events {
 
 impl Events {
     async fn open(server: &Server, run: &str) -> Events {
-        let response = client()
-            .get(format!("http://{}/api/chat/{run}/events", server.addr))
-            .send()
-            .await
-            .unwrap();
+        Events::resume(server, run, None).await
+    }
+
+    /// As a browser reconnecting after event `last`.
+    async fn resume(server: &Server, run: &str, last: Option<usize>) -> Events {
+        let mut request = client().get(format!("http://{}/api/chat/{run}/events", server.addr));
+        if let Some(last) = last {
+            request = request.header("Last-Event-ID", last.to_string());
+        }
+        let response = request.send().await.unwrap();
         assert_eq!(response.status(), 200);
         assert!(
             response.headers()["content-type"]
@@ -107,6 +112,11 @@ async fn a_statement_from_the_page_streams_and_is_recorded() {
     // A page that connects after the end sees the whole run.
     let mut late = Events::open(&server, run).await;
     assert_eq!(late.until("done").await["outcome"], "answered");
+    assert_eq!(late.seen.len(), events.seen.len());
+    // One that reconnects gets only what it missed: no text twice.
+    let mut resumed = Events::resume(&server, run, Some(events.seen.len() - 2)).await;
+    resumed.until("done").await;
+    assert_eq!(resumed.seen.len(), 1, "{:#?}", resumed.seen);
 
     // Going on in the recorded conversation, and a cross-site attempt.
     record.model.push(vec![Reply::text("Second answer.")]);
