@@ -72,6 +72,15 @@ async fn store(state: &AppState) -> Result<satchel_store::OpenedStore, ApiError>
         .clone())
 }
 
+async fn memory_of(state: &AppState) -> Result<Arc<satchel_memory::Memory>, ApiError> {
+    state
+        .host
+        .memory
+        .get()
+        .await
+        .map_err(|reason| ApiError(StatusCode::SERVICE_UNAVAILABLE, reason))
+}
+
 fn millis(time: Timestamp) -> i64 {
     time.as_millis()
 }
@@ -305,12 +314,7 @@ pub(crate) struct MemoryParams {
 /// Memory: counts by layer, the embedding backlog, and the memories of a
 /// layer or those a query recalls (with relevance).
 pub(crate) async fn memory(State(state): Shared, Query(params): Query<MemoryParams>) -> Answer {
-    let memory = state
-        .host
-        .memory
-        .get()
-        .await
-        .map_err(|reason| ApiError(StatusCode::SERVICE_UNAVAILABLE, reason))?;
+    let memory = memory_of(&state).await?;
     let stats = memory.stats().await?;
     let layers = match params.layer.as_deref().filter(|l| !l.is_empty()) {
         Some(layer) => vec![
@@ -359,12 +363,7 @@ pub(crate) async fn memory(State(state): Shared, Query(params): Query<MemoryPara
 
 /// Forgets one memory (the page asks for confirmation first).
 pub(crate) async fn forget(State(state): Shared, Path(id): Path<String>) -> Answer {
-    let memory = state
-        .host
-        .memory
-        .get()
-        .await
-        .map_err(|reason| ApiError(StatusCode::SERVICE_UNAVAILABLE, reason))?;
+    let memory = memory_of(&state).await?;
     memory
         .forget(&id)
         .await

@@ -10,6 +10,8 @@
 
 #[path = "../../../satchel-agent/tests/support/fake_model.rs"]
 mod fake_model;
+#[path = "../../../satchel-agent/tests/support/peers.rs"]
+mod peers_dir;
 mod support;
 
 mod agent;

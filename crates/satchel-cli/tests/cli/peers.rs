@@ -18,18 +18,7 @@ use crate::support::mcp_http::spawn_http;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-/// A peer installed by the install script, or a failure that says how to get it.
-fn peer(relative: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../.peers")
-        .join(relative);
-    assert!(
-        path.exists(),
-        "test peer {} is missing: run scripts/install-test-peers.sh (CI's .ci/run does)",
-        path.display()
-    );
-    path
-}
+use crate::peers_dir::peer;
 
 /// A temporary project with its own config and cache directories.
 struct Sandbox {

@@ -13,6 +13,8 @@
 #[allow(missing_docs)]
 mod fake_model;
 
+#[path = "../../../satchel-agent/tests/support/peers.rs"]
+mod peers;
 #[path = "../../../satchel-agent/tests/support/processes.rs"]
 mod processes;
 

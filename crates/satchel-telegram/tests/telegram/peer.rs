@@ -7,13 +7,14 @@
 //! are tested against `bot_api` only.
 
 use std::io::BufRead as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::fake_model::{FakeModel, Reply};
+use crate::peers::peer;
 use crate::{USER, open_host, write_config};
 
 /// Stops the emulator however the test ends.
@@ -24,18 +25,6 @@ impl Drop for Emulator {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn peer(relative: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../.peers")
-        .join(relative);
-    assert!(
-        path.exists(),
-        "test peer {} is missing: run scripts/install-test-peers.sh (CI's .ci/run does)",
-        path.display()
-    );
-    path
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

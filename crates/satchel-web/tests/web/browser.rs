@@ -2,24 +2,13 @@
 //! playwright-core (installed into `.peers/` by
 //! `scripts/install-test-peers.sh`; chromium by `.ci/run`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
 
+use crate::peers::peer;
 use crate::{Record, serve};
-
-fn peer(relative: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../.peers")
-        .join(relative);
-    assert!(
-        path.exists(),
-        "test peer {} is missing: run scripts/install-test-peers.sh (CI's .ci/run does)",
-        path.display()
-    );
-    path
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_browser_sees_the_record_and_hostile_output_stays_inert() {
