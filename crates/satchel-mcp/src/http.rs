@@ -51,7 +51,9 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::{McpError, SatchelServer};
+use rmcp::ServerHandler;
+
+use crate::McpError;
 
 /// The path the MCP endpoint is served at.
 pub const ENDPOINT: &str = "/mcp";
@@ -127,10 +129,12 @@ impl Default for HttpLimits {
     }
 }
 
-/// A listener bound and checked, ready to serve.
-pub struct BoundHttp {
+/// A listener bound and checked, ready to serve `S` (a
+/// [`SatchelServer`](crate::SatchelServer), or the conformance fixtures
+/// around one).
+pub struct BoundHttp<S> {
     listener: TcpListener,
-    server: SatchelServer,
+    server: S,
     loopback: bool,
     token: Option<String>,
     origins: Vec<String>,
@@ -140,11 +144,14 @@ pub struct BoundHttp {
 
 /// Checks `options` and binds the listener, with the default
 /// [`HttpLimits`]; nothing is served until [`BoundHttp::serve`].
-pub async fn bind(
-    server: SatchelServer,
+pub async fn bind<S>(
+    server: S,
     options: HttpOptions,
     shutdown: CancellationToken,
-) -> Result<BoundHttp, McpError> {
+) -> Result<BoundHttp<S>, McpError>
+where
+    S: ServerHandler + Clone,
+{
     let loopback = options.addr.ip().is_loopback();
     let token = match &options.token {
         Some(token) if valid_token(token) => Some(token.clone()),
@@ -170,9 +177,9 @@ pub async fn bind(
     })
 }
 
-impl BoundHttp {
+impl<S: ServerHandler + Clone> BoundHttp<S> {
     /// Serves within `limits` instead of the defaults.
-    pub fn with_limits(mut self, limits: HttpLimits) -> BoundHttp {
+    pub fn with_limits(mut self, limits: HttpLimits) -> BoundHttp<S> {
         self.limits = limits;
         self
     }
@@ -199,7 +206,7 @@ impl BoundHttp {
         }
         let sessions = Arc::new(BoundedSessions::new(limits.max_sessions));
         let server = self.server.clone();
-        let service: StreamableHttpService<SatchelServer, BoundedSessions> =
+        let service: StreamableHttpService<S, BoundedSessions> =
             StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
         let gate = Arc::new(Gate {
             limits,

@@ -28,6 +28,7 @@ use rmcp::model::{
     PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::task_manager::TaskManager;
 use rmcp::{ServerHandler, ServiceExt};
 use satchel_core::{ErrorCode, ToolCall};
 use satchel_tools::policy::Policy;
@@ -83,6 +84,9 @@ struct Inner {
     live: Arc<LiveRegistry>,
     options: ServerOptions,
     calls: AtomicU64,
+    /// Calls run as tasks (the 2026-07-28 tasks extension), shared by every
+    /// session so a stateless client can poll from any request.
+    tasks: TaskManager,
 }
 
 impl SatchelServer {
@@ -93,8 +97,21 @@ impl SatchelServer {
                 live,
                 options,
                 calls: AtomicU64::new(0),
+                tasks: TaskManager::new(),
             }),
         }
+    }
+
+    /// The tools served, kept current.
+    pub fn live(&self) -> &Arc<LiveRegistry> {
+        &self.inner.live
+    }
+
+    /// The tasks this server runs (`tasks/get`, `tasks/update` and
+    /// `tasks/cancel` answer from it), for handlers that wrap this server
+    /// and start tasks of their own.
+    pub fn tasks(&self) -> &TaskManager {
+        &self.inner.tasks
     }
 
     /// Runs one call the way `tools/call` does, cancelled by `cancel`.
@@ -402,8 +419,8 @@ impl ServerHandler for SatchelServer {
 /// to it while this runs (log to stderr). Pipes are switched to
 /// non-blocking mode. Calls still running when the client goes away are
 /// cancelled with their futures, which stops their process groups.
-pub async fn serve_stdio(
-    server: SatchelServer,
+pub async fn serve_stdio<S: ServerHandler>(
+    server: S,
     shutdown: CancellationToken,
 ) -> Result<(), McpError> {
     let running = match stdio_pipes() {
