@@ -18,6 +18,10 @@ use satchel_tools::{Tool, ToolContext, ToolError};
 pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
 /// Largest timeout a call may ask for, in seconds.
 pub const MAX_TIMEOUT_SECS: u64 = 600;
+
+/// A timeout longer than this marks a call as long-running (see
+/// [`Tool::runs_long`]): an MCP client with tasks gets it as a task.
+const LONG_RUNNING_SECS: u64 = 60;
 /// Characters of the command shown in the user message.
 const COMMAND_PREVIEW_CHARS: usize = 80;
 
@@ -125,6 +129,7 @@ fn spec() -> ToolSpec {
             destructive_hint: Some(true),
             idempotent_hint: Some(false),
             open_world_hint: Some(true),
+            long_running_hint: None,
         },
         capabilities: Capabilities {
             reads: vec![Resource::FILES, Resource::INTERNET, Resource::EXECUTION],
@@ -137,6 +142,14 @@ fn spec() -> ToolSpec {
 impl Tool for BashTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    /// A command given more than a minute is expected to take it.
+    fn runs_long(&self, input: &Value) -> bool {
+        input
+            .get("timeout")
+            .and_then(Value::as_u64)
+            .is_some_and(|timeout| timeout > LONG_RUNNING_SECS)
     }
 
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

@@ -179,6 +179,7 @@ fn spec() -> ToolSpec {
             destructive_hint: Some(true),
             idempotent_hint: Some(false),
             open_world_hint: Some(false),
+            long_running_hint: None,
         },
         capabilities: Capabilities {
             reads: vec![Resource::MEMORY],

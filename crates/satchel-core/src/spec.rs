@@ -49,6 +49,11 @@ pub struct ToolAnnotations {
     /// The tool talks to an open world (the internet, other people).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_world_hint: Option<bool>,
+    /// Calls usually take long (minutes): a caller that can run a call in
+    /// the background (an MCP client with the tasks extension) should. Not
+    /// an MCP annotation; external tools declare it in their `--schema`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub long_running_hint: Option<bool>,
 }
 
 /// What a tool reads and writes, so callers can order conflicting calls.

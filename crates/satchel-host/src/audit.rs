@@ -66,7 +66,7 @@ impl AuditObserver {
 impl CallObserver for AuditObserver {
     async fn on_call(
         &self,
-        _source: &CallSource,
+        source: &CallSource,
         call: &ToolCall,
         output: &ToolOutput,
         decision: Option<&str>,
@@ -80,7 +80,8 @@ impl CallObserver for AuditObserver {
         let duration = finished.duration_since(started).unwrap_or_default();
         let record = NewToolCall {
             source: self.source,
-            caller: None,
+            // The client as it named itself (an MCP client's name and version).
+            caller: source.peer.clone(),
             conversation_id: None,
             statement_id: None,
             turn: None,

@@ -61,6 +61,7 @@ pub fn from_mcp_tool(tool: &McpTool, name: &str) -> ToolSpec {
             destructive_hint: a.destructive_hint,
             idempotent_hint: a.idempotent_hint,
             open_world_hint: a.open_world_hint,
+            long_running_hint: None,
         })
         .unwrap_or_default();
     let title = tool

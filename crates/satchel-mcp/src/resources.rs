@@ -52,4 +52,27 @@ pub trait RecordResources: Send + Sync {
 
     /// The resource at `uri`: `Ok(None)` when there is none.
     async fn read(&self, uri: &str) -> Result<Option<ResourceBody>, String>;
+
+    /// Something that changes when the resource at `uri` does, for
+    /// subscriptions: by default a hash of what [`read`](Self::read) gives
+    /// (`None` when there is no such resource); implementations with a
+    /// cheaper mark (an update time) can say so.
+    async fn fingerprint(&self, uri: &str) -> Result<Option<u64>, String> {
+        Ok(self.read(uri).await?.map(|body| hash_of(&body.text)))
+    }
+
+    /// Something that changes when the list of resources does.
+    async fn list_fingerprint(&self) -> Result<u64, String> {
+        let entries = self.list().await?;
+        let uris: Vec<&str> = entries.iter().map(|entry| entry.uri.as_str()).collect();
+        Ok(hash_of(&uris))
+    }
+}
+
+/// A hash for change detection (compared within one process, never stored).
+fn hash_of(value: &impl std::hash::Hash) -> u64 {
+    use std::hash::Hasher;
+    let mut hasher = std::hash::DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish()
 }

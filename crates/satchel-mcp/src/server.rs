@@ -24,14 +24,19 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestMethod,
+    CompleteRequestParams, CompleteResult, GetTaskParams, GetTaskResult, Implementation,
+    InputRequiredResult, ListPromptsRequestMethod, ListPromptsResult,
+    ListResourceTemplatesRequestMethod, ListResourcesRequestMethod, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    SubscribeRequestMethod, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestMethod,
+    UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::task_manager::TaskManager;
 use rmcp::{ServerHandler, ServiceExt};
 use satchel_core::{ErrorCode, ToolCall};
-use satchel_tools::policy::Policy;
+use satchel_tools::policy::{Policy, Verdict};
 
 use crate::resources::RecordResources;
 use satchel_tools::progress::{ProgressSink, ProgressUpdate};
@@ -44,7 +49,13 @@ use tokio::net::unix::pipe;
 use tokio_util::sync::CancellationToken;
 
 use crate::McpError;
+use crate::consent::{Answered, ClientConsent, StateSeal};
 use crate::convert::{to_call_tool_result, to_mcp_tool};
+
+mod subscriptions;
+mod tasks;
+
+use subscriptions::{SessionSubscriptions, Watched};
 
 /// How often a legacy session's notifier checks that its client is still there.
 const PEER_CHECK_INTERVAL: Duration = Duration::from_secs(5);
@@ -87,6 +98,10 @@ struct Inner {
     /// Calls run as tasks (the 2026-07-28 tasks extension), shared by every
     /// session so a stateless client can poll from any request.
     tasks: TaskManager,
+    /// Seals the consent questions put to stateless clients.
+    seal: Option<StateSeal>,
+    /// Resources the 2025-11-25 sessions subscribed to.
+    subscriptions: Arc<SessionSubscriptions>,
 }
 
 impl SatchelServer {
@@ -98,6 +113,8 @@ impl SatchelServer {
                 options,
                 calls: AtomicU64::new(0),
                 tasks: TaskManager::new(),
+                seal: StateSeal::new(),
+                subscriptions: Arc::default(),
             }),
         }
     }
@@ -157,6 +174,8 @@ impl SatchelServer {
             peer,
             progress,
             consent,
+            call_id,
+            background,
         } = from;
         let inner = &self.inner;
         let number = inner.calls.fetch_add(1, Ordering::Relaxed) + 1;
@@ -164,7 +183,7 @@ impl SatchelServer {
         let ctx = ToolContext {
             cancel,
             conversation_id: None,
-            call_id: format!("mcp-{}-{number}", std::process::id()),
+            call_id: call_id.unwrap_or_else(|| format!("mcp-{}-{number}", std::process::id())),
             working_dir: inner.options.working_dir.clone(),
             config: (inner.options.config)(),
             trace: satchel_tools::CallTrace::default(),
@@ -173,6 +192,7 @@ impl SatchelServer {
             confinement: satchel_tools::sandbox::Confinement::default(),
             progress,
             memory_namespace: None,
+            background,
         };
         let call = ToolCall {
             id: ctx.call_id.clone(),
@@ -197,12 +217,28 @@ impl SatchelServer {
     }
 }
 
-/// The client as it named itself in `initialize`, e.g. `claude-code 1.0.3`.
+/// The client as it names itself (in `initialize`, or in a stateless
+/// request's `_meta`), e.g. `claude-code 1.0.3`.
 fn peer_name(context: &RequestContext<RoleServer>) -> Option<String> {
     context
-        .peer
-        .peer_info()
-        .map(|info| format!("{} {}", info.client_info.name, info.client_info.version))
+        .client_info()
+        .map(|info| format!("{} {}", info.name, info.version))
+}
+
+/// Whether the request speaks 2026-07-28 or later, where a server asks
+/// through `input_required` results rather than requests of its own.
+fn asks_inline(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// How "ask" is answered for one call, or the question to send first.
+enum ConsentRoute {
+    /// Dispatch with this consent.
+    Dispatch(Arc<dyn Consent>),
+    /// Answer with this question; the retry brings the answer.
+    Ask(InputRequiredResult),
 }
 
 impl ServerHandler for SatchelServer {
@@ -213,9 +249,13 @@ impl ServerHandler for SatchelServer {
             .enable_tools()
             .enable_tool_list_changed()
             .enable_logging()
+            .enable_tasks()
             .build();
         if self.inner.options.resources.is_some() {
-            capabilities.resources = Some(Default::default());
+            let mut resources = rmcp::model::ResourcesCapability::default();
+            resources.subscribe = Some(true);
+            resources.list_changed = Some(true);
+            capabilities.resources = Some(resources);
         }
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("satchel", env!("CARGO_PKG_VERSION")))
@@ -243,7 +283,7 @@ impl ServerHandler for SatchelServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
         let Some(record) = &self.inner.options.resources else {
-            return Ok(Default::default());
+            return Err(ErrorData::method_not_found::<ListResourcesRequestMethod>());
         };
         let entries = record
             .list()
@@ -268,7 +308,9 @@ impl ServerHandler for SatchelServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
         let Some(record) = &self.inner.options.resources else {
-            return Ok(Default::default());
+            return Err(ErrorData::method_not_found::<
+                ListResourceTemplatesRequestMethod,
+            >());
         };
         Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
             record
@@ -319,19 +361,36 @@ impl ServerHandler for SatchelServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let peer = peer_name(&context);
+        let capabilities = context.client_capabilities().unwrap_or_default();
+        let can_ask = capabilities.elicitation.is_some();
+        let name = request.name.to_string();
+        let input = Value::Object(request.arguments.clone().unwrap_or_default());
+        // A long call for a client that takes tasks runs as one.
+        if capabilities.supports_tasks()
+            && self
+                .inner
+                .live
+                .current()
+                .get(&name)
+                .is_some_and(|tool| tool.runs_long(&input))
+        {
+            let task = self.start_task(tasks::TaskCall {
+                name,
+                arguments: request.arguments,
+                peer,
+                can_ask,
+            });
+            return Ok(CallToolResponse::Task(task));
+        }
+        let consent = match self.consent_route(&request, &name, input, &context, can_ask)? {
+            ConsentRoute::Dispatch(consent) => consent,
+            ConsentRoute::Ask(question) => return Ok(CallToolResponse::InputRequired(question)),
+        };
         // A client that sent a progress token hears how the call goes.
         let progress = context
             .meta
             .get_progress_token()
             .map(|token| ProgressToClient::start(context.peer.clone(), token));
-        // A client whose user can answer (it declared elicitation) is
-        // asked when the policy says "ask"; otherwise nobody can consent.
-        let consent: Arc<dyn Consent> = match context.peer.peer_info() {
-            Some(info) if info.capabilities.elicitation.is_some() => {
-                Arc::new(crate::consent::ClientConsent::new(context.peer.clone()))
-            }
-            _ => Arc::new(NonInteractive),
-        };
         // `ct` fires on the client's `notifications/cancelled`; the tool's
         // runner then stops its process group.
         let from = CallFrom {
@@ -339,9 +398,90 @@ impl ServerHandler for SatchelServer {
             peer,
             progress,
             consent,
+            call_id: None,
+            background: false,
         };
-        let output = self.call(&request.name, request.arguments, from).await;
+        let output = self.call(&name, request.arguments, from).await;
         Ok(to_call_tool_result(&output).into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.inner
+            .tasks
+            .get_task(&request.task_id)
+            .map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.inner
+            .tasks
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.inner.tasks.cancel_task(&request.task_id)
+    }
+
+    #[allow(deprecated)] // resources/subscribe is what 2025-11-25 sessions use.
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Some(record) = &self.inner.options.resources else {
+            return Err(ErrorData::method_not_found::<SubscribeRequestMethod>());
+        };
+        self.inner
+            .subscriptions
+            .subscribe(&context.peer, record.clone(), request.uri)
+            .await;
+        Ok(())
+    }
+
+    #[allow(deprecated)] // resources/unsubscribe is what 2025-11-25 sessions use.
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if self.inner.options.resources.is_none() {
+            return Err(ErrorData::method_not_found::<UnsubscribeRequestMethod>());
+        }
+        self.inner
+            .subscriptions
+            .unsubscribe(&context.peer, &request.uri)
+            .await;
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        // No prompts are served, and none declared.
+        Err(ErrorData::method_not_found::<ListPromptsRequestMethod>())
+    }
+
+    async fn complete(
+        &self,
+        _request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        // Nothing served takes completions, and none are declared.
+        Err(ErrorData::method_not_found::<CompleteRequestMethod>())
     }
 
     #[allow(deprecated)] // Logging left the newest revision; older clients still set it.
@@ -382,14 +522,35 @@ impl ServerHandler for SatchelServer {
 
     fn accepted_subscription_filter(
         &self,
-        _requested: &SubscriptionFilter,
+        requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        let mut accepted = SubscriptionFilter::builder().tools_list_changed().build();
+        if self.inner.options.resources.is_some() {
+            accepted.resources_list_changed = Some(true);
+            accepted.resource_subscriptions = requested.resource_subscriptions.clone();
+        }
+        Some(accepted)
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let mut changes = self.inner.live.subscribe();
         changes.mark_unchanged();
+        let accepted = context.accepted().clone();
+        let record = self.inner.options.resources.clone();
+        let mut watched = Watched::default();
+        let mut list = None;
+        if let Some(record) = &record {
+            for uri in accepted.resource_subscriptions.clone().unwrap_or_default() {
+                watched.add(record.as_ref(), uri).await;
+            }
+            if accepted.resources_list_changed == Some(true) {
+                list = record.list_fingerprint().await.ok();
+            }
+        }
+        let polls = record.is_some() && (!watched.is_empty() || list.is_some());
+        let mut ticks = tokio::time::interval(subscriptions::POLL_INTERVAL);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let sink = context.sink();
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
@@ -397,13 +558,86 @@ impl ServerHandler for SatchelServer {
                     if changed.is_err() {
                         return Ok(());
                     }
-                    if let Err(error) = context.sink().notify_tool_list_changed().await {
+                    if let Err(error) = sink.notify_tool_list_changed().await {
+                        tracing::debug!(%error, "subscription closed");
+                        return Ok(());
+                    }
+                }
+                _ = ticks.tick(), if polls => {
+                    let Some(record) = &record else { continue };
+                    let mut sent = Ok(());
+                    for uri in watched.changed(record.as_ref()).await {
+                        sent = sent.and(sink.notify_resource_updated(uri).await);
+                    }
+                    if list.is_some() {
+                        let now = record.list_fingerprint().await.ok();
+                        if now.is_some() && now != list {
+                            list = now;
+                            sent = sent.and(sink.notify_resource_list_changed().await);
+                        }
+                    }
+                    if let Err(error) = sent {
                         tracing::debug!(%error, "subscription closed");
                         return Ok(());
                     }
                 }
             }
         }
+    }
+}
+
+impl SatchelServer {
+    /// Who answers if the policy says "ask": the answer a stateless
+    /// client's retry carries, a question to send it first, the client's
+    /// user mid-call (a session with elicitation), or nobody.
+    fn consent_route(
+        &self,
+        request: &CallToolRequestParams,
+        name: &str,
+        input: Value,
+        context: &RequestContext<RoleServer>,
+        can_ask: bool,
+    ) -> Result<ConsentRoute, ErrorData> {
+        if !asks_inline(context) {
+            return Ok(ConsentRoute::Dispatch(if can_ask {
+                Arc::new(ClientConsent::new(context.peer.clone()))
+            } else {
+                Arc::new(NonInteractive)
+            }));
+        }
+        let Some(seal) = &self.inner.seal else {
+            return Ok(ConsentRoute::Dispatch(Arc::new(NonInteractive)));
+        };
+        let call = ToolCall {
+            id: String::new(),
+            name: name.to_owned(),
+            input,
+        };
+        if let Some(state) = &request.request_state {
+            let answer = seal
+                .answer(&call, state, request.input_responses.as_ref())
+                .map_err(|reason| ErrorData::invalid_params(reason, None))?;
+            if let Some(answer) = answer {
+                return Ok(ConsentRoute::Dispatch(Arc::new(Answered(answer))));
+            }
+        }
+        if !can_ask {
+            return Ok(ConsentRoute::Dispatch(Arc::new(NonInteractive)));
+        }
+        // Ask first only what the policy would ask about; dispatch judges
+        // everything again (and reports a bad call) when it runs.
+        let registry = self.inner.live.current();
+        let policy = (self.inner.options.policy)();
+        if let Ok(tool) = registry.check(&call.name, &call.input) {
+            let decision = policy.decide(tool.spec(), &call.input);
+            if decision.verdict == Verdict::Ask
+                && decision.beyond_limits_output().is_none()
+                && let Some(question) = seal.input_required(&call, &decision)
+            {
+                return Ok(ConsentRoute::Ask(question));
+            }
+        }
+        Ok(ConsentRoute::Dispatch(Arc::new(NonInteractive)))
     }
 }
 
@@ -465,6 +699,10 @@ struct CallFrom {
     peer: Option<String>,
     progress: Option<Arc<dyn ProgressSink>>,
     consent: Arc<dyn Consent>,
+    /// The call's id, when the caller names it (a task's).
+    call_id: Option<String>,
+    /// Whether the call runs in the background (a task).
+    background: bool,
 }
 
 impl CallFrom {
@@ -476,6 +714,8 @@ impl CallFrom {
             peer: None,
             progress: None,
             consent: Arc::new(NonInteractive),
+            call_id: None,
+            background: false,
         }
     }
 }

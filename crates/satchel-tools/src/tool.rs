@@ -29,6 +29,14 @@ pub trait Tool: Send + Sync + 'static {
     /// dropping the future must leave nothing running.
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
 
+    /// Whether this call may take long enough that a caller able to run it
+    /// in the background (an MCP task) should: by default, when the spec
+    /// says so (`longRunningHint`); tools whose duration depends on the
+    /// input (a command's timeout, an action) decide per call.
+    fn runs_long(&self, _input: &Value) -> bool {
+        self.spec().annotations.long_running_hint == Some(true)
+    }
+
     /// Where the tool comes from (built in, a tools directory...).
     fn source(&self) -> ToolSource {
         ToolSource::Builtin
@@ -128,6 +136,10 @@ pub struct ToolContext {
     /// Whose memories the call works on, when the conversation has its own
     /// (a Telegram user's); `None`: the configured `memory.namespace`.
     pub memory_namespace: Option<String>,
+    /// The caller runs this call in the background and waits for its whole
+    /// result (an MCP task): a tool that would otherwise hand back a job to
+    /// poll (`code` generate) does the job within the call instead.
+    pub background: bool,
 }
 
 /// What led to a call, as far as the caller knows it.
@@ -159,6 +171,7 @@ impl ToolContext {
             confinement: crate::sandbox::Confinement::default(),
             progress: None,
             memory_namespace: None,
+            background: false,
         }
     }
 }

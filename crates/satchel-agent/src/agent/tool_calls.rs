@@ -101,6 +101,7 @@ impl Agent {
                     confinement: satchel_tools::sandbox::Confinement::default(),
                     progress: None,
                     memory_namespace: self.memory_namespace.clone(),
+                    background: false,
                 };
                 self.run_one(registry, snapshot, call, ctx, sink)
             });

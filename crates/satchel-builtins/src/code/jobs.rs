@@ -162,6 +162,9 @@ pub fn runner_alive(runner: &str) -> bool {
     process_start(pid) == Some(start)
 }
 
+/// How often a caller waiting for a job hears of its state.
+pub(super) const FOLLOW_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Runs `job` with `generator` in the background, recording its progress.
 pub(super) fn spawn_job(
     store: Arc<dyn CodeStore>,

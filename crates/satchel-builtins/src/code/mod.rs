@@ -391,16 +391,71 @@ impl CodeTool {
                 )
             })?;
         let job_id = job.id.clone();
-        self.jobs.track(jobs::spawn_job(
-            store,
-            generator.clone(),
-            job,
-            request,
-            CancellationToken::new(),
-        ));
+        // A background caller (an MCP task) waits here, and its cancellation
+        // stops the job; anyone else polls, and the job outlives the call.
+        let cancel = if ctx.background {
+            ctx.cancel.child_token()
+        } else {
+            CancellationToken::new()
+        };
+        let handle = jobs::spawn_job(store.clone(), generator.clone(), job, request, cancel);
+        if ctx.background {
+            return self.follow_job(&job_id, handle, store, ctx).await;
+        }
+        self.jobs.track(handle);
         let results = json!({"success": true, "result": {"status": "queued", "generator": generator.name()}, "error": null, "job_id": job_id});
         Ok(ToolOutput::success(ToolResults::json(results), format!("started code generation job {job_id} ({})", generator.name()))
             .with_response("The job runs in the background; call code with action \"status\" and this job_id to get the code."))
+    }
+
+    /// Waits for the job a background call started, telling the caller its
+    /// state every second, and answers as `status` would once it ends.
+    async fn follow_job(
+        &self,
+        job_id: &str,
+        mut handle: tokio::task::JoinHandle<()>,
+        store: Arc<dyn CodeStore>,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let started = std::time::Instant::now();
+        let mut ticks = tokio::time::interval(jobs::FOLLOW_INTERVAL);
+        loop {
+            tokio::select! {
+                _ = &mut handle => break,
+                _ = ticks.tick() => {
+                    if let Some(progress) = &ctx.progress {
+                        let state = match store.job(job_id).await {
+                            Ok(Some(job)) => job.status.as_str().to_owned(),
+                            Ok(None) | Err(_) => "unknown".to_owned(),
+                        };
+                        let elapsed = started.elapsed().as_secs_f64();
+                        progress.report(satchel_tools::progress::ProgressUpdate {
+                            progress: elapsed,
+                            total: None,
+                            message: format!("job {job_id}: {state}, {elapsed:.0} s"),
+                        });
+                    }
+                }
+            }
+        }
+        let mut output = self
+            .status(CodeInput {
+                action: "status".into(),
+                code: None,
+                language: None,
+                timeout_ms: None,
+                task: None,
+                context: None,
+                job_id: Some(job_id.to_owned()),
+            })
+            .await?;
+        if ctx.cancel.is_cancelled() {
+            output = ToolOutput::error(
+                ErrorCode::Cancelled,
+                format!("code generation job {job_id} was cancelled before it finished"),
+            );
+        }
+        Ok(output)
     }
 
     async fn status(&self, input: CodeInput) -> Result<ToolOutput, ToolError> {
@@ -483,8 +538,9 @@ fn spec() -> ToolSpec {
         name: "code".into(),
         title: Some("Code".into()),
         description: "Run a short program and get its output (\"execute\": code, language), or have code \
-                      written in the background (\"generate\": task, context; returns a job_id for \"status\"). \
-                      Runs sandboxed in an empty temporary directory."
+                      written in the background (\"generate\": task, context; returns a job_id for \"status\", \
+                      or the code itself to a caller that runs the call in the background, such as an MCP \
+                      task). Runs sandboxed in an empty temporary directory."
             .into(),
         input_schema: json!({
             "type": "object",
@@ -520,6 +576,7 @@ fn spec() -> ToolSpec {
             destructive_hint: Some(false),
             idempotent_hint: Some(false),
             open_world_hint: Some(false),
+            long_running_hint: None,
         },
         capabilities: Capabilities { reads: vec![Resource::FILES], writes: vec![Resource::EXECUTION] },
     }
@@ -529,6 +586,12 @@ fn spec() -> ToolSpec {
 impl Tool for CodeTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    /// Generating code takes minutes; a background caller gets the code
+    /// itself rather than a job id.
+    fn runs_long(&self, input: &Value) -> bool {
+        input.get("action").and_then(Value::as_str) == Some("generate")
     }
 
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

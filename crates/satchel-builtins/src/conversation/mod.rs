@@ -127,6 +127,7 @@ fn spec() -> ToolSpec {
             destructive_hint: Some(false),
             idempotent_hint: Some(true),
             open_world_hint: Some(false),
+            long_running_hint: None,
         },
         capabilities: Capabilities {
             reads: vec![Resource::named(RECORD)],

@@ -262,6 +262,7 @@ fn spec() -> ToolSpec {
             destructive_hint: Some(false),
             idempotent_hint: Some(true),
             open_world_hint: Some(true),
+            long_running_hint: None,
         },
         capabilities: Capabilities { reads: vec![Resource::INTERNET], writes: vec![] },
     }

@@ -513,6 +513,86 @@ async fn generate_jobs_run_in_the_background() {
     );
 }
 
+/// Progress reports, kept for the test to read.
+#[derive(Debug, Default)]
+struct Reports(std::sync::Mutex<Vec<String>>);
+
+impl satchel_tools::progress::ProgressSink for Reports {
+    fn report(&self, update: satchel_tools::progress::ProgressUpdate) {
+        self.0.lock().unwrap().push(update.message);
+    }
+}
+
+/// A caller that runs the call in the background (an MCP task) gets the
+/// code itself, hears the job's state while it runs, and stops the job by
+/// cancelling the call.
+#[tokio::test]
+async fn a_background_generate_waits_for_its_job_and_reports_its_state() {
+    let harness = Harness::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let generator = dir.path().join("slow-generator");
+    std::fs::write(
+        &generator,
+        "#!/bin/bash\ncat > /dev/null\nsleep \"${SLEEP:-1.5}\"\necho \"print('slow fizz')\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&generator, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let tools = config(RuntimeKind::Bun, false);
+    let mut code = tools.sections.get::<CodeConfig>().unwrap().clone();
+    code.generator = Some(GeneratorConfig::Command {
+        argv: vec![generator.display().to_string()],
+        timeout: Duration::from_secs(30),
+    });
+    let tools = Arc::new((*tools).clone().with_section(code));
+    let input = json!({"action": "generate", "task": "fizzbuzz", "language": "python"});
+    let spec_tool = harness.registry.get("code").unwrap();
+    assert!(spec_tool.runs_long(&input), "generate runs long");
+    assert!(!spec_tool.runs_long(&json!({"action": "status", "job_id": "x"})));
+
+    let reports = Arc::new(Reports::default());
+    let mut ctx = ToolContext::standalone("code-bg", std::env::temp_dir(), tools.clone());
+    ctx.background = true;
+    ctx.progress = Some(reports.clone());
+    let call = ToolCall {
+        id: "code-bg".into(),
+        name: "code".into(),
+        input: input.clone(),
+    };
+    let out = tokio::time::timeout(TEST_BOUND, harness.registry.call(&call, &ctx))
+        .await
+        .unwrap();
+    assert!(!out.is_error, "{out:?}");
+    assert_eq!(body(&out)["result"]["status"], "done", "{out:?}");
+    assert!(
+        body(&out)["result"]["code"]
+            .as_str()
+            .unwrap()
+            .contains("slow fizz")
+    );
+    let seen = reports.0.lock().unwrap().clone();
+    assert!(
+        seen.iter().any(|m| m.contains(": running")),
+        "the job's state is reported: {seen:?}"
+    );
+
+    // Cancelled while the generator runs: the call says so, and the job
+    // ends failed rather than running on unseen.
+    let ctx = ToolContext {
+        progress: None,
+        ..ctx.clone()
+    };
+    let cancel = ctx.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        cancel.cancel();
+    });
+    let out = tokio::time::timeout(TEST_BOUND, harness.registry.call(&call, &ctx))
+        .await
+        .unwrap();
+    assert_eq!(out.error_code, Some(ErrorCode::Cancelled), "{out:?}");
+}
+
 #[tokio::test]
 async fn a_job_whose_runner_died_reads_as_failed() {
     let harness = Harness::new().await;

@@ -439,9 +439,125 @@ fn python_sdk_client_answers_ask_through_elicitation() {
     );
 }
 
+/// A 2026-07-28 client (the official Python SDK, stateless, with the tasks
+/// extension): the policy's "ask" reaches its user through `input_required`
+/// results (accepted runs, declined is refused); a long call runs as a task
+/// it polls to the end, another as a task it cancels (the process is gone);
+/// a subscription stream tells it of a changed resource. Every call is on
+/// the audit trail, the tasks' under their task ids.
+#[test]
+fn python_sdk_stateless_client_gets_consent_questions_tasks_and_subscriptions() {
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.project().join(".agents/agent.json"),
+        r#"{"permissions": {"mode": "trust", "ask": ["bash(echo *)"]}}"#,
+    )
+    .unwrap();
+    let (mut server, url) = serve_http(&sandbox);
+    let mark = format!("301.{}", std::process::id());
+    let report = python_client("python_stateless.py", &sandbox, &[&url, &mark]);
+    server.kill().unwrap();
+    server.wait().unwrap();
+
+    assert_eq!(report["protocol"], "2026-07-28", "{report}");
+    assert!(
+        report["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object(),
+        "{report}"
+    );
+    // Consent: two questions, one accepted and one declined.
+    let questions = report["questions"].as_array().unwrap();
+    assert_eq!(questions.len(), 3, "{report}");
+    assert!(
+        questions[0].as_str().unwrap().contains("echo accepted")
+            && questions[0].as_str().unwrap().contains("bash(echo *)"),
+        "{questions:?}"
+    );
+    assert_eq!(
+        report["accepted"]["structuredContent"]["stdout"],
+        "accepted\n"
+    );
+    assert_eq!(report["declined"]["isError"], true, "{report}");
+    assert_eq!(
+        report["declined"]["structuredContent"]["error_code"],
+        "PERMISSION_DENIED"
+    );
+    // Tasks: the first ran to its end, telling how far it got.
+    let tasks = report["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 3, "{report}");
+    assert_eq!(tasks[0]["created"], "working");
+    assert_eq!(tasks[0]["final"]["status"], "completed", "{report}");
+    assert!(
+        tasks[0]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m.as_str().unwrap().starts_with("running for ")),
+        "status messages say how far the command got: {report}"
+    );
+    assert_eq!(
+        report["finished"]["structuredContent"]["stdout"],
+        "line 1\nline 2\nline 3\n"
+    );
+    // The second asked its question in the task, and ran once accepted.
+    assert!(
+        tasks[1]["statuses"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("input_required")),
+        "{report}"
+    );
+    assert_eq!(
+        report["asked"]["structuredContent"]["stdout"],
+        "accepted in a task\n"
+    );
+    // The third was cancelled: acknowledged, settled, and its process gone.
+    assert_eq!(tasks[2]["final"]["status"], "cancelled", "{report}");
+    assert!(tasks[2]["cancel_ack"].is_object(), "{report}");
+    let sleeping = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| std::fs::read(entry.ok()?.path().join("cmdline")).ok())
+        .any(|cmdline| String::from_utf8_lossy(&cmdline).contains(&format!("sleep\0{mark}")));
+    assert!(!sleeping, "the cancelled task's command still runs");
+    // The subscription heard of the new memory.
+    assert_eq!(
+        report["honored"]["resourceSubscriptions"],
+        json!(["satchel://memories/short"])
+    );
+    let event = report["event"].as_str().unwrap_or_default();
+    assert!(event.contains("satchel://memories/short"), "{report}");
+
+    let audit = stdout_json(&sandbox.satchel(&["audit", "--json"]).output().unwrap());
+    let rows = audit.as_array().unwrap();
+    let decisions: Vec<&str> = rows
+        .iter()
+        .filter_map(|row| row["decision"].as_str())
+        .filter(|decision| decision.starts_with("ask"))
+        .collect();
+    assert_eq!(decisions.len(), 3, "{audit}");
+    assert!(
+        rows.iter()
+            .filter(|row| row["source"] == "mcp")
+            .all(|row| row["caller"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("mcp "))),
+        "each call names the client that made it: {audit}"
+    );
+    let cancelled = rows
+        .iter()
+        .find(|row| {
+            row["input"]["command"]
+                .as_str()
+                .is_some_and(|c| c.contains(&mark))
+        })
+        .unwrap_or_else(|| panic!("the cancelled task is on record: {audit}"));
+    assert_eq!(cancelled["error_code"], "CANCELLED", "{cancelled}");
+}
+
 /// Satchel's record as resources, read by the official Python SDK client:
-/// listed with templates, a memory layer read as JSON, an unknown URI
-/// answered with the resource-not-found error naming it.
+/// listed with templates, every kind read (a conversation as markdown and
+/// JSON, a tool call, code stats and executions, each memory layer), an
+/// unknown URI answered with the resource-not-found error naming it, and a
+/// subscription told when another process stores a memory.
 #[test]
 fn python_sdk_client_reads_the_record_as_resources() {
     let sandbox = Sandbox::new();
@@ -455,7 +571,33 @@ fn python_sdk_client_reads_the_record_as_resources() {
         .output()
         .unwrap();
     assert!(stored.status.success(), "{stored:?}");
-    let report = python_client("python_resources.py", &sandbox, &[]);
+    // A conversation (with a scripted model) and a tool call in it.
+    let model = crate::fake_model::FakeModel::start(vec![
+        crate::fake_model::Reply::Calls(vec![(
+            "bash".into(),
+            r#"{"command": "echo on record"}"#.into(),
+        )]),
+        crate::fake_model::Reply::Text("the answer is anvil".into()),
+    ]);
+    std::fs::write(
+        sandbox.project().join(".agents/agent.json"),
+        json!({"permissions": {"mode": "trust"},
+               "llm": {"provider": "openai", "baseUrl": model.base_url(), "model": "gpt-4o",
+                       "maxRetries": 0}})
+        .to_string(),
+    )
+    .unwrap();
+    let run = sandbox
+        .satchel(&["run", "--json", "what is the build server called?"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    let conversation = stdout_json(&run)["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let report = python_client("python_resources.py", &sandbox, &[&conversation]);
+    let tool_call = report["tool_call"].as_str().unwrap();
 
     assert!(report["capabilities"]["resources"].is_object(), "{report}");
     let uris: Vec<&str> = report["resources"]
@@ -467,6 +609,7 @@ fn python_sdk_client_reads_the_record_as_resources() {
     assert_eq!(
         uris,
         [
+            format!("satchel://conversations/{conversation}").as_str(),
             "satchel://code/stats",
             "satchel://code/executions",
             "satchel://memories/long",
@@ -491,12 +634,45 @@ fn python_sdk_client_reads_the_record_as_resources() {
             "satchel://memories/{layer}"
         ]
     );
-    let contents = &report["long"]["contents"][0];
+    let contents = &report["read"]["satchel://memories/long"]["contents"][0];
     assert_eq!(contents["mimeType"], "application/json");
     let memories: Value = serde_json::from_str(contents["text"].as_str().unwrap()).unwrap();
     assert_eq!(memories[0]["content"], "the build server is called anvil");
     assert_eq!(
         report["unknown"],
         json!({"code": -32002, "data": {"uri": "satchel://conversations/no-such-id"}})
+    );
+    let read = &report["read"];
+    let text_of = |uri: &str| {
+        let contents = &read[uri]["contents"][0];
+        (
+            contents["mimeType"].as_str().unwrap_or_default().to_owned(),
+            contents["text"].as_str().unwrap_or_default().to_owned(),
+        )
+    };
+    let (mime, log) = text_of(&format!("satchel://conversations/{conversation}"));
+    assert_eq!(mime, "text/markdown");
+    assert!(
+        log.contains("what is the build server called?") && log.contains("the answer is anvil"),
+        "{log}"
+    );
+    let (mime, events) = text_of(&format!("satchel://conversations/{conversation}/json"));
+    assert_eq!(mime, "application/json");
+    assert!(events.contains("the answer is anvil"), "{events}");
+    let (_, call) = text_of(&format!("satchel://tool-calls/{tool_call}"));
+    assert!(call.contains("echo on record"), "{call}");
+    let (_, stats) = text_of("satchel://code/stats");
+    assert!(!stats.is_empty());
+    let (mime, _) = text_of("satchel://code/executions");
+    assert_eq!(mime, "application/json");
+    for layer in ["mid", "short", "session"] {
+        let (mime, text) = text_of(&format!("satchel://memories/{layer}"));
+        assert_eq!(mime, "application/json", "{layer}");
+        assert!(text.starts_with('['), "{layer}: {text}");
+    }
+    assert_eq!(
+        report["updates"],
+        json!(["satchel://memories/mid"]),
+        "{report}"
     );
 }
