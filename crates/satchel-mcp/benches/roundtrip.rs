@@ -19,6 +19,11 @@
 //! that parses each request and writes a canned answer, no MCP library on
 //! its side, so what it shows is the client's and the pipes' share.
 //!
+//! Then the same over streamable HTTP ([`http`]): Satchel stateless
+//! (2026-07-28) and stateful (2025-11-25), the reference server stateful,
+//! and a bare HTTP responder; and what progress notifications cost on a
+//! call that prints 1 GiB ([`progress`]).
+//!
 //! The Satchel binary is `$SATCHEL_BIN`, else `satchel` in the release
 //! directory of the target directory this bench runs from, which is built
 //! (`cargo build --release -p satchel-cli`) when missing.
@@ -38,6 +43,11 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
+
+#[path = "roundtrip/http.rs"]
+mod http;
+#[path = "roundtrip/progress.rs"]
+mod progress;
 
 /// Calls per round; the servers take turns, round by round.
 const ROUND: usize = 250;
@@ -212,9 +222,10 @@ fn reference_server() -> PathBuf {
 const BARE: &str = "bare responder (floor)";
 
 fn main() {
-    if std::env::var_os(RESPONDER_VAR).is_some_and(|v| v == "1") {
-        bare_responder();
-        return;
+    match std::env::var(RESPONDER_VAR).as_deref() {
+        Ok("1") => return bare_responder(),
+        Ok(http::HTTP_RESPONDER) => return http::bare_http_responder(),
+        _ => {}
     }
     tokio::runtime::Runtime::new().unwrap().block_on(measure());
 }
@@ -307,4 +318,8 @@ async fn measure() {
     reference.stop().await;
     satchel_bash.stop().await;
     bare.stop().await;
+
+    http::measure(&satchel, &project_arg, &reference_server()).await;
+    let progress_project = tempfile::tempdir().unwrap();
+    progress::measure(&satchel, progress_project.path()).await;
 }
