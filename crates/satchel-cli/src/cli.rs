@@ -796,6 +796,12 @@ pub(crate) struct ServeArgs {
     /// Also serve `echo`, a diagnostic tool that returns its input (for latency checks).
     #[arg(long)]
     pub(crate) echo_tool: bool,
+    /// Diagnostic: also serve the fixture tools, resources and prompts of
+    /// the official MCP conformance suite (@modelcontextprotocol/conformance),
+    /// so its scenarios can run against this server. Not for real clients:
+    /// the fixtures ask, log, and start tasks just to be tested.
+    #[arg(long, hide_short_help = true)]
+    pub(crate) conformance_fixtures: bool,
     /// HTTP: most live sessions. Over it, a new client takes the place of
     /// the idlest session (whose client gets 404 and initializes again);
     /// when every session has a request in flight, `initialize` gets 503.

@@ -9,6 +9,9 @@
 //!   `server__tool`.
 //! - [`convert`]: Satchel's tool model to MCP's wire types and back.
 //! - [`diagnostic`]: an `echo` tool for latency checks and client debugging.
+//! - [`conformance`]: a diagnostic fixture mode for the official MCP
+//!   conformance suite (its fixture tools, resources and prompts around
+//!   [`SatchelServer`]); not for real clients.
 //!
 //! What does not live here: storage (calls reach the audit trail through
 //! [`satchel_tools::CallObserver`]), the tools themselves, and printing.
@@ -16,6 +19,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod client;
+pub mod conformance;
 mod consent;
 pub mod convert;
 pub mod diagnostic;
@@ -27,6 +31,10 @@ pub mod server;
 pub use client::{McpManager, ServerState, ServerStatus};
 pub use error::McpError;
 pub use server::{SatchelServer, ServerOptions, serve_stdio};
+
+/// The handler trait [`serve_stdio`] and [`http::bind`] serve: implemented
+/// by [`SatchelServer`] and [`conformance::ConformanceServer`].
+pub use rmcp::ServerHandler;
 
 /// Installs ring as the process's TLS crypto provider, once; call it before
 /// building any rmcp HTTP client. reqwest is built without a default

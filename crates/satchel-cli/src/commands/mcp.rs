@@ -6,6 +6,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use satchel_mcp::conformance::ConformanceServer;
 use satchel_mcp::diagnostic::{self, EchoTool};
 use satchel_mcp::http::{self, HttpOptions};
 use satchel_mcp::{SatchelServer, ServerOptions, ServerState, ServerStatus, serve_stdio};
@@ -58,32 +59,43 @@ async fn serve(args: ServeArgs, project: &Arc<Host>) -> anyhow::Result<ExitCode>
         ))),
     };
     let server = SatchelServer::new(live.clone(), options);
-    let served = match args.http {
-        None => serve_stdio(server, shutdown.clone()).await,
-        Some(addr) => {
-            let limits = args.limits();
-            let options = HttpOptions {
-                addr,
-                token: args.token,
-                allowed_origins: args.allow_origins,
-            };
-            match http::bind(server, options, shutdown.clone()).await {
-                Ok(bound) => {
-                    let bound = bound.with_limits(limits);
-                    let local = bound.local_addr()?;
-                    // stderr: stdout stays free for results.
-                    eprintln!("satchel: serving MCP at http://{local}{}", http::ENDPOINT);
-                    bound.serve().await
-                }
-                Err(error) => Err(error),
-            }
-        }
+    let served = if args.conformance_fixtures {
+        // Stderr: stdout may carry the protocol.
+        eprintln!("satchel: conformance fixture mode (diagnostic, not for real clients)");
+        let server = ConformanceServer::new(server)?;
+        serve_with(server, &args, &shutdown).await
+    } else {
+        serve_with(server, &args, &shutdown).await
     };
     shutdown.cancel();
     // Queued audit writes reach the database before the process ends.
     project.close().await;
     served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Serves `server` over stdio or, with `--http`, streamable HTTP, until
+/// the client leaves or `shutdown` fires.
+async fn serve_with<S: satchel_mcp::ServerHandler + Clone>(
+    server: S,
+    args: &ServeArgs,
+    shutdown: &CancellationToken,
+) -> Result<(), satchel_mcp::McpError> {
+    let Some(addr) = args.http else {
+        return serve_stdio(server, shutdown.clone()).await;
+    };
+    let options = HttpOptions {
+        addr,
+        token: args.token.clone(),
+        allowed_origins: args.allow_origins.clone(),
+    };
+    let bound = http::bind(server, options, shutdown.clone())
+        .await?
+        .with_limits(args.limits());
+    let local = bound.local_addr()?;
+    // stderr: stdout stays free for results.
+    eprintln!("satchel: serving MCP at http://{local}{}", http::ENDPOINT);
+    bound.serve().await
 }
 
 /// `mcp servers`: start each server, report, stop.

@@ -2,7 +2,7 @@
 //! the official Python SDK as a client of `satchel mcp serve`, the
 //! reference server `@modelcontextprotocol/server-everything` as a server
 //! Satchel's client uses, and the official conformance suite against
-//! `satchel mcp serve --http`.
+//! `satchel mcp serve --http`, plain and in conformance fixture mode.
 //!
 //! The peers live in `.peers/` at the repository root, installed at pinned
 //! versions by `scripts/install-test-peers.sh` (which `.ci/run` calls).
@@ -278,51 +278,120 @@ fn satchel_uses_the_reference_server_everything() {
     }
 }
 
-/// `satchel mcp serve --http 127.0.0.1:0` and the URL it serves at.
-fn serve_http(sandbox: &Sandbox) -> (Child, String) {
-    spawn_http(sandbox.satchel(&["mcp", "serve", "--http", "127.0.0.1:0"]))
+/// `satchel mcp serve --http 127.0.0.1:0` (plus `extra`) and the URL it
+/// serves at.
+fn serve_http(sandbox: &Sandbox, extra: &[&str]) -> (Child, String) {
+    let mut args = vec!["mcp", "serve", "--http", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    spawn_http(sandbox.satchel(&args))
 }
 
-#[test]
-fn conformance_suite_passes_the_scenarios_for_any_server() {
+/// A baseline of known failures for the conformance suite, committed in
+/// `crates/satchel-mcp/tests/` with the reason for each entry.
+fn conformance_baseline(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../satchel-mcp/tests")
+        .join(name)
+}
+
+/// Runs the conformance suite's `server` command against `url` with
+/// `args`, and returns a failure report when it exits non-zero (a scenario
+/// that should pass failed, or a baseline entry now passes).
+fn run_conformance(sandbox: &Sandbox, url: &str, args: &[&str]) -> Option<String> {
     let bun = peer("node_modules/.bin/bun");
     let suite = peer("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    let output = Command::new(&bun)
+        .arg(&suite)
+        .args(["server", "--url", url, "--timeout", "15000"])
+        .args(args)
+        // Its results/ directory lands in the sandbox.
+        .current_dir(sandbox.dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    if output.status.success() {
+        return None;
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // The summary and the baseline verdict are at the end; the per-check
+    // lines of a long run are not worth the noise.
+    let summary = stdout
+        .find("=== SUMMARY ===")
+        .map_or(stdout.as_ref(), |at| &stdout[at..]);
+    Some(format!(
+        "conformance {}: exit {:?}\n{summary}\n{}",
+        args.join(" "),
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr)
+    ))
+}
+
+/// Every scenario both requirement sets name, through Satchel's real
+/// server in conformance fixture mode (`--conformance-fixtures`: the
+/// suite's fixture tools, resources and prompts beside Satchel's own),
+/// against a committed baseline of known failures that the suite also
+/// holds to account (a baseline entry that passes fails the run).
+#[test]
+fn conformance_suite_passes_both_revisions_in_fixture_mode() {
     let sandbox = Sandbox::new();
-    // The suite calls these by name; they are ordinary external tools.
+    let (mut server, url) = serve_http(&sandbox, &["--conformance-fixtures"]);
+    let baseline = conformance_baseline("conformance-expected-failures.yaml");
+    let baseline = baseline.to_str().unwrap();
+    let failures: Vec<String> = ["2025-11-25", "2026-07-28"]
+        .into_iter()
+        .filter_map(|revision| {
+            run_conformance(
+                &sandbox,
+                &url,
+                &["--requirements", revision, "--expected-failures", baseline],
+            )
+        })
+        .collect();
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The scenarios that need no fixture, against the server as users run it
+/// (no fixtures: the two tools the suite calls by name are ordinary
+/// external tools here), each at the revisions it belongs to.
+#[test]
+fn conformance_suite_passes_the_scenarios_for_any_server() {
+    let sandbox = Sandbox::new();
     sandbox.install_tool("test_error_handling");
     sandbox.install_tool("json_schema_2020_12_tool");
-    let (mut server, url) = serve_http(&sandbox);
+    let (mut server, url) = serve_http(&sandbox, &[]);
+    let baseline = conformance_baseline("conformance-expected-failures-plain.yaml");
+    let baseline = baseline.to_str().unwrap();
     let mut failures = Vec::new();
-    for scenario in [
-        "server-initialize",
-        "ping",
-        "tools-list",
-        "tools-call-error",
-        "json-schema-2020-12",
-        "dns-rebinding-protection",
-        "logging-set-level",
+    for (scenario, revision) in [
+        ("server-initialize", "2025-11-25"),
+        ("ping", "2025-11-25"),
+        ("logging-set-level", "2025-11-25"),
+        ("server-session-lifecycle", "2025-11-25"),
+        ("tools-list", "2025-11-25"),
+        ("tools-list", "2026-07-28"),
+        ("tools-call-error", "2025-11-25"),
+        ("tools-call-error", "2026-07-28"),
+        ("json-schema-2020-12", "2025-11-25"),
+        ("json-schema-2020-12", "2026-07-28"),
+        ("dns-rebinding-protection", "2025-11-25"),
+        ("dns-rebinding-protection", "2026-07-28"),
+        ("server-stateless", "2026-07-28"),
+        ("caching", "2026-07-28"),
+        ("http-header-validation", "2026-07-28"),
+        ("sep-2164-resource-not-found", "2026-07-28"),
+        ("server-sse-multiple-streams", "2026-07-28"),
     ] {
-        let output = Command::new(&bun)
-            .arg(&suite)
-            .args(["server", "--url", &url, "--scenario", scenario])
-            .current_dir(sandbox.dir.path())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&output.stdout).into_owned()
-            + &String::from_utf8_lossy(&output.stderr);
-        let summary = text
-            .lines()
-            .find(|line| line.starts_with("Passed: "))
-            .map(str::to_owned);
-        let passed = summary.as_deref().is_some_and(|line| {
-            let (counts, rest) = line["Passed: ".len()..].split_once(',').unwrap_or(("", ""));
-            let (done, total) = counts.split_once('/').unwrap_or(("0", "1"));
-            done == total && done != "0" && rest.trim_start().starts_with("0 failed")
-        });
-        if !(output.status.success() && passed) {
-            failures.push(format!("{scenario}: {summary:?}\n{text}"));
-        }
+        let args = [
+            "--scenario",
+            scenario,
+            "--spec-version",
+            revision,
+            "--expected-failures",
+            baseline,
+        ];
+        failures.extend(run_conformance(&sandbox, &url, &args));
     }
     server.kill().unwrap();
     server.wait().unwrap();
@@ -453,7 +522,7 @@ fn python_sdk_stateless_client_gets_consent_questions_tasks_and_subscriptions() 
         r#"{"permissions": {"mode": "trust", "ask": ["bash(echo *)"]}}"#,
     )
     .unwrap();
-    let (mut server, url) = serve_http(&sandbox);
+    let (mut server, url) = serve_http(&sandbox, &[]);
     let mark = format!("301.{}", std::process::id());
     let report = python_client("python_stateless.py", &sandbox, &[&url, &mark]);
     server.kill().unwrap();
