@@ -115,7 +115,7 @@ impl Peer {
         tool: &'static str,
         arguments: Value,
     ) -> Peer {
-        let mut child = Command::new(program)
+        let mut child = isolate(&mut Command::new(program))
             .args(args)
             .env(RESPONDER_VAR, if label == BARE { "1" } else { "" })
             .stdin(Stdio::piped())
@@ -220,6 +220,20 @@ fn reference_server() -> PathBuf {
 
 /// The label of the floor row.
 const BARE: &str = "bare responder (floor)";
+
+/// Gives a child its own configuration, data and cache directories and
+/// database (under one temporary directory for the whole run), so the
+/// bench never writes into the user's record.
+fn isolate(command: &mut Command) -> &mut Command {
+    static STATE: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let state = STATE.get_or_init(|| tempfile::tempdir().unwrap()).path();
+    command
+        .env("XDG_CONFIG_HOME", state.join("config"))
+        .env("XDG_DATA_HOME", state.join("data"))
+        .env("XDG_CACHE_HOME", state.join("cache"))
+        .env("SATCHEL_DB", state.join("data/satchel.db"))
+        .env("SATCHEL_MODEL_FETCH", "never")
+}
 
 fn main() {
     match std::env::var(RESPONDER_VAR).as_deref() {

@@ -14,11 +14,12 @@
 //! What does not live here: transports (stdio in [`serve_stdio`], HTTP in
 //! [`crate::http`]) and storage (the observer is the hook).
 
+use std::collections::VecDeque;
 use std::os::fd::AsFd;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -59,6 +60,16 @@ use subscriptions::{SessionSubscriptions, Watched};
 
 /// How often a legacy session's notifier checks that its client is still there.
 const PEER_CHECK_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Most accepted `subscriptions/listen` requests waiting for `listen`.
+const MAX_PENDING_LISTENS: usize = 64;
+
+/// The lock, even if a thread panicked holding it (every change is one step).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// Reads the tools' configuration as of now (agent.json may change between calls).
 pub type ConfigLoader = Arc<dyn Fn() -> Arc<ToolsConfig> + Send + Sync>;
@@ -102,6 +113,10 @@ struct Inner {
     seal: Option<StateSeal>,
     /// Resources the 2025-11-25 sessions subscribed to.
     subscriptions: Arc<SessionSubscriptions>,
+    /// The tools' generation when each `subscriptions/listen` was accepted,
+    /// oldest first: rmcp acknowledges a subscription before `listen` runs,
+    /// and a change in between must still be announced.
+    listens_accepted: Mutex<VecDeque<u64>>,
 }
 
 impl SatchelServer {
@@ -115,6 +130,7 @@ impl SatchelServer {
                 tasks: TaskManager::new(),
                 seal: StateSeal::new(),
                 subscriptions: Arc::default(),
+                listens_accepted: Mutex::default(),
             }),
         }
     }
@@ -529,13 +545,37 @@ impl ServerHandler for SatchelServer {
             accepted.resources_list_changed = Some(true);
             accepted.resource_subscriptions = requested.resource_subscriptions.clone();
         }
+        let generation = *self.inner.live.subscribe().borrow();
+        let mut pending = lock(&self.inner.listens_accepted);
+        // A listen that never started (its acknowledgement failed) leaves
+        // its entry; the oldest go first, costing at most an extra notice.
+        if pending.len() >= MAX_PENDING_LISTENS {
+            pending.pop_front();
+        }
+        pending.push_back(generation);
         Some(accepted)
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let mut changes = self.inner.live.subscribe();
-        changes.mark_unchanged();
         let accepted = context.accepted().clone();
+        let sink = context.sink();
+        let mut changes = self.inner.live.subscribe();
+        let now = *changes.borrow_and_update();
+        // The generation when this listen was accepted. Listens take them in
+        // the order they were accepted; one that starts out of that order
+        // (two at once) may take the other's, which at worst costs an extra
+        // notice or misses a change made between the two acceptances.
+        let seen = lock(&self.inner.listens_accepted)
+            .pop_front()
+            .unwrap_or(now);
+        let tools = accepted.tools_list_changed == Some(true);
+        if tools
+            && now != seen
+            && let Err(error) = sink.notify_tool_list_changed().await
+        {
+            tracing::debug!(%error, "subscription closed");
+            return Ok(());
+        }
         let record = self.inner.options.resources.clone();
         let mut watched = Watched::default();
         let mut list = None;
@@ -550,11 +590,10 @@ impl ServerHandler for SatchelServer {
         let polls = record.is_some() && (!watched.is_empty() || list.is_some());
         let mut ticks = tokio::time::interval(subscriptions::POLL_INTERVAL);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let sink = context.sink();
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
-                changed = changes.changed() => {
+                changed = changes.changed(), if tools => {
                     if changed.is_err() {
                         return Ok(());
                     }

@@ -176,7 +176,9 @@ impl HttpPeer {
         let text = response.text().await.unwrap();
         let elapsed = started.elapsed();
         assert!(
-            status.is_success() && text.contains("\"result\"") && !text.contains("\"isError\":true"),
+            status.is_success()
+                && text.contains("\"result\"")
+                && !text.contains("\"isError\":true"),
             "{}: {status} {text}",
             self.label
         );
@@ -216,14 +218,24 @@ pub(crate) async fn measure(satchel: &Path, project: &str, reference: &Path) {
         .unwrap();
     let serve = |label| {
         let mut command = Command::new(satchel);
-        command.args(["-C", project, "mcp", "serve", "--http", "127.0.0.1:0", "--echo-tool"]);
+        super::isolate(&mut command).args([
+            "-C",
+            project,
+            "mcp",
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--echo-tool",
+        ]);
         HttpPeer::start(label, command, Wire::Stateless)
     };
     let stateless = serve("satchel stateless").await;
     let mut stateful = serve("satchel stateful").await;
     stateful.wire = Wire::Session(String::new());
     let mut reference_command = Command::new(reference);
-    reference_command.arg("streamableHttp").env("PORT", free_port());
+    reference_command
+        .arg("streamableHttp")
+        .env("PORT", free_port());
     let reference = HttpPeer::start(
         "server-everything stateful",
         reference_command,

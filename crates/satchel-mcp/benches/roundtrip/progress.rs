@@ -46,7 +46,7 @@ pub(crate) async fn measure(satchel: &Path, project: &Path) {
         r#"{"permissions": {"mode": "trust"}}"#,
     )
     .unwrap();
-    let mut child = Command::new(satchel)
+    let mut child = super::isolate(&mut Command::new(satchel))
         .args(["-C", &project.display().to_string(), "mcp", "serve"])
         .env("SATCHEL_TRUST_PROJECT", "1")
         .stdin(Stdio::piped())
@@ -93,8 +93,16 @@ pub(crate) async fn measure(satchel: &Path, project: &Path) {
     println!();
     println!("bash printing 1 GiB of lines over stdio, {RUNS} calls each, alternating");
     println!("{:<28} {:>12}", "call", "median s");
-    println!("{:<28} {:>12.2}", "without a progress token", plain.as_secs_f64());
-    println!("{:<28} {:>12.2}", "with a progress token", tracked.as_secs_f64());
+    println!(
+        "{:<28} {:>12.2}",
+        "without a progress token",
+        plain.as_secs_f64()
+    );
+    println!(
+        "{:<28} {:>12.2}",
+        "with a progress token",
+        tracked.as_secs_f64()
+    );
     println!(
         "ratio with / without: {:.3}; {notifications} progress notifications over {RUNS} calls",
         tracked.as_secs_f64() / plain.as_secs_f64()
