@@ -167,9 +167,12 @@ impl Content {
     pub fn to_text(&self) -> String {
         match self {
             Content::Text { text } => text.clone(),
-            Content::Image { mime_type, data } => {
-                format!("[image {mime_type}, {} bytes base64]", data.len())
-            }
+            // Where a request can carry only text (OpenAI's tool messages):
+            // the model learns an image was there and left out.
+            Content::Image { mime_type, data } => format!(
+                "[{mime_type} image, about {} bytes: not shown, this request carries text only]",
+                data.len() / 4 * 3
+            ),
             Content::Json { json } => json.to_string(),
         }
     }
@@ -222,7 +225,7 @@ mod tests {
         assert_eq!(serde_json::from_value::<ToolResults>(value).unwrap(), parts);
         assert_eq!(
             parts.to_text(),
-            "a\n[image image/png, 4 bytes base64]\n{\"k\":1}"
+            "a\n[image/png image, about 3 bytes: not shown, this request carries text only]\n{\"k\":1}"
         );
         assert_eq!(parts.structured(), None);
     }

@@ -121,8 +121,9 @@ fn content_block(part: &Content) -> ContentBlock {
 /// An MCP result as a Satchel output, with `user_message` for the person.
 ///
 /// When the server sent `structuredContent`, that value is the results
-/// (MCP asks servers to repeat it as text, so nothing is lost) and any
-/// text that is not that repetition becomes the note for the model.
+/// (MCP asks servers to repeat it as text, so nothing is lost), followed
+/// by any image or other non-text block, and any text that is not that
+/// repetition becomes the note for the model.
 /// Otherwise each content block becomes a part. An `isError` result keeps
 /// an `error_code` the server put in its structured content, if it is one
 /// of Satchel's.
@@ -142,7 +143,23 @@ pub fn from_call_tool_result(result: &CallToolResult, user_message: String) -> T
                 })
                 .collect();
             let note = (!other_text.is_empty()).then(|| other_text.join("\n"));
-            (ToolResults::json(value.clone()), note)
+            // Images and other blocks beside the structured value are kept.
+            let mut kept: Vec<Content> = parts
+                .into_iter()
+                .filter(|part| !matches!(part, Content::Text { .. }))
+                .collect();
+            let results = if kept.is_empty() {
+                ToolResults::json(value.clone())
+            } else {
+                kept.insert(
+                    0,
+                    Content::Json {
+                        json: value.clone(),
+                    },
+                );
+                ToolResults::Parts(kept)
+            };
+            (results, note)
         }
         None => match parts.as_slice() {
             [Content::Text { text }] => (ToolResults::Text(text.clone()), None),
@@ -181,11 +198,13 @@ fn content_part(block: &ContentBlock) -> Content {
             mime_type: image.mime_type.clone(),
             data: image.data.clone(),
         },
+        // No provider Satchel speaks takes audio in tool results: the model
+        // is told what was left out rather than nothing.
         ContentBlock::Audio(audio) => Content::Text {
             text: format!(
-                "[audio {}, {} bytes base64]",
+                "[{} audio from the tool, about {} bytes: left out, models here take no audio]",
                 audio.mime_type,
-                audio.data.len()
+                audio.data.len() / 4 * 3
             ),
         },
         ContentBlock::Resource(embedded) => match &embedded.resource {

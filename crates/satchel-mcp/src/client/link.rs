@@ -85,6 +85,9 @@ pub(crate) struct Link {
     peer: RwLock<Option<Peer<RoleClient>>>,
     status: Mutex<ServerStatus>,
     pub(super) state: watch::Sender<ServerState>,
+    /// Told when a call finds the connection gone: a remote server that
+    /// went away closes no pipe, so its supervisor learns it from a call.
+    pub(super) lost: watch::Sender<u64>,
 }
 
 impl Link {
@@ -104,7 +107,13 @@ impl Link {
             peer: RwLock::new(None),
             status: Mutex::new(status),
             state: watch::Sender::new(ServerState::Starting),
+            lost: watch::Sender::new(0),
         }
+    }
+
+    /// A call found the connection gone: the supervisor reconnects.
+    pub(crate) fn connection_lost(&self) {
+        self.lost.send_modify(|count| *count += 1);
     }
 
     /// The connection to call through, while the server is running.

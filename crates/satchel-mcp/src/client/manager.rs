@@ -3,10 +3,15 @@
 //! that crashes (with backoff, up to a limit), and shuts them all down in
 //! order.
 //!
-//! One supervisor task per server owns its connection. A server that
-//! fails to start is marked failed and Satchel goes on without it; a
-//! server that crashes keeps its tools listed while it restarts (calls
-//! fail fast meanwhile) and loses them if it cannot come back.
+//! One supervisor task per server owns its connection. A stdio server
+//! that fails to start is marked failed and Satchel goes on without it; a
+//! stdio server that crashes keeps its tools listed while it restarts
+//! (calls fail fast meanwhile) and loses them if it cannot come back.
+//!
+//! A remote server is a network away: one that is not up yet is tried
+//! again with backoff until it is (its tools join when it answers), and
+//! one that drops is reconnected for as long as Satchel runs, its tools
+//! listed meanwhile (calls fail fast, saying it is reconnecting).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -20,7 +25,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::config::{McpConfig, ServerConfig};
+use super::config::{McpConfig, ServerConfig, TransportConfig};
 use super::connection::{Connection, Events};
 use super::link::{ImportedTool, Link, ServerState, ServerStatus};
 use super::naming;
@@ -274,6 +279,7 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
     let grace = shared.options.shutdown_grace;
     let mut failures: u32 = 0;
     let mut ever_running = false;
+    let remote = matches!(link.config.transport, TransportConfig::Http { .. });
     loop {
         let (tools_changed, mut tools_changed_rx) = mpsc::channel(1);
         let events = Events {
@@ -288,7 +294,7 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
             }
         };
         let reason = match opened {
-            Err(reason) if !ever_running => {
+            Err(reason) if !ever_running && !remote => {
                 link.set_state(ServerState::Failed { reason });
                 return;
             }
@@ -300,9 +306,13 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
                 shared.set_tools(&link, Some(tools));
                 link.set_state(ServerState::Running);
                 let up_since = Instant::now();
+                // Only losses found on this connection count.
+                let mut lost = link.lost.subscribe();
+                lost.mark_unchanged();
                 let ended = loop {
                     tokio::select! {
                         reason = connection.closed() => break Some(reason),
+                        Ok(()) = lost.changed() => break Some("a call found the connection gone".to_owned()),
                         () = shared.shutdown.cancelled() => break None,
                         Some(()) = tools_changed_rx.recv() => {
                             match tokio::time::timeout(link.config.startup_timeout, peer.list_all_tools()).await {
@@ -326,8 +336,8 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
                 reason
             }
         };
-        failures += 1;
-        if failures > policy.max_attempts {
+        failures = failures.saturating_add(1);
+        if failures > policy.max_attempts && !remote {
             shared.set_tools(&link, None);
             link.set_state(ServerState::Failed {
                 reason: format!(
@@ -343,7 +353,7 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
         });
         let backoff = policy
             .initial_backoff
-            .saturating_mul(1 << (failures - 1).min(16))
+            .saturating_mul(1 << failures.saturating_sub(1).min(16))
             .min(policy.max_backoff);
         tokio::select! {
             () = tokio::time::sleep(backoff) => {}

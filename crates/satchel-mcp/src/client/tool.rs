@@ -153,12 +153,15 @@ impl McpTool {
                     ),
                 )
             }
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => ToolError::new(
-                ErrorCode::ToolCrashed,
-                format!(
-                    "the connection to MCP server `{server}` closed during `{remote}` (Satchel restarts crashed servers); try again shortly"
-                ),
-            ),
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                self.link.connection_lost();
+                ToolError::new(
+                    ErrorCode::ToolCrashed,
+                    format!(
+                        "the connection to MCP server `{server}` was lost during `{remote}`; Satchel is reconnecting, try again shortly or use another tool"
+                    ),
+                )
+            }
             other => ToolError::new(
                 ErrorCode::ToolCrashed,
                 format!("calling `{remote}` on MCP server `{server}` failed: {other}"),

@@ -8,4 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 mod client;
+mod everything;
+#[path = "../../../satchel-agent/tests/support/peers.rs"]
+mod peers_dir;
 mod server;
