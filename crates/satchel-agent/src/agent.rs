@@ -118,6 +118,8 @@ struct Conversation {
     transcript: Transcript,
     tally: ToolTally,
     resources: Resources,
+    /// Indexed tools loaded with `tool_search`: sent whole from now on.
+    loaded_tools: std::collections::BTreeSet<String>,
 }
 
 /// The agent loop over one conversation.
@@ -194,6 +196,7 @@ impl Agent {
             transcript: loaded.transcript,
             tally: loaded.tally,
             resources: loaded.resources,
+            loaded_tools: Default::default(),
         });
         Ok(agent)
     }

@@ -26,6 +26,8 @@ pub struct AgentConfig {
     pub side_requests: bool,
     /// When side requests are sent, relative to the main answer.
     pub side_request_timing: SideTiming,
+    /// When imported tools are indexed rather than sent whole (`toolIndex`).
+    pub tool_index: crate::tool_index::IndexConfig,
 }
 
 /// When side requests (goal, objective, title) are sent: `sideRequestTiming`
@@ -63,6 +65,7 @@ impl Default for AgentConfig {
             system_prompt: None,
             side_requests: true,
             side_request_timing: SideTiming::Auto,
+            tool_index: crate::tool_index::IndexConfig::default(),
         }
     }
 }
@@ -77,6 +80,38 @@ struct AgentSettings {
     system_prompt: Option<String>,
     side_requests: Option<bool>,
     side_request_timing: Option<SideTiming>,
+}
+
+/// `toolIndex`: `share` in [0, 1] and `alwaysLoad` server names; a bad
+/// value keeps its default, with a warning.
+fn tool_index(
+    value: &Value,
+    files: &str,
+    warnings: &mut Vec<String>,
+) -> crate::tool_index::IndexConfig {
+    let mut index = crate::tool_index::IndexConfig::default();
+    match value.get("share").map(Value::as_f64) {
+        None => {}
+        Some(Some(share)) if (0.0..=1.0).contains(&share) => index.share = share,
+        Some(_) => warnings.push(format!(
+            "`toolIndex.share` in {files} must be a number in [0, 1]; using {}",
+            index.share
+        )),
+    }
+    match value.get("alwaysLoad") {
+        None => {}
+        Some(Value::Array(servers)) if servers.iter().all(Value::is_string) => {
+            index.always_load = servers
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect();
+        }
+        Some(_) => warnings.push(format!(
+            "`toolIndex.alwaysLoad` in {files} must be a list of MCP server names; ignored"
+        )),
+    }
+    index
 }
 
 impl AgentConfig {
@@ -158,6 +193,9 @@ impl AgentConfig {
         }
         if let Some(timing) = parsed.side_request_timing {
             config.side_request_timing = timing;
+        }
+        if let Some(index) = settings.value.get("toolIndex") {
+            config.tool_index = tool_index(index, &files(), &mut warnings);
         }
         (config, warnings)
     }

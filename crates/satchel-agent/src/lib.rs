@@ -23,6 +23,7 @@ mod resume;
 pub mod schedule;
 mod side;
 pub mod summary;
+pub mod tool_index;
 
 pub use agent::{Agent, AgentDeps, AgentError, ContextReport, Outcome, StatementReport};
 pub use config::{AgentConfig, DEFAULT_SYSTEM_PROMPT, SideTiming};

@@ -43,6 +43,7 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "systemPrompt",
     "sideRequests",
     "sideRequestTiming",
+    "toolIndex",
     "toolResultMaxLength",
     "exec",
     "externalTools",

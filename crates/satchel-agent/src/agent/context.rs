@@ -123,12 +123,19 @@ impl Agent {
         self.load_usage_samples(&provider).await?;
         let calibration = self.calibration();
         let registry = self.tools.current();
-        let specs: Vec<ToolSpec> = registry.specs().cloned().collect();
         let mut empty = Conversation::default();
         let conversation = match self.conversation.as_mut() {
             Some(conversation) => conversation,
             None => &mut empty,
         };
+        let specs: Vec<ToolSpec> = crate::tool_index::offer(
+            &registry,
+            &snapshot.agent.tool_index,
+            &conversation.loaded_tools,
+            provider.config().context_window,
+            provider.config().encoding,
+        )
+        .specs;
         let history = conversation.transcript.history(
             snapshot.agent.system_prompt(),
             snapshot.agent.tool_result_max_length,

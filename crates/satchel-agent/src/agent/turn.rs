@@ -188,7 +188,14 @@ impl Agent {
         let provider = self.provider(&snapshot)?;
         let max_turns = snapshot.agent.max_turns;
         let registry = self.tools.current();
-        let specs = registry.specs().cloned().collect();
+        let specs = crate::tool_index::offer(
+            &registry,
+            &snapshot.agent.tool_index,
+            &self.conversation_mut().loaded_tools,
+            provider.config().context_window,
+            provider.config().encoding,
+        )
+        .specs;
         let prompted = provider.config().tool_mode() == ToolMode::Prompted;
         Ok(Turn {
             number,
@@ -236,7 +243,7 @@ impl Agent {
             turn: turn.number,
             usage: response.usage,
         });
-        let answer = read_answer(&response, turn.prompted, turn.last, turn.number, sink);
+        let mut answer = read_answer(&response, turn.prompted, turn.last, turn.number, sink);
         let text = text_of(&answer.parts);
         let thinking = response.thinking();
         self.log_answer(
@@ -251,8 +258,9 @@ impl Agent {
                 .await?;
             return Ok(After::Done);
         }
+        let calls = self.answer_tool_searches(turn, std::mem::take(&mut answer.calls));
         let records = self
-            .run_tools(run, turn, &answer.calls, thinking, cancel, sink)
+            .run_tools(run, turn, &calls, thinking, cancel, sink)
             .await?;
         let room = room_for_results(
             &estimate,
@@ -545,6 +553,26 @@ impl Agent {
 
     /// Runs the turn's calls and records them; then collects the side
     /// requests, so the feedback block sees the objective they wrote.
+    /// Answers the turn's `tool_search` calls from the registry when the
+    /// turn offered it, loading what they found for later turns.
+    fn answer_tool_searches(&mut self, turn: &Turn, calls: Vec<Planned>) -> Vec<Planned> {
+        use crate::tool_index::{TOOL_SEARCH, search};
+        if !turn.specs.iter().any(|spec| spec.name == TOOL_SEARCH) {
+            return calls;
+        }
+        calls
+            .into_iter()
+            .map(|mut planned| {
+                if planned.call.name == TOOL_SEARCH && planned.preset.is_none() {
+                    let (output, loaded) = search(&turn.registry, &planned.call.input);
+                    self.conversation_mut().loaded_tools.extend(loaded);
+                    planned.preset = Some(output);
+                }
+                planned
+            })
+            .collect()
+    }
+
     async fn run_tools(
         &mut self,
         run: &mut Run,

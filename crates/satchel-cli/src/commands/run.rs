@@ -33,6 +33,10 @@ pub(crate) async fn run(args: RunArgs, project: &Host) -> anyhow::Result<ExitCod
             resume: args.resume.clone(),
         })
         .await?;
+    // One statement, no second chance: the MCP servers' tools are there
+    // from the first turn (each server has its startup timeout; one that
+    // fails is reported and the statement goes on without it).
+    project.wait_for_mcp_servers().await;
     let json_output = args.json;
     let sink = move |event: AgentEvent| report(event, json_output);
     let cancel = CancellationToken::new();

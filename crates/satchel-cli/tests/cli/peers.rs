@@ -508,6 +508,86 @@ fn python_sdk_client_answers_ask_through_elicitation() {
     );
 }
 
+/// Many tools, few tokens, against the reference server: with
+/// `toolIndex.share` 0 the model is sent a one-line index of the imported
+/// tools in `tool_search` instead of their definitions, loads one by name,
+/// is then sent it whole and calls it; the image it returns is not dropped
+/// in silence (OpenAI's tool messages carry text, so the model is told an
+/// image was left out).
+#[test]
+fn imported_tools_are_indexed_and_loaded_on_demand() {
+    use crate::fake_model::{FakeModel, Reply};
+    let server = peer("node_modules/.bin/mcp-server-everything");
+    let sandbox = Sandbox::new();
+    let model = FakeModel::start(vec![
+        Reply::call(
+            "tool_search",
+            json!({"names": ["everything__get-tiny-image"]}),
+        ),
+        Reply::call("everything__get-tiny-image", json!({})),
+        Reply::text("a tiny image"),
+    ]);
+    std::fs::write(
+        sandbox.project().join(".agents/mcp.json"),
+        json!({"mcpServers": {"everything": {"command": server, "args": ["stdio"]}}}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        sandbox.project().join(".agents/agent.json"),
+        json!({"permissions": {"mode": "trust"}, "sideRequests": false,
+               "toolIndex": {"share": 0},
+               "llm": {"provider": "openai", "baseUrl": model.base_url(), "model": "gpt-4o",
+                       "maxRetries": 0}})
+        .to_string(),
+    )
+    .unwrap();
+    let run = sandbox
+        .satchel(&["run", "--json", "show me the tiny image"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+
+    let requests = model.main_requests();
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    let tool_names = |request: &Value| -> Vec<String> {
+        request["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let first = tool_names(&requests[0]);
+    assert!(first.contains(&"tool_search".to_owned()), "{first:?}");
+    assert!(first.contains(&"bash".to_owned()), "{first:?}");
+    assert!(
+        !first.iter().any(|name| name.starts_with("everything__")),
+        "imported tools are indexed, not sent: {first:?}"
+    );
+    let search = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "tool_search")
+        .unwrap();
+    let index = search["function"]["description"].as_str().unwrap();
+    assert!(index.contains("everything__echo: "), "{index}");
+    let second = tool_names(&requests[1]);
+    assert!(
+        second.contains(&"everything__get-tiny-image".to_owned())
+            && !second.contains(&"everything__echo".to_owned()),
+        "the loaded tool is sent whole, the others stay indexed: {second:?}"
+    );
+    let third = requests[2].to_string();
+    assert!(
+        third.contains("image/png image, about"),
+        "the image is not dropped in silence: {third}"
+    );
+}
+
 /// A 2026-07-28 client (the official Python SDK, stateless, with the tasks
 /// extension): the policy's "ask" reaches its user through `input_required`
 /// results (accepted runs, declined is refused); a long call runs as a task

@@ -301,6 +301,13 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
             Err(reason) => reason,
             Ok((mut connection, tools)) => {
                 ever_running = true;
+                // A remote server counts failed connections in a row, not
+                // drops: one that came back starts its backoff afresh. A
+                // stdio server's restarts count until it stays up a while
+                // (a crash loop must not spin).
+                if remote {
+                    failures = 0;
+                }
                 let peer = connection.peer.clone();
                 link.set_connection(Some(peer.clone()), connection.pid());
                 shared.set_tools(&link, Some(tools));
