@@ -186,6 +186,12 @@ impl Host {
         tools_configurer(&self.paths, &self.env)
     }
 
+    /// The resources and prompts the MCP servers of the shared tools offer
+    /// (`None` before [`Host::shared_tools`]).
+    pub fn mcp_offers(&self) -> Option<satchel_mcp::client::Offers> {
+        self.shared.get().map(|(_, servers)| servers.offers())
+    }
+
     /// Waits until each MCP server of the shared tools has come up or
     /// failed (nothing to wait for before [`Host::shared_tools`]).
     pub async fn wait_for_mcp_servers(&self) {

@@ -189,7 +189,7 @@ fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
-fn content_part(block: &ContentBlock) -> Content {
+pub(crate) fn content_part(block: &ContentBlock) -> Content {
     match block {
         ContentBlock::Text(text) => Content::Text {
             text: text.text.clone(),

@@ -29,6 +29,7 @@ use super::config::{McpConfig, ServerConfig, TransportConfig};
 use super::connection::{Connection, Events};
 use super::link::{ImportedTool, Link, ServerState, ServerStatus};
 use super::naming;
+use super::offers::{Offers, OffersTool};
 use super::tool::{GROUP, McpTool};
 use crate::convert::from_mcp_tool;
 
@@ -78,7 +79,7 @@ impl Default for ManagerOptions {
 struct Shared {
     live: Arc<LiveRegistry>,
     options: ManagerOptions,
-    links: Vec<Arc<Link>>,
+    links: Arc<Vec<Arc<Link>>>,
     /// Each running server's tools as it listed them.
     imported: Mutex<BTreeMap<String, Vec<RemoteTool>>>,
     shutdown: CancellationToken,
@@ -104,11 +105,13 @@ impl McpManager {
         config: McpConfig,
         options: ManagerOptions,
     ) -> McpManager {
-        let links: Vec<Arc<Link>> = config
-            .servers
-            .into_values()
-            .map(|server| Arc::new(Link::new(server)))
-            .collect();
+        let links: Arc<Vec<Arc<Link>>> = Arc::new(
+            config
+                .servers
+                .into_values()
+                .map(|server| Arc::new(Link::new(server)))
+                .collect(),
+        );
         let shared = Arc::new(Shared {
             live,
             options,
@@ -117,7 +120,7 @@ impl McpManager {
             shutdown: CancellationToken::new(),
         });
         let mut tasks = Vec::new();
-        for link in &shared.links {
+        for link in shared.links.iter() {
             if let Some(problem) = &link.config.problem {
                 link.set_state(ServerState::Failed {
                     reason: problem.clone(),
@@ -132,9 +135,14 @@ impl McpManager {
         }
     }
 
+    /// The resources and prompts of the running servers.
+    pub fn offers(&self) -> Offers {
+        Offers::new(self.shared.links.clone())
+    }
+
     /// Waits until every server has finished its first start, running or failed.
     pub async fn ready(&self) {
-        for link in &self.shared.links {
+        for link in self.shared.links.iter() {
             let mut state = link.state.subscribe();
             let _ = state
                 .wait_for(|state| !matches!(state, ServerState::Starting))
@@ -217,6 +225,15 @@ impl Shared {
             });
             entry.1.extend(names.note.clone());
         }
+        // Resources and prompts reach the model through two tools of their
+        // own, while a running server declares them.
+        let offers = Offers::new(self.links.clone());
+        if offers.any(false) {
+            tools.push(Arc::new(OffersTool::resources(offers.clone())));
+        }
+        if offers.any(true) {
+            tools.push(Arc::new(OffersTool::prompts(offers)));
+        }
         let rejected = match self.live.set_extra_tools(GROUP, tools) {
             Ok(_) => self.live.rejected(),
             Err(error) => {
@@ -224,7 +241,7 @@ impl Shared {
                 return;
             }
         };
-        for link in &self.links {
+        for link in self.links.iter() {
             let (mut listed, mut notes) = per_server
                 .remove(link.config.name.as_str())
                 .unwrap_or_default();

@@ -3,18 +3,21 @@
 //! `config` reads `mcp.json` (the common `mcpServers` shape), `manager`
 //! starts and supervises the servers, `connection` and `process` hold one
 //! live connection and a stdio server's process group, `naming` gives
-//! imported tools their `server__tool` names, and `tool` is [`McpTool`],
-//! the `Tool` that forwards a call.
+//! imported tools their `server__tool` names, `tool` is [`McpTool`],
+//! the `Tool` that forwards a call, and `offers` is what servers offer
+//! besides tools (resources and prompts).
 
 pub mod config;
 mod connection;
 mod link;
 mod manager;
 pub mod naming;
+mod offers;
 mod process;
 mod tool;
 
 pub use config::{McpConfig, ServerConfig, TransportConfig};
 pub use link::{ImportedTool, ServerState, ServerStatus};
 pub use manager::{ManagerOptions, McpManager, RestartPolicy};
+pub use offers::{Listed, Offers, PROMPTS_TOOL, RESOURCES_TOOL};
 pub use tool::{GROUP, McpTool};

@@ -35,7 +35,7 @@ pub(crate) async fn bounded<T>(future: impl Future<Output = T>) -> T {
 // ---------------------------------------------------------------- fixtures
 
 pub(crate) struct Fixture {
-    dir: tempfile::TempDir,
+    pub(crate) dir: tempfile::TempDir,
     live: Arc<LiveRegistry>,
 }
 

@@ -2,7 +2,8 @@
 //! streamable HTTP: a server that starts late has its tools added when it
 //! answers; its image tool's output arrives as an image; a server killed
 //! mid-session keeps its tools listed while calls fail fast, and works
-//! again once it is back; a hung call is cut by its timeout.
+//! again once it is back; a hung call is cut by its timeout. Over stdio:
+//! its resources and prompts, through `mcp_resources` and `mcp_prompts`.
 
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
@@ -143,6 +144,73 @@ async fn a_late_dropped_and_restarted_remote_server_is_followed() {
         manager.shutdown().await;
         kill(second);
         eprintln!("the late server's tools joined {joined:?} after it started");
+    })
+    .await;
+}
+
+/// The reference server's resources and prompts reach the model through
+/// `mcp_resources` and `mcp_prompts`: listed with the server's name, a
+/// templated text resource read, a prompt given its arguments.
+#[tokio::test]
+async fn a_servers_resources_and_prompts_are_usable() {
+    bounded(async {
+        let fx = Fixture::new().await;
+        let config = server(
+            "everything",
+            TransportConfig::Stdio {
+                command: peer("node_modules/.bin/mcp-server-everything")
+                    .display()
+                    .to_string(),
+                args: vec!["stdio".into()],
+                env: BTreeMap::new(),
+                cwd: fx.dir.path().to_path_buf(),
+            },
+        );
+        let manager = fx.start(vec![config], fast());
+        manager.ready().await;
+        assert_eq!(status(&manager, "everything").state, ServerState::Running);
+
+        let listed = fx.call("mcp_resources", json!({"action": "list"})).await;
+        assert!(!listed.is_error, "{listed:?}");
+        let text = listed.results.to_text();
+        assert!(
+            text.contains("\"server\":\"everything\"")
+                && text.contains("demo://resource/dynamic/text/{resourceId}"),
+            "{text}"
+        );
+        let read = fx
+            .call(
+                "mcp_resources",
+                json!({"action": "read", "server": "everything", "uri": "demo://resource/dynamic/text/7"}),
+            )
+            .await;
+        assert!(!read.is_error, "{read:?}");
+        assert!(
+            read.results.to_text().starts_with("demo://resource/dynamic/text/7:"),
+            "{read:?}"
+        );
+
+        let prompts = fx.call("mcp_prompts", json!({"action": "list"})).await;
+        assert!(prompts.results.to_text().contains("args-prompt"), "{prompts:?}");
+        let prompt = fx
+            .call(
+                "mcp_prompts",
+                json!({"action": "get", "server": "everything", "name": "args-prompt",
+                       "arguments": {"city": "Lyon"}}),
+            )
+            .await;
+        assert!(!prompt.is_error, "{prompt:?}");
+        assert!(prompt.results.to_text().contains("Lyon"), "{prompt:?}");
+
+        let unknown = fx
+            .call(
+                "mcp_resources",
+                json!({"action": "read", "server": "nowhere", "uri": "x://y"}),
+            )
+            .await;
+        assert!(unknown.is_error);
+        assert!(unknown.results.to_text().contains("no running MCP server `nowhere`"));
+        manager.shutdown().await;
     })
     .await;
 }

@@ -34,6 +34,8 @@ Commands:
   /help              this list
   /tools             the tools the model can call
   /refresh           look for new or changed tools now
+  /resources [SERVER URI]      the MCP servers' resources, or one read
+  /prompts [SERVER NAME [JSON]] the MCP servers' prompts, or one's messages
   /goal [TEXT]       show or set the conversation goal
   /context           tokens of the next request, by section
   /history [N]       the last N events (default 20) as the conversation tool sees them
@@ -215,6 +217,81 @@ async fn statement(
     }
 }
 
+/// `/resources` and `/prompts`: every server's list, or one resource read
+/// (`SERVER URI`), or one prompt's messages (`SERVER NAME [JSON arguments]`).
+async fn offers(prompts: bool, rest: &str, project: &Host) -> String {
+    let Some(offers) = project.mcp_offers() else {
+        return "no MCP servers are running (declare them in .agents/mcp.json)".to_owned();
+    };
+    let mut words = rest.splitn(3, char::is_whitespace);
+    let (server, item, extra) = (words.next(), words.next(), words.next());
+    let parts = match (server.filter(|s| !s.is_empty()), item) {
+        (None, _) => {
+            let listed = if prompts {
+                offers.prompts().await
+            } else {
+                offers.resources().await
+            };
+            if listed.is_empty() {
+                return format!(
+                    "no running MCP server offers {}",
+                    if prompts { "prompts" } else { "resources" }
+                );
+            }
+            let mut text = String::new();
+            for server in listed {
+                text.push_str(&format!("{}:\n", server.server));
+                match server.entries {
+                    Ok(entries) => {
+                        for entry in entries {
+                            let id = ["uri", "uriTemplate", "name"]
+                                .iter()
+                                .find_map(|key| entry.get(*key).and_then(|v| v.as_str()))
+                                .unwrap_or("?");
+                            let about = entry
+                                .get("description")
+                                .and_then(|v| v.as_str())
+                                .or_else(|| entry.get("name").and_then(|v| v.as_str()))
+                                .unwrap_or_default();
+                            text.push_str(&format!("  {id}  {about}\n"));
+                        }
+                    }
+                    Err(error) => text.push_str(&format!("  (failed: {error})\n")),
+                }
+            }
+            return text;
+        }
+        (Some(_), None) => {
+            return format!(
+                "usage: /{} SERVER {}",
+                if prompts { "prompts" } else { "resources" },
+                if prompts {
+                    "NAME [JSON arguments]"
+                } else {
+                    "URI"
+                }
+            );
+        }
+        (Some(server), Some(item)) if prompts => {
+            let arguments = match extra.map(serde_json::from_str::<serde_json::Value>) {
+                None => serde_json::Map::new(),
+                Some(Ok(serde_json::Value::Object(map))) => map,
+                Some(_) => return "the arguments must be a JSON object".to_owned(),
+            };
+            offers.get(server, item, arguments).await
+        }
+        (Some(server), Some(uri)) => offers.read(server, uri).await,
+    };
+    match parts {
+        Ok(parts) => parts
+            .iter()
+            .map(satchel_core::Content::to_text)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Err(error) => format!("error: {error}"),
+    }
+}
+
 /// Handles `/command args`; false means leave.
 async fn slash(
     command: &str,
@@ -253,6 +330,10 @@ async fn slash(
                 agent.tools().current().len(),
                 if report.is_change() { " (changed)" } else { "" }
             ));
+        }
+        "resources" | "prompts" => {
+            let text = offers(name == "prompts", rest, project).await;
+            screen.lock().line(text.trim_end());
         }
         "goal" if rest.is_empty() => {
             let goal = agent.goal().unwrap_or("(not set yet)").to_owned();
