@@ -186,6 +186,14 @@ impl Host {
         tools_configurer(&self.paths, &self.env)
     }
 
+    /// Who answers the MCP servers' questions (`elicitation/create`): the
+    /// REPL sets its prompt; elsewhere nobody does and they are refused.
+    pub fn set_mcp_asker(&self, asker: Option<Arc<dyn satchel_mcp::client::ElicitationAsker>>) {
+        if let Some((_, servers)) = self.shared.get() {
+            servers.set_asker(asker);
+        }
+    }
+
     /// The resources and prompts the MCP servers of the shared tools offer
     /// (`None` before [`Host::shared_tools`]).
     pub fn mcp_offers(&self) -> Option<satchel_mcp::client::Offers> {

@@ -22,14 +22,30 @@ pub(crate) struct Events {
     pub(crate) server: String,
     /// Told when the server's tool list changed.
     pub(crate) tools_changed: mpsc::Sender<()>,
+    /// Who answers the server's questions, when anyone can.
+    pub(crate) asker: super::elicit::AskerSlot,
 }
 
 impl ClientHandler for Events {
     fn get_info(&self) -> ClientConfig {
+        // Form questions are declared always: where nobody can answer, the
+        // server is told so, with the reason, rather than left guessing.
+        let mut elicitation = rmcp::model::ElicitationCapability::new();
+        elicitation.form = Some(Default::default());
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(elicitation);
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("satchel", env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        super::elicit::answer(&self.asker, &self.server, request).await
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

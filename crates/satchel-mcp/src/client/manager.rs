@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::{McpConfig, ServerConfig, TransportConfig};
 use super::connection::{Connection, Events};
+use super::elicit::{AskerSlot, ElicitationAsker};
 use super::link::{ImportedTool, Link, ServerState, ServerStatus};
 use super::naming;
 use super::offers::{Offers, OffersTool};
@@ -83,6 +84,8 @@ struct Shared {
     /// Each running server's tools as it listed them.
     imported: Mutex<BTreeMap<String, Vec<RemoteTool>>>,
     shutdown: CancellationToken,
+    /// Who answers servers' questions (none until a front end says).
+    asker: AskerSlot,
 }
 
 /// The MCP servers of a configuration, started and supervised.
@@ -118,6 +121,7 @@ impl McpManager {
             links,
             imported: Mutex::new(BTreeMap::new()),
             shutdown: CancellationToken::new(),
+            asker: AskerSlot::default(),
         });
         let mut tasks = Vec::new();
         for link in shared.links.iter() {
@@ -133,6 +137,12 @@ impl McpManager {
             shared,
             tasks: Mutex::new(tasks),
         }
+    }
+
+    /// Who answers the servers' questions from now on (`None`: nobody;
+    /// they are refused with the reason).
+    pub fn set_asker(&self, asker: Option<Arc<dyn ElicitationAsker>>) {
+        *self.shared.asker.write().unwrap_or_else(|p| p.into_inner()) = asker;
     }
 
     /// The resources and prompts of the running servers.
@@ -302,6 +312,7 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
         let events = Events {
             server: link.config.name.clone(),
             tools_changed,
+            asker: shared.asker.clone(),
         };
         let opened = tokio::select! {
             opened = open(&link.config, events) => opened,

@@ -9,6 +9,7 @@
 
 pub mod config;
 mod connection;
+mod elicit;
 mod link;
 mod manager;
 pub mod naming;
@@ -17,6 +18,7 @@ mod process;
 mod tool;
 
 pub use config::{McpConfig, ServerConfig, TransportConfig};
+pub use elicit::{AskerSlot, ElicitationAsker, Elicited, Question};
 pub use link::{ImportedTool, ServerState, ServerStatus};
 pub use manager::{ManagerOptions, McpManager, RestartPolicy};
 pub use offers::{Listed, Offers, PROMPTS_TOOL, RESOURCES_TOOL};

@@ -214,3 +214,61 @@ async fn a_servers_resources_and_prompts_are_usable() {
     })
     .await;
 }
+
+/// Answers every question with a name, and keeps what it was asked.
+struct Answers(std::sync::Mutex<Vec<satchel_mcp::client::Question>>);
+
+#[async_trait::async_trait]
+impl satchel_mcp::client::ElicitationAsker for Answers {
+    async fn ask(&self, question: satchel_mcp::client::Question) -> satchel_mcp::client::Elicited {
+        self.0.lock().unwrap().push(question);
+        satchel_mcp::client::Elicited::Accept(json!({"name": "Ada Lovelace", "check": true}))
+    }
+}
+
+/// A server's question reaches whoever the front end set to answer (the
+/// REPL's prompt), and is refused with the reason when nobody can answer.
+#[tokio::test]
+async fn a_servers_questions_reach_the_person_or_are_refused_with_the_reason() {
+    bounded(async {
+        let fx = Fixture::new().await;
+        let config = server(
+            "everything",
+            TransportConfig::Stdio {
+                command: peer("node_modules/.bin/mcp-server-everything")
+                    .display()
+                    .to_string(),
+                args: vec!["stdio".into()],
+                env: BTreeMap::new(),
+                cwd: fx.dir.path().to_path_buf(),
+            },
+        );
+        let manager = fx.start(vec![config], fast());
+        manager.ready().await;
+        let answers = std::sync::Arc::new(Answers(Default::default()));
+        manager.set_asker(Some(answers.clone()));
+        let answered = fx
+            .call("everything__trigger-elicitation-request", json!({}))
+            .await;
+        assert!(!answered.is_error, "{answered:?}");
+        assert!(
+            answered.results.to_text().contains("Ada Lovelace"),
+            "{answered:?}"
+        );
+        let asked = answers.0.lock().unwrap().clone();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].server, "everything");
+        assert!(asked[0].schema.as_ref().unwrap()["properties"]["name"].is_object());
+
+        manager.set_asker(None);
+        let refused = fx
+            .call("everything__trigger-elicitation-request", json!({}))
+            .await;
+        assert!(
+            refused.results.to_text().contains("no person to ask"),
+            "the server hears why: {refused:?}"
+        );
+        manager.shutdown().await;
+    })
+    .await;
+}

@@ -4,6 +4,7 @@
 //! Satchel's data directory.
 
 mod consent;
+mod elicit;
 mod markdown;
 mod screen;
 
@@ -72,6 +73,11 @@ pub(crate) async fn run(args: ChatArgs, project: &Host) -> anyhow::Result<ExitCo
             resume: args.resume,
         })
         .await?;
+    // The MCP servers' questions come to this prompt too.
+    project.set_mcp_asker(Some(Arc::new(elicit::TerminalAsker::new(
+        editor.clone(),
+        screen.clone(),
+    ))));
     let spinner = screen.spawn_spinner();
     greet(&agent, &screen);
     loop {
