@@ -796,7 +796,7 @@ pub(crate) enum McpCommand {
 const CONNECT_EXAMPLES: &str = "\
 Examples:
   satchel mcp connect https://mcp.example.com/mcp
-  satchel mcp connect http://127.0.0.1:8765/mcp --call echo '{\"text\": \"hi\"}'
+  satchel mcp connect http://127.0.0.1:8765/mcp --call echo '{\"message\": \"hi\"}'
   satchel mcp connect https://mcp.example.com/mcp --header 'X-Api-Key: $KEY' --json";
 
 const LOGIN_EXAMPLES: &str = "\

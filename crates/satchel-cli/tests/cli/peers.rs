@@ -411,7 +411,10 @@ fn conformance_suite_client_scenarios_pass_through_satchel_mcp_connect() {
     let suite = peer("node_modules/@modelcontextprotocol/conformance/dist/index.js");
     let baseline = conformance_baseline("conformance-expected-failures-client.yaml");
     // The suite splits the command on spaces and appends the server's URL.
-    let command = format!("{} mcp connect --conformance", env!("CARGO_BIN_EXE_satchel"));
+    let command = format!(
+        "{} mcp connect --conformance",
+        env!("CARGO_BIN_EXE_satchel")
+    );
     let started = Instant::now();
     let mut failures = Vec::new();
     for revision in ["2025-11-25", "2026-07-28"] {

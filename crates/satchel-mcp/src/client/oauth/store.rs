@@ -376,7 +376,12 @@ mod tests {
         let record = again.record().unwrap();
         assert_eq!(record.server_url, "https://mcp.example.com/mcp");
         assert_eq!(
-            record.registration.as_ref().unwrap().client_secret.as_deref(),
+            record
+                .registration
+                .as_ref()
+                .unwrap()
+                .client_secret
+                .as_deref(),
             Some("shh")
         );
         assert!(record.has_tokens());
