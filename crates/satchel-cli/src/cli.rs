@@ -746,7 +746,9 @@ const MCP_EXAMPLES: &str = "\
 Examples:
   satchel mcp serve
   satchel mcp serve --http 127.0.0.1:8765
-  satchel mcp servers --json";
+  satchel mcp servers --json
+  satchel mcp connect https://mcp.example.com/mcp
+  satchel mcp login docs";
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum McpCommand {
@@ -766,6 +768,86 @@ pub(crate) enum McpCommand {
     /// or fail, prints, and shuts them down.
     #[command(after_help = SERVERS_EXAMPLES)]
     Servers(ListArgs),
+    /// Connect to a streamable-HTTP MCP server as Satchel's client would,
+    /// print what it offers, and optionally call a tool.
+    ///
+    /// OAuth included: when the server asks for authorization, Satchel
+    /// discovers its authorization server, registers, and completes the
+    /// login headless when the server redirects without asking anyone,
+    /// else prints the login URL (to stderr), opens the browser and waits
+    /// for the redirect on 127.0.0.1. Tokens are stored as `satchel mcp
+    /// login` stores them. A way to check a server before adding it to
+    /// mcp.json.
+    #[command(after_help = CONNECT_EXAMPLES)]
+    Connect(Box<ConnectArgs>),
+    /// Log in to a remote MCP server that uses OAuth, and store its tokens.
+    ///
+    /// SERVER is a name from mcp.json or a URL. The login URL is printed to
+    /// stderr and opened in the browser; the browser's redirect comes back
+    /// to a listener on 127.0.0.1. Tokens are stored in
+    /// $XDG_DATA_HOME/satchel/mcp-oauth/ (owner-only, 0600) and refreshed
+    /// before they expire.
+    #[command(after_help = LOGIN_EXAMPLES)]
+    Login(LoginArgs),
+    /// Forget a remote MCP server's stored tokens and registration.
+    Logout(LogoutArgs),
+}
+
+const CONNECT_EXAMPLES: &str = "\
+Examples:
+  satchel mcp connect https://mcp.example.com/mcp
+  satchel mcp connect http://127.0.0.1:8765/mcp --call echo '{\"message\": \"hi\"}'
+  satchel mcp connect https://mcp.example.com/mcp --header 'X-Api-Key: $KEY' --json";
+
+const LOGIN_EXAMPLES: &str = "\
+Examples:
+  satchel mcp login docs
+  satchel mcp login https://mcp.example.com/mcp --no-browser
+  satchel mcp logout docs";
+
+#[derive(Debug, Args)]
+pub(crate) struct ConnectArgs {
+    /// The server's streamable-HTTP endpoint, e.g. https://mcp.example.com/mcp.
+    pub(crate) url: String,
+    /// Call TOOL with JSON arguments (an object) and print the result.
+    #[arg(long, num_args = 2, value_names = ["TOOL", "JSON"])]
+    pub(crate) call: Option<Vec<String>>,
+    /// A header sent with every request, 'Name: value' (repeatable). An
+    /// Authorization header replaces OAuth.
+    #[arg(long = "header", short = 'H', value_name = "'NAME: VALUE'")]
+    pub(crate) headers: Vec<String>,
+    /// The protocol: 2025-11-25 (initialize, sessions), 2026-07-28
+    /// (stateless requests) or auto (ask, fall back) [default: auto].
+    #[arg(long, value_name = "VERSION")]
+    pub(crate) protocol_version: Option<String>,
+    /// Print the login URL but do not open a browser.
+    #[arg(long)]
+    pub(crate) no_browser: bool,
+    /// Print what the server offers (and the call's result) as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Diagnostic: run as the client of the official MCP conformance
+    /// suite (reads MCP_CONFORMANCE_*; tokens kept in memory only).
+    #[arg(long, hide = true)]
+    pub(crate) conformance: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LoginArgs {
+    /// A server name from mcp.json, or a URL.
+    pub(crate) server: String,
+    /// Print the login URL but do not open a browser.
+    #[arg(long)]
+    pub(crate) no_browser: bool,
+    /// Scopes to ask for (space-separated), instead of what the server suggests.
+    #[arg(long, value_name = "SCOPES")]
+    pub(crate) scope: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LogoutArgs {
+    /// A server name from mcp.json, or a URL.
+    pub(crate) server: String,
 }
 
 const SERVE_EXAMPLES: &str = "\

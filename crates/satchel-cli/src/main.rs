@@ -93,6 +93,12 @@ fn init_tracing(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // rmcp's OAuth module logs the authorization code (and token
+    // responses) at debug: never below warn there, whatever RUST_LOG says.
+    let filter = match "rmcp::transport::auth=warn".parse() {
+        Ok(directive) => filter.add_directive(directive),
+        Err(_) => filter,
+    };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(|| RedactingStderr)

@@ -136,7 +136,13 @@ pub fn load_mcp_config(host: &Host) -> McpConfig {
         McpConfig::default_paths(&host.root, host.paths.config.as_deref()),
     );
     let env = &host.env;
-    let config = McpConfig::load(&paths, &host.root, &|name| env.get(name).cloned());
+    let config = McpConfig::load(&paths, &host.root, &|name| env.get(name).cloned())
+        .with_token_dir(
+            host.paths
+                .data
+                .as_ref()
+                .map(|dir| dir.join(satchel_mcp::client::oauth::store::DIR_NAME)),
+        );
     for warning in &config.warnings {
         tracing::warn!("{warning}");
     }

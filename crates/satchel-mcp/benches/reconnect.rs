@@ -122,6 +122,8 @@ async fn measure() {
         transport: TransportConfig::Http {
             url: url.clone(),
             headers: BTreeMap::new(),
+            lifecycle: Default::default(),
+            oauth: Default::default(),
         },
         startup_timeout: Duration::from_secs(20),
         call_timeout: Duration::from_secs(20),

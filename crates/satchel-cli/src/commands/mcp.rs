@@ -1,5 +1,5 @@
 //! `satchel mcp ...`: serve Satchel's tools over MCP, list the MCP servers
-//! Satchel uses.
+//! Satchel uses; `connect`, `login` and `logout` are in `mcp_remote`.
 
 use std::io::Write;
 
@@ -18,9 +18,19 @@ use crate::cli::{ListArgs, McpCommand, ServeArgs};
 use satchel_host::Host;
 
 pub(crate) async fn run(command: McpCommand, project: &Arc<Host>) -> anyhow::Result<ExitCode> {
+    let data = project.paths.data.as_deref();
     match command {
         McpCommand::Serve(args) => serve(*args, project).await,
         McpCommand::Servers(args) => servers(args, project).await,
+        McpCommand::Connect(args) => super::mcp_remote::connect(*args, data).await,
+        McpCommand::Login(args) => {
+            let config = satchel_host::loaders::load_mcp_config(project);
+            super::mcp_remote::login(args, &config, data).await
+        }
+        McpCommand::Logout(args) => {
+            let config = satchel_host::loaders::load_mcp_config(project);
+            super::mcp_remote::logout(args, &config, data)
+        }
     }
 }
 
@@ -152,7 +162,7 @@ async fn servers(args: ListArgs, project: &Host) -> anyhow::Result<ExitCode> {
 /// The transport when all is well, the reason when not.
 fn detail(status: &ServerStatus) -> String {
     match &status.state {
-        ServerState::Failed { reason } => reason.clone(),
+        ServerState::Failed { reason } | ServerState::NeedsLogin { reason } => reason.clone(),
         ServerState::Restarting { reason, .. } => reason.clone(),
         _ => status.transport.clone(),
     }

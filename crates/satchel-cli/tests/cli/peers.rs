@@ -1,8 +1,9 @@
 //! Real MCP peers from the package registries against the built `satchel`:
 //! the official Python SDK as a client of `satchel mcp serve`, the
 //! reference server `@modelcontextprotocol/server-everything` as a server
-//! Satchel's client uses, and the official conformance suite against
-//! `satchel mcp serve --http`, plain and in conformance fixture mode.
+//! Satchel's client uses, the official conformance suite against
+//! `satchel mcp serve --http`, plain and in conformance fixture mode, and
+//! its client scenarios against `satchel mcp connect`.
 //!
 //! The peers live in `.peers/` at the repository root, installed at pinned
 //! versions by `scripts/install-test-peers.sh` (which `.ci/run` calls).
@@ -396,6 +397,60 @@ fn conformance_suite_passes_the_scenarios_for_any_server() {
     server.kill().unwrap();
     server.wait().unwrap();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Issue #28: the official conformance suite's client scenarios (both
+/// requirement sets: the stateful and stateless wires, `tools_call`,
+/// `request-metadata`, and every `auth/*` scenario with the suite's own
+/// authorization servers) against Satchel's client, as `satchel mcp
+/// connect --conformance` drives it, held to a committed baseline.
+#[test]
+fn conformance_suite_client_scenarios_pass_through_satchel_mcp_connect() {
+    let sandbox = Sandbox::new();
+    let bun = peer("node_modules/.bin/bun");
+    let suite = peer("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    let baseline = conformance_baseline("conformance-expected-failures-client.yaml");
+    // The suite splits the command on spaces and appends the server's URL.
+    let command = format!(
+        "{} mcp connect --conformance",
+        env!("CARGO_BIN_EXE_satchel")
+    );
+    let started = Instant::now();
+    let mut failures = Vec::new();
+    for revision in ["2025-11-25", "2026-07-28"] {
+        let output = Command::new(&bun)
+            .arg(&suite)
+            .args(["client", "--command", &command, "--requirements", revision])
+            .arg("--expected-failures")
+            .arg(&baseline)
+            // Its results/ directory lands in the sandbox, and so does every
+            // file satchel might write.
+            .current_dir(sandbox.dir.path())
+            .envs(sandbox.env())
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        if !output.status.success() {
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            let summary = stdout
+                .find("=== SUITE SUMMARY ===")
+                .map_or(stdout.as_ref(), |at| &stdout[at..]);
+            failures.push(format!(
+                "conformance client --requirements {revision}: exit {:?}\n{summary}\n{}",
+                output.status.code(),
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    // In-memory tokens only: the conformance driver leaves nothing behind.
+    assert!(!sandbox.dir.path().join("data/satchel/mcp-oauth").exists());
+    assert!(
+        started.elapsed() < Duration::from_secs(180),
+        "took {:?}",
+        started.elapsed()
+    );
 }
 
 /// The official Python SDK's client sees a running bash call's progress

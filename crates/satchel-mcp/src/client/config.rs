@@ -9,14 +9,21 @@
 //! ```
 //!
 //! A server has `command` (with `args`, `env`, `cwd`) for stdio or `url`
-//! (with `headers`) for streamable HTTP; `type` may say which. Satchel's own
+//! (with `headers`) for streamable HTTP; `type` may say which. A remote
+//! server may add `protocolVersion` (`2025-11-25`, `2026-07-28` or `auto`,
+//! the default) and `oauth`: `clientId` and `clientSecret` for a client
+//! registered with its authorization server by hand, `clientMetadataUrl`
+//! for a client ID metadata document Satchel is known by, `scopes` to ask
+//! for, `allowPrivateNetwork` for an authorization server on a private
+//! address. Without them Satchel registers itself (dynamic registration);
+//! tokens come from `satchel mcp login NAME`. Satchel's own
 //! keys: `startupTimeoutSecs` (default 30), `callTimeoutSecs` (default 60,
 //! reset by progress), `disabled`. Any other key, in a server or at the
 //! top level, and a value of the wrong type are warnings naming the file,
 //! line, key path and the nearest known key; the key is ignored and the
 //! rest of the server applies.
-//! `${VAR}` and `${VAR:-default}` in `command`, `args`, `env`, `cwd`, `url`
-//! and `headers` are replaced from the environment given to [`McpConfig::load`].
+//! `${VAR}` and `${VAR:-default}` in `command`, `args`, `env`, `cwd`, `url`,
+//! `headers`, `oauth.clientId` and `oauth.clientSecret` are replaced from the environment given to [`McpConfig::load`].
 //!
 //! The user's `$XDG_CONFIG_HOME/satchel/mcp.json` is read first, then the
 //! project's `.agents/mcp.json`; a server declared in both is the
@@ -28,6 +35,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use satchel_tools::config::{JsonStep, Layer};
+
+use super::oauth::OAuthOptions;
+use super::remote::Lifecycle;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -45,6 +55,19 @@ pub struct McpConfig {
     pub servers: BTreeMap<String, ServerConfig>,
     /// Problems found, each naming its file.
     pub warnings: Vec<String>,
+}
+
+impl McpConfig {
+    /// Keeps remote servers' OAuth tokens in `dir` (e.g.
+    /// `$XDG_DATA_HOME/satchel/mcp-oauth`); without one they cannot log in.
+    pub fn with_token_dir(mut self, dir: Option<PathBuf>) -> McpConfig {
+        for server in self.servers.values_mut() {
+            if let TransportConfig::Http { oauth, .. } = &mut server.transport {
+                oauth.token_dir = dir.clone();
+            }
+        }
+        self
+    }
 }
 
 /// One server to start.
@@ -84,9 +107,61 @@ pub enum TransportConfig {
     Http {
         /// The endpoint URL.
         url: String,
-        /// Headers sent with every request (e.g. `Authorization`).
+        /// Headers sent with every request (an `Authorization` header
+        /// replaces OAuth).
         headers: BTreeMap<String, String>,
+        /// How the lifecycle starts (`protocolVersion`).
+        lifecycle: Lifecycle,
+        /// Who Satchel is to its authorization server, and where tokens live.
+        oauth: OAuthConfig,
     },
+}
+
+/// A remote server's `oauth` settings.
+#[derive(Clone, Default, PartialEq)]
+pub struct OAuthConfig {
+    /// `clientId`: registered with the authorization server by hand.
+    pub client_id: Option<String>,
+    /// `clientSecret`: its secret.
+    pub client_secret: Option<String>,
+    /// `clientMetadataUrl`: a client ID metadata document Satchel is known by.
+    pub client_metadata_url: Option<String>,
+    /// `scopes` to ask for instead of what the server suggests.
+    pub scopes: Vec<String>,
+    /// `allowPrivateNetwork`: the authorization server may be on a private address.
+    pub allow_private_network: bool,
+    /// Where tokens are stored (not from mcp.json: see [`McpConfig::with_token_dir`]).
+    pub token_dir: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthConfig")
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "[REDACTED]"),
+            )
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("scopes", &self.scopes)
+            .field("allow_private_network", &self.allow_private_network)
+            .field("token_dir", &self.token_dir)
+            .finish()
+    }
+}
+
+impl OAuthConfig {
+    /// The options the authorizer takes.
+    pub fn options(&self) -> OAuthOptions {
+        OAuthOptions {
+            client_name: "Satchel".into(),
+            client_id: self.client_id.clone(),
+            client_secret: self.client_secret.clone(),
+            client_metadata_url: self.client_metadata_url.clone(),
+            scopes: self.scopes.clone(),
+            allow_private_network: self.allow_private_network,
+        }
+    }
 }
 
 impl TransportConfig {
@@ -121,10 +196,26 @@ struct RawServer {
     url: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
+    protocol_version: Option<String>,
+    #[serde(default)]
+    oauth: RawOAuth,
     #[serde(default)]
     disabled: bool,
     startup_timeout_secs: Option<f64>,
     call_timeout_secs: Option<f64>,
+}
+
+/// An `oauth` section as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawOAuth {
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    client_metadata_url: Option<String>,
+    #[serde(default)]
+    scopes: Vec<String>,
+    #[serde(default)]
+    allow_private_network: bool,
 }
 
 impl McpConfig {
@@ -280,11 +371,62 @@ impl McpConfig {
                 drop.push(key.clone());
             }
         }
+        if let Some(Value::Object(oauth)) = object.get_mut("oauth") {
+            self.check_oauth_keys(layer, name, oauth);
+        }
         for key in drop {
             object.remove(&key);
         }
     }
 }
+
+impl McpConfig {
+    /// Warns about, and removes, unknown keys and wrong types in a
+    /// server's `oauth` section.
+    fn check_oauth_keys(&mut self, layer: &Layer, name: &str, oauth: &mut Map<String, Value>) {
+        let mut drop = Vec::new();
+        for (key, value) in oauth.iter() {
+            let at = layer.describe(&[
+                JsonStep::key("mcpServers"),
+                JsonStep::key(name),
+                JsonStep::key("oauth"),
+                JsonStep::key(key),
+            ]);
+            let Some((_, expected, fits)) = OAUTH_KEYS.iter().find(|(known, ..)| known == key)
+            else {
+                let known: Vec<&str> = OAUTH_KEYS.iter().map(|(known, ..)| *known).collect();
+                let hint = satchel_tools::config::nearest(key, &known)
+                    .map(|near| format!(" (did you mean `mcpServers.{name}.oauth.{near}`?)"))
+                    .unwrap_or_default();
+                self.warnings.push(format!(
+                    "{at}: `mcpServers.{name}.oauth.{key}` is not a key Satchel reads{hint}; ignored"
+                ));
+                drop.push(key.clone());
+                continue;
+            };
+            if !fits(value) {
+                self.warnings.push(format!(
+                    "{at}: `mcpServers.{name}.oauth.{key}` must be {expected}, not {}; ignored",
+                    satchel_tools::config::json_type(value)
+                ));
+                drop.push(key.clone());
+            }
+        }
+        for key in drop {
+            oauth.remove(&key);
+        }
+    }
+}
+
+/// The keys of a server's `oauth` section.
+#[allow(clippy::type_complexity)]
+const OAUTH_KEYS: &[(&str, &str, fn(&Value) -> bool)] = &[
+    ("clientId", "a string", Value::is_string),
+    ("clientSecret", "a string", Value::is_string),
+    ("clientMetadataUrl", "a string", Value::is_string),
+    ("scopes", "a list of strings", string_list),
+    ("allowPrivateNetwork", "a boolean", Value::is_boolean),
+];
 
 /// The top-level keys of mcp.json.
 const TOP_KEYS: &[&str] = &["$schema", "mcpServers"];
@@ -299,6 +441,8 @@ const SERVER_KEYS: &[(&str, &str, fn(&Value) -> bool)] = &[
     ("cwd", "a string", Value::is_string),
     ("url", "a string", Value::is_string),
     ("headers", "an object of strings", string_map),
+    ("protocolVersion", "a string", Value::is_string),
+    ("oauth", "an object", Value::is_object),
     ("disabled", "a boolean", Value::is_boolean),
     ("startupTimeoutSecs", "a number", Value::is_number),
     ("callTimeoutSecs", "a number", Value::is_number),
@@ -354,6 +498,20 @@ fn server_config(
         }
         (Some("http" | "streamable-http" | "streamablehttp") | None, None, Some(url))
         | (Some("http" | "streamable-http" | "streamablehttp"), Some(_), Some(url)) => {
+            let lifecycle = match raw.protocol_version.as_deref() {
+                None => Lifecycle::Auto,
+                Some(version) => Lifecycle::for_version(version).ok_or_else(|| {
+                    format!("`protocolVersion` `{version}` is not 2025-11-25, 2026-07-28 or auto")
+                })?,
+            };
+            let oauth = OAuthConfig {
+                client_id: raw.oauth.client_id.as_deref().map(&mut expand),
+                client_secret: raw.oauth.client_secret.as_deref().map(&mut expand),
+                client_metadata_url: raw.oauth.client_metadata_url.clone(),
+                scopes: raw.oauth.scopes.clone(),
+                allow_private_network: raw.oauth.allow_private_network,
+                token_dir: None,
+            };
             TransportConfig::Http {
                 url: expand(&url),
                 headers: raw
@@ -361,6 +519,8 @@ fn server_config(
                     .iter()
                     .map(|(key, value)| (key.clone(), expand(value)))
                     .collect(),
+                lifecycle,
+                oauth,
             }
         }
         (None, Some(_), Some(_)) => {
@@ -509,6 +669,8 @@ mod tests {
             TransportConfig::Http {
                 url: "https://x.example/mcp".into(),
                 headers: [("Authorization".to_owned(), "Bearer s3cret".to_owned())].into(),
+                lifecycle: Lifecycle::Auto,
+                oauth: OAuthConfig::default(),
             }
         );
         assert_eq!(config.servers["docs"].call_timeout, Duration::from_secs(5));
@@ -608,5 +770,75 @@ mod tests {
             ]
         );
         assert_eq!(config.servers["files"].call_timeout, DEFAULT_CALL_TIMEOUT);
+    }
+
+    /// Issue #28: a remote server's `protocolVersion` and `oauth` section,
+    /// with `${VAR}` in the client's identity, and the token directory the
+    /// host gives.
+    #[test]
+    fn remote_servers_read_protocol_version_and_oauth() {
+        let config = load(&[(
+            "mcp.json",
+            r#"{"mcpServers": {
+                "docs": {"url": "https://x.example/mcp", "protocolVersion": "2026-07-28",
+                         "oauth": {"clientId": "satchel", "clientSecret": "${TOKEN}",
+                                   "scopes": ["read", "write"], "allowPrivateNetwork": true}},
+                "old": {"url": "https://y.example/mcp", "protocolVersion": "2025-11-25"},
+                "bad": {"url": "https://z.example/mcp", "protocolVersion": "latest"}
+            }}"#,
+        )]);
+        let config = config.with_token_dir(Some(PathBuf::from("/data/mcp-oauth")));
+        let TransportConfig::Http {
+            lifecycle, oauth, ..
+        } = &config.servers["docs"].transport
+        else {
+            panic!("not HTTP");
+        };
+        assert_eq!(*lifecycle, Lifecycle::Discover);
+        assert_eq!(oauth.client_id.as_deref(), Some("satchel"));
+        assert_eq!(oauth.client_secret.as_deref(), Some("s3cret"));
+        assert_eq!(oauth.scopes, ["read", "write"]);
+        assert!(oauth.allow_private_network);
+        assert_eq!(
+            oauth.token_dir.as_deref(),
+            Some(Path::new("/data/mcp-oauth"))
+        );
+        // The secret never shows in Debug output.
+        assert!(!format!("{:?}", config.servers["docs"]).contains("s3cret"));
+        assert!(matches!(
+            &config.servers["old"].transport,
+            TransportConfig::Http {
+                lifecycle: Lifecycle::Initialize,
+                ..
+            }
+        ));
+        assert!(
+            config
+                .warnings
+                .join("\n")
+                .contains("server `bad`: `protocolVersion` `latest`"),
+            "{:?}",
+            config.warnings
+        );
+    }
+
+    #[test]
+    fn unknown_and_mistyped_oauth_keys_are_warnings() {
+        let config = load(&[(
+            "mcp.json",
+            r#"{"mcpServers": {"docs": {"url": "https://x.example/mcp",
+                "oauth": {"clientID": "x", "scopes": "read"}}}}"#,
+        )]);
+        let warnings = config.warnings.join("\n");
+        assert!(
+            warnings.contains("`mcpServers.docs.oauth.clientID` is not a key Satchel reads (did you mean `mcpServers.docs.oauth.clientId`?)"),
+            "{warnings}"
+        );
+        assert!(
+            warnings
+                .contains("`mcpServers.docs.oauth.scopes` must be a list of strings, not a string"),
+            "{warnings}"
+        );
+        assert!(config.servers.contains_key("docs"));
     }
 }

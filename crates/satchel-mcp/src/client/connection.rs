@@ -1,20 +1,19 @@
 //! One live connection to an MCP server: the rmcp client service over a
-//! child's pipes or streamable HTTP, and how it ends.
+//! child's pipes or streamable HTTP (with OAuth, see [`Remote`]), and how
+//! it ends.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use axum::http::{HeaderName, HeaderValue};
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningServiceCancellationToken};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ServiceExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::config::{ServerConfig, TransportConfig};
+use super::oauth::{Authorizer, Interaction, TokenStore};
 use super::process::{ServerProcess, describe_exit};
+use super::remote::{Remote, RemoteConfig};
 
 /// What Satchel's client does with what a server sends on its own.
 #[derive(Clone)]
@@ -104,24 +103,48 @@ impl Connection {
                     }
                 }
             }
-            TransportConfig::Http { url, headers } => {
-                crate::ensure_crypto_provider();
-                let mut custom = HashMap::new();
-                for (name, value) in headers {
-                    let name = HeaderName::try_from(name.as_str())
-                        .map_err(|e| format!("header `{name}`: {e}"))?;
-                    let value = HeaderValue::try_from(value.as_str())
-                        .map_err(|e| format!("header `{name}`: {e}"))?;
-                    custom.insert(name, value);
-                }
-                let transport_config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                    .custom_headers(custom);
-                let transport = StreamableHttpClientTransport::from_config(transport_config);
-                let running = events
-                    .serve(transport)
+            TransportConfig::Http {
+                url,
+                headers,
+                lifecycle,
+                oauth,
+            } => {
+                let remote_config = RemoteConfig {
+                    url: url.clone(),
+                    headers: headers.clone(),
+                    lifecycle: *lifecycle,
+                };
+                // In the background nobody can log in: a server that wants
+                // authorization Satchel lacks is reported as needing
+                // `satchel mcp login`, with stored tokens used (and
+                // refreshed) otherwise.
+                let authorizer = match &oauth.token_dir {
+                    Some(dir) => Some(
+                        Authorizer::new(
+                            url,
+                            &config.name,
+                            oauth.options(),
+                            TokenStore::file(dir, url),
+                            Interaction::Never,
+                        )
+                        .map_err(|e| e.to_string())?,
+                    ),
+                    None => None,
+                };
+                let remote = Remote::connect(events, &remote_config, authorizer)
                     .await
-                    .map_err(|error| format!("cannot connect to {url}: {error}"))?;
-                Ok(Connection::from_running(running, None))
+                    .map_err(|error| error.to_string())?;
+                // A server may let the handshake through and want a token
+                // for its tools: find out here, where it can be said so.
+                if let Err(error) = remote
+                    .with_auth(|peer| async move { peer.list_tools(None).await })
+                    .await
+                {
+                    let reason = error.to_string();
+                    remote.close().await;
+                    return Err(reason);
+                }
+                Ok(Connection::from_running(remote.into_running(), None))
             }
         }
     }

@@ -26,6 +26,13 @@ pub enum ServerState {
         /// What happened.
         reason: String,
     },
+    /// A remote server that wants an OAuth login nobody has done (or
+    /// whose tokens can no longer be refreshed): not retried until
+    /// `satchel mcp login NAME`.
+    NeedsLogin {
+        /// What to do.
+        reason: String,
+    },
     /// Did not start, or crashed too often; its tools are gone.
     Failed {
         /// Why.
@@ -36,9 +43,21 @@ pub enum ServerState {
 }
 
 impl ServerState {
-    /// The state's name: `starting`, `running`, `restarting`, `failed`, `stopped`.
+    /// The state a server that could not (re)start is left in: needing
+    /// login when that is why, failed otherwise.
+    pub(crate) fn not_started(reason: String) -> ServerState {
+        if reason.starts_with(super::oauth::NEEDS_LOGIN) {
+            ServerState::NeedsLogin { reason }
+        } else {
+            ServerState::Failed { reason }
+        }
+    }
+
+    /// The state's name: `starting`, `running`, `restarting`,
+    /// `needs-login`, `failed`, `stopped`.
     pub fn label(&self) -> &'static str {
         match self {
+            ServerState::NeedsLogin { .. } => "needs-login",
             ServerState::Starting => "starting",
             ServerState::Running => "running",
             ServerState::Restarting { .. } => "restarting",
@@ -127,7 +146,9 @@ impl Link {
             ServerState::Restarting { attempt, reason } => {
                 format!("restarting, attempt {attempt}, after: {reason}")
             }
-            ServerState::Failed { reason } => format!("failed: {reason}"),
+            ServerState::Failed { reason } | ServerState::NeedsLogin { reason } => {
+                format!("failed: {reason}")
+            }
             other => other.label().to_owned(),
         }
     }
@@ -138,7 +159,9 @@ impl Link {
 
     pub(super) fn set_state(&self, state: ServerState) {
         match &state {
-            ServerState::Failed { reason } | ServerState::Restarting { reason, .. } => {
+            ServerState::Failed { reason }
+            | ServerState::Restarting { reason, .. }
+            | ServerState::NeedsLogin { reason } => {
                 tracing::warn!(server = %self.config.name, state = state.label(), "MCP server: {reason}");
             }
             ServerState::Running => {
@@ -149,7 +172,9 @@ impl Link {
         {
             let mut status = self.status();
             status.state = state.clone();
-            if let ServerState::Failed { reason } | ServerState::Restarting { reason, .. } = &state
+            if let ServerState::Failed { reason }
+            | ServerState::Restarting { reason, .. }
+            | ServerState::NeedsLogin { reason } = &state
             {
                 status.last_error = Some(reason.clone());
             }

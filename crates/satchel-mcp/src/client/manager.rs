@@ -322,6 +322,13 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
             }
         };
         let reason = match opened {
+            // A remote server that needs a login cannot get one by being
+            // tried again: it waits, tools gone, until someone logs in.
+            Err(reason) if reason.starts_with(super::oauth::NEEDS_LOGIN) => {
+                shared.set_tools(&link, None);
+                link.set_state(ServerState::not_started(reason));
+                return;
+            }
             Err(reason) if !ever_running && !remote => {
                 link.set_state(ServerState::Failed { reason });
                 return;

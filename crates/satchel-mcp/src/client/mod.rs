@@ -4,17 +4,26 @@
 //! starts and supervises the servers, `connection` and `process` hold one
 //! live connection and a stdio server's process group, `naming` gives
 //! imported tools their `server__tool` names, `tool` is [`McpTool`],
-//! the `Tool` that forwards a call, and `offers` is what servers offer
-//! besides tools (resources and prompts).
+//! the `Tool` that forwards a call, `offers` is what servers offer besides
+//! tools (resources and prompts) and `elicit` their questions to the user.
+//! Remote servers: `remote` connects over streamable HTTP with `oauth`
+//! (discovery, registration, the browser or headless redirect, step-up,
+//! the token store); `connect` is what `satchel mcp connect` does with one,
+//! and `conformance` drives it for the official conformance suite's client
+//! scenarios.
 
 pub mod config;
+pub mod conformance;
+pub mod connect;
 mod connection;
 mod elicit;
 mod link;
 mod manager;
 pub mod naming;
+pub mod oauth;
 mod offers;
 mod process;
+pub mod remote;
 mod tool;
 
 pub use config::{McpConfig, ServerConfig, TransportConfig};

@@ -389,6 +389,8 @@ async fn servers_that_fail_to_start_do_not_stop_the_others() {
             TransportConfig::Http {
                 url: "http://127.0.0.1:9/mcp".into(),
                 headers: BTreeMap::new(),
+                lifecycle: Default::default(),
+                oauth: Default::default(),
             },
         );
         let manager = fx.start(
@@ -548,6 +550,8 @@ async fn http_server_calls_errors_timeouts_progress_and_cancellation() {
             TransportConfig::Http {
                 url,
                 headers: BTreeMap::from([("X-Test".to_owned(), "1".to_owned())]),
+                lifecycle: Default::default(),
+                oauth: Default::default(),
             },
         );
         config.call_timeout = Duration::from_millis(400);

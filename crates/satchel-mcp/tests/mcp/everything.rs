@@ -56,6 +56,8 @@ async fn a_late_dropped_and_restarted_remote_server_is_followed() {
             TransportConfig::Http {
                 url: format!("http://127.0.0.1:{port}/mcp"),
                 headers: BTreeMap::new(),
+                lifecycle: Default::default(),
+                oauth: Default::default(),
             },
         );
         config.call_timeout = Duration::from_secs(2);
