@@ -242,7 +242,20 @@ pub(crate) fn read_spec() -> ToolSpec {
 }
 
 /// A port where nothing listens.
-pub(crate) async fn closed_port() -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    listener.local_addr().unwrap().port()
+pub(crate) async fn closed_port() -> ClosedPort {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = socket.local_addr().unwrap().port();
+    ClosedPort {
+        _socket: socket,
+        port,
+    }
+}
+
+/// A port bound and never listened on, held for as long as the test keeps
+/// it: connections are refused, and no other test's server can be given
+/// the port meanwhile (a port merely found free once could be).
+pub(crate) struct ClosedPort {
+    _socket: tokio::net::TcpSocket,
+    pub(crate) port: u16,
 }

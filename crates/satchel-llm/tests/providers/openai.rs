@@ -285,7 +285,8 @@ async fn reasoning_deltas_are_shown_as_thinking() {
 
 #[tokio::test]
 async fn nothing_listening_at_the_default_endpoint_says_how_to_configure_a_model() {
-    let port = closed_port().await;
+    let closed = closed_port().await;
+    let port = closed.port;
     let mut config = LlmConfig::default().resolve(&env(&[])).unwrap();
     assert!(config.default_endpoint);
     config.base_url = format!("http://127.0.0.1:{port}/v1");

@@ -441,7 +441,8 @@ both! {
 
 both! {
     async fn nothing_listening_at_a_configured_address_is_reported(kind) {
-        let port = closed_port().await;
+        let closed = closed_port().await;
+    let port = closed.port;
         let server = Server::start(vec![]).await;
         let provider = provider(kind, &server, |c| {
             c.base_url = Some(format!("http://127.0.0.1:{port}"));
