@@ -127,6 +127,7 @@ async fn measure() {
         },
         startup_timeout: Duration::from_secs(20),
         call_timeout: Duration::from_secs(20),
+        tool_timeouts: BTreeMap::new(),
         declared_in: PathBuf::from("mcp.json"),
         problem: None,
     };

@@ -18,7 +18,8 @@
 //! address. Without them Satchel registers itself (dynamic registration);
 //! tokens come from `satchel mcp login NAME`. Satchel's own
 //! keys: `startupTimeoutSecs` (default 30), `callTimeoutSecs` (default 60,
-//! reset by progress), `disabled`. Any other key, in a server or at the
+//! reset by progress), `toolTimeoutSecs` (the same for the tools it names,
+//! by the server's names: `{"build": 600}`), `disabled`. Any other key, in a server or at the
 //! top level, and a value of the wrong type are warnings naming the file,
 //! line, key path and the nearest known key; the key is ignored and the
 //! rest of the server applies.
@@ -81,6 +82,8 @@ pub struct ServerConfig {
     pub startup_timeout: Duration,
     /// Time a call may go without an answer or progress.
     pub call_timeout: Duration,
+    /// The same, for the tools named here (by the server's own names).
+    pub tool_timeouts: BTreeMap<String, Duration>,
     /// The file that declared it.
     pub declared_in: PathBuf,
     /// A problem that keeps it from starting (e.g. an unset variable); it
@@ -203,6 +206,8 @@ struct RawServer {
     disabled: bool,
     startup_timeout_secs: Option<f64>,
     call_timeout_secs: Option<f64>,
+    #[serde(default)]
+    tool_timeout_secs: BTreeMap<String, f64>,
 }
 
 /// An `oauth` section as written.
@@ -446,7 +451,14 @@ const SERVER_KEYS: &[(&str, &str, fn(&Value) -> bool)] = &[
     ("disabled", "a boolean", Value::is_boolean),
     ("startupTimeoutSecs", "a number", Value::is_number),
     ("callTimeoutSecs", "a number", Value::is_number),
+    ("toolTimeoutSecs", "an object of numbers", number_map),
 ];
+
+fn number_map(value: &Value) -> bool {
+    value
+        .as_object()
+        .is_some_and(|map| map.values().all(Value::is_number))
+}
 
 fn string_list(value: &Value) -> bool {
     value
@@ -549,6 +561,12 @@ fn server_config(
         transport,
         startup_timeout: seconds(raw.startup_timeout_secs, DEFAULT_STARTUP_TIMEOUT),
         call_timeout: seconds(raw.call_timeout_secs, DEFAULT_CALL_TIMEOUT),
+        tool_timeouts: raw
+            .tool_timeout_secs
+            .iter()
+            .filter(|(_, secs)| secs.is_finite() && **secs > 0.0)
+            .map(|(tool, secs)| (tool.clone(), Duration::from_secs_f64(*secs)))
+            .collect(),
         declared_in: path.to_path_buf(),
         problem: (!problems.is_empty()).then(|| problems.join("; ")),
     })
@@ -643,7 +661,7 @@ mod tests {
             "mcp.json",
             r#"{"mcpServers": {
                 "files": {"command": "npx", "args": ["-y", "srv", "${TOKEN}"], "env": {"K": "${MISSING:-fallback}"}},
-                "docs": {"url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}, "callTimeoutSecs": 5},
+                "docs": {"url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}, "callTimeoutSecs": 5, "toolTimeoutSecs": {"crawl": 300, "bad": -1}},
                 "typed": {"type": "stdio", "command": "./srv", "cwd": "tools", "startupTimeoutSecs": 2.5}
             }}"#,
         )]);
@@ -660,6 +678,7 @@ mod tests {
                 },
                 startup_timeout: DEFAULT_STARTUP_TIMEOUT,
                 call_timeout: DEFAULT_CALL_TIMEOUT,
+                tool_timeouts: BTreeMap::new(),
                 declared_in: PathBuf::from("mcp.json"),
                 problem: None,
             }
@@ -674,6 +693,10 @@ mod tests {
             }
         );
         assert_eq!(config.servers["docs"].call_timeout, Duration::from_secs(5));
+        assert_eq!(
+            config.servers["docs"].tool_timeouts,
+            BTreeMap::from([("crawl".to_owned(), Duration::from_secs(300))])
+        );
         let typed = &config.servers["typed"];
         assert_eq!(typed.startup_timeout, Duration::from_millis(2500));
         assert!(

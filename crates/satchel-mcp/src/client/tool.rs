@@ -79,7 +79,12 @@ impl Tool for McpTool {
             _ => serde_json::Map::new(),
         };
         let params = CallToolRequestParams::new(self.remote.clone()).with_arguments(arguments);
-        let timeout = self.link.config.call_timeout;
+        let config = &self.link.config;
+        let timeout = config
+            .tool_timeouts
+            .get(&self.remote)
+            .copied()
+            .unwrap_or(config.call_timeout);
         let options = PeerRequestOptions::with_timeout(timeout)
             .reset_timeout_on_progress()
             .with_max_total_timeout(ctx.config.external.max_timeout.max(timeout));

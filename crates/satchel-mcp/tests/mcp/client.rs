@@ -116,6 +116,7 @@ pub(crate) fn server(name: &str, transport: TransportConfig) -> ServerConfig {
         transport,
         startup_timeout: Duration::from_secs(20),
         call_timeout: Duration::from_secs(20),
+        tool_timeouts: BTreeMap::new(),
         declared_in: PathBuf::from("mcp.json"),
         problem: None,
     }
