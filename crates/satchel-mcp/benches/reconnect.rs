@@ -145,6 +145,8 @@ async fn measure() {
     let mut server_up = Vec::new();
     let mut callable = Vec::new();
     for _ in 0..ROUNDS {
+        // A server that ran a while (a flapping one backs off instead).
+        tokio::time::sleep(Duration::from_secs(3)).await;
         kill(child);
         // A call finds it gone: the supervisor starts reconnecting.
         assert!(!call_echo(&live, dir.path()).await);

@@ -108,24 +108,50 @@ impl Consent for ClientConsent {
 struct AskedAbout {
     tool: String,
     arguments: Value,
+    /// Makes each question's answer good for one call: a state seen
+    /// answered before is refused.
+    nonce: String,
 }
 
 /// The seal on consent questions' `requestState`: a key made at start, so
-/// a question outlives neither the process nor [`STATE_TTL`].
-pub(crate) struct StateSeal(RequestStateCodec);
+/// a question outlives neither the process nor [`STATE_TTL`]; and the
+/// questions already answered, so an answer is good for one call.
+pub(crate) struct StateSeal {
+    codec: RequestStateCodec,
+    /// Nonces answered, with when they may be forgotten (their state has
+    /// expired by then).
+    answered: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+}
+
+/// What every refused `requestState` is told: one message, so a client
+/// learns nothing of why (forged, expired, replayed, another call's).
+const REFUSED_STATE: &str = "requestState is not valid for this call (it may have expired or been used): call again without it";
+
+/// Random hex for keys and nonces; `None` when the system gives none.
+fn random_hex(bytes: usize) -> Option<String> {
+    use std::io::Read as _;
+    let mut buffer = vec![0u8; bytes];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buffer))
+        .ok()?;
+    Some(buffer.iter().map(|b| format!("{b:02x}")).collect())
+}
 
 impl StateSeal {
     /// A seal with a fresh random key; `None` when the system gives none
     /// (then stateless clients cannot be asked, and "ask" refuses).
     pub(crate) fn new() -> Option<StateSeal> {
-        use std::io::Read as _;
-        let mut key = [0u8; 32];
-        let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut key));
-        if let Err(error) = read {
-            tracing::warn!(%error, "no random key for requestState: stateless clients cannot be asked for consent");
+        let Some(key) = random_hex(32) else {
+            tracing::warn!(
+                "no random key for requestState: stateless clients cannot be asked for consent"
+            );
             return None;
-        }
-        RequestStateCodec::try_new(key.to_vec()).ok().map(StateSeal)
+        };
+        let codec = RequestStateCodec::try_new(key.into_bytes()).ok()?;
+        Some(StateSeal {
+            codec,
+            answered: Default::default(),
+        })
     }
 
     /// The `input_required` result that asks about `call`.
@@ -137,9 +163,10 @@ impl StateSeal {
         let about = AskedAbout {
             tool: call.name.clone(),
             arguments: call.input.clone(),
+            nonce: random_hex(16)?,
         };
         let state = self
-            .0
+            .codec
             .seal_json_with(&about, &SealOptions::new().ttl(STATE_TTL))
             .ok()?;
         let mut requests = InputRequests::new();
@@ -160,18 +187,25 @@ impl StateSeal {
         state: &str,
         responses: Option<&InputResponses>,
     ) -> Result<Option<ConsentAnswer>, String> {
-        let about: AskedAbout = self.0.open_json(state).map_err(|error| {
-            format!("requestState was not issued by this server or has expired ({error}); call again without it")
-        })?;
+        let about: AskedAbout = self
+            .codec
+            .open_json(state)
+            .map_err(|_| REFUSED_STATE.to_owned())?;
         if about.tool != call.name || about.arguments != call.input {
-            return Err(
-                "requestState belongs to another call: retry with the same tool and arguments, or call again without it"
-                    .to_owned(),
-            );
+            return Err(REFUSED_STATE.to_owned());
         }
-        Ok(responses
+        let answer = responses
             .and_then(|responses| responses.get(CONSENT_KEY))
-            .and_then(answer_in))
+            .and_then(answer_in);
+        if answer.is_some() {
+            let now = std::time::Instant::now();
+            let mut answered = self.answered.lock().unwrap_or_else(|p| p.into_inner());
+            answered.retain(|_, forget_at| *forget_at > now);
+            if answered.insert(about.nonce, now + STATE_TTL).is_some() {
+                return Err(REFUSED_STATE.to_owned());
+            }
+        }
+        Ok(answer)
     }
 }
 
@@ -205,9 +239,18 @@ impl Consent for TaskConsent {
         if !self.can_ask {
             return ConsentAnswer::Nobody;
         }
+        // A task cancelled before its question was put never gets an
+        // answer: the cancellation is the answer.
+        if self.task.is_cancel_requested() {
+            return ConsentAnswer::Cancel;
+        }
         let request =
             InputRequest::Elicitation(ElicitRequest::new(elicitation(question(call, decision))));
-        match self.task.request_input(CONSENT_KEY, request).await {
+        let answered = tokio::select! {
+            answered = self.task.request_input(CONSENT_KEY, request) => answered,
+            () = self.task.cancelled() => return ConsentAnswer::Cancel,
+        };
+        match answered {
             Ok(response) => answer_in(&response).unwrap_or(ConsentAnswer::Deny {
                 reason: Some("the client's answer was not an elicitation result".to_owned()),
             }),
@@ -278,6 +321,13 @@ mod tests {
             seal.answer(&call("rm x"), &state, Some(&responses)),
             Ok(Some(ConsentAnswer::AllowOnce))
         );
+        // An answered question cannot be answered again (a replay).
+        assert_eq!(
+            seal.answer(&call("rm x"), &state, Some(&responses)),
+            Err(REFUSED_STATE.to_owned())
+        );
+        let asked = seal.input_required(&call("rm x"), &decision()).unwrap();
+        let state = asked.request_state.unwrap();
         responses.insert(CONSENT_KEY.into(), json!({"action": "decline"}));
         assert!(matches!(
             seal.answer(&call("rm x"), &state, Some(&responses)),

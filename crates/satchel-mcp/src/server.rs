@@ -61,8 +61,33 @@ use subscriptions::{SessionSubscriptions, Watched};
 /// How often a legacy session's notifier checks that its client is still there.
 const PEER_CHECK_INTERVAL: Duration = Duration::from_secs(5);
 
-/// Most accepted `subscriptions/listen` requests waiting for `listen`.
-const MAX_PENDING_LISTENS: usize = 64;
+/// The listens accepted and not started: how many, and the oldest tool
+/// generation among them.
+#[derive(Debug, Default)]
+struct PendingListens {
+    count: usize,
+    oldest: Option<u64>,
+}
+
+impl PendingListens {
+    fn accept(&mut self, generation: u64) {
+        self.count += 1;
+        self.oldest = Some(self.oldest.map_or(generation, |g| g.min(generation)));
+    }
+
+    /// The generation a starting listen compares against. A listen whose
+    /// acknowledgement failed never starts: until the count drops to zero
+    /// the others compare against an older generation, which costs at most
+    /// an extra notice.
+    fn start(&mut self) -> Option<u64> {
+        let oldest = self.oldest;
+        self.count = self.count.saturating_sub(1);
+        if self.count == 0 {
+            self.oldest = None;
+        }
+        oldest
+    }
+}
 
 /// The lock, even if a thread panicked holding it (every change is one step).
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -113,10 +138,12 @@ struct Inner {
     seal: Option<StateSeal>,
     /// Resources the 2025-11-25 sessions subscribed to.
     subscriptions: Arc<SessionSubscriptions>,
-    /// The tools' generation when each `subscriptions/listen` was accepted,
-    /// oldest first: rmcp acknowledges a subscription before `listen` runs,
-    /// and a change in between must still be announced.
-    listens_accepted: Mutex<VecDeque<u64>>,
+    /// The listens accepted and not started yet: rmcp acknowledges a
+    /// subscription before `listen` runs, and a change in between must
+    /// still be announced.
+    listens_accepted: Mutex<PendingListens>,
+    /// When recent tasks were created (kept while rmcp may keep them).
+    task_starts: Mutex<VecDeque<std::time::Instant>>,
 }
 
 impl SatchelServer {
@@ -131,6 +158,7 @@ impl SatchelServer {
                 seal: StateSeal::new(),
                 subscriptions: Arc::default(),
                 listens_accepted: Mutex::default(),
+                task_starts: Mutex::default(),
             }),
         }
     }
@@ -381,7 +409,9 @@ impl ServerHandler for SatchelServer {
         let can_ask = capabilities.elicitation.is_some();
         let name = request.name.to_string();
         let input = Value::Object(request.arguments.clone().unwrap_or_default());
-        // A long call for a client that takes tasks runs as one.
+        // A long call for a client that takes tasks runs as one, while
+        // the server holds fewer than its limit of tasks (past it, the call
+        // is answered in the request, like any other).
         if capabilities.supports_tasks()
             && self
                 .inner
@@ -389,6 +419,7 @@ impl ServerHandler for SatchelServer {
                 .current()
                 .get(&name)
                 .is_some_and(|tool| tool.runs_long(&input))
+            && self.admit_task()
         {
             let task = self.start_task(tasks::TaskCall {
                 name,
@@ -462,8 +493,8 @@ impl ServerHandler for SatchelServer {
         self.inner
             .subscriptions
             .subscribe(&context.peer, record.clone(), request.uri)
-            .await;
-        Ok(())
+            .await
+            .map_err(|reason| ErrorData::invalid_params(reason, None))
     }
 
     #[allow(deprecated)] // resources/unsubscribe is what 2025-11-25 sessions use.
@@ -543,16 +574,17 @@ impl ServerHandler for SatchelServer {
         let mut accepted = SubscriptionFilter::builder().tools_list_changed().build();
         if self.inner.options.resources.is_some() {
             accepted.resources_list_changed = Some(true);
-            accepted.resource_subscriptions = requested.resource_subscriptions.clone();
+            // Each watched resource is read every poll: a few per stream.
+            accepted.resource_subscriptions =
+                requested.resource_subscriptions.as_ref().map(|uris| {
+                    uris.iter()
+                        .take(subscriptions::MAX_WATCHED)
+                        .cloned()
+                        .collect()
+                });
         }
         let generation = *self.inner.live.subscribe().borrow();
-        let mut pending = lock(&self.inner.listens_accepted);
-        // A listen that never started (its acknowledgement failed) leaves
-        // its entry; the oldest go first, costing at most an extra notice.
-        if pending.len() >= MAX_PENDING_LISTENS {
-            pending.pop_front();
-        }
-        pending.push_back(generation);
+        lock(&self.inner.listens_accepted).accept(generation);
         Some(accepted)
     }
 
@@ -561,13 +593,10 @@ impl ServerHandler for SatchelServer {
         let sink = context.sink();
         let mut changes = self.inner.live.subscribe();
         let now = *changes.borrow_and_update();
-        // The generation when this listen was accepted. Listens take them in
-        // the order they were accepted; one that starts out of that order
-        // (two at once) may take the other's, which at worst costs an extra
-        // notice or misses a change made between the two acceptances.
-        let seen = lock(&self.inner.listens_accepted)
-            .pop_front()
-            .unwrap_or(now);
+        // The oldest generation among the listens accepted and not yet
+        // started: never later than this one's acceptance, so no change is
+        // missed (at worst one is announced twice).
+        let seen = lock(&self.inner.listens_accepted).start().unwrap_or(now);
         let tools = accepted.tools_list_changed == Some(true);
         if tools
             && now != seen
@@ -825,6 +854,19 @@ mod tests {
             assert!(!call.input.to_string().contains("boom"), "observer bug");
             true
         }
+    }
+
+    #[test]
+    fn a_listen_compares_against_the_oldest_acceptance_not_started() {
+        let mut pending = PendingListens::default();
+        pending.accept(5);
+        pending.accept(3);
+        assert_eq!(pending.start(), Some(3));
+        assert_eq!(pending.start(), Some(3));
+        // All started: the next one begins afresh.
+        pending.accept(7);
+        assert_eq!(pending.start(), Some(7));
+        assert_eq!(pending.start(), None);
     }
 
     #[tokio::test]

@@ -398,8 +398,16 @@ impl CodeTool {
         } else {
             CancellationToken::new()
         };
-        let handle = jobs::spawn_job(store.clone(), generator.clone(), job, request, cancel);
+        let handle = jobs::spawn_job(
+            store.clone(),
+            generator.clone(),
+            job,
+            request,
+            cancel.clone(),
+        );
         if ctx.background {
+            // Dropping the call (a task given up) stops the job with it.
+            let _stop_with_the_call = cancel.drop_guard();
             return self.follow_job(&job_id, handle, store, ctx).await;
         }
         self.jobs.track(handle);

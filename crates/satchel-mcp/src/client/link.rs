@@ -101,7 +101,9 @@ pub struct ServerStatus {
 /// What tools, the manager and the supervisor share about one server.
 pub(crate) struct Link {
     pub(crate) config: ServerConfig,
-    peer: RwLock<Option<Peer<RoleClient>>>,
+    /// The connection, with its number (each new connection counts one up).
+    peer: RwLock<Option<(Peer<RoleClient>, u64)>>,
+    connections: std::sync::atomic::AtomicU64,
     status: Mutex<ServerStatus>,
     pub(super) state: watch::Sender<ServerState>,
     /// Told when a call finds the connection gone: a remote server that
@@ -124,19 +126,35 @@ impl Link {
         Link {
             config,
             peer: RwLock::new(None),
+            connections: std::sync::atomic::AtomicU64::new(0),
             status: Mutex::new(status),
             state: watch::Sender::new(ServerState::Starting),
             lost: watch::Sender::new(0),
         }
     }
 
-    /// A call found the connection gone: the supervisor reconnects.
-    pub(crate) fn connection_lost(&self) {
-        self.lost.send_modify(|count| *count += 1);
+    /// A call through connection number `connection` failed on the way:
+    /// the supervisor checks that connection (a failure seen late, on a
+    /// connection already replaced, is ignored).
+    pub(crate) fn connection_lost(&self, connection: u64) {
+        let current = self
+            .peer
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|(_, number)| *number);
+        if current == Some(connection) {
+            self.lost.send_modify(|count| *count += 1);
+        }
     }
 
     /// The connection to call through, while the server is running.
     pub(crate) fn peer(&self) -> Option<Peer<RoleClient>> {
+        self.peer_and_number().map(|(peer, _)| peer)
+    }
+
+    /// The connection and its number, for [`Link::connection_lost`].
+    pub(crate) fn peer_and_number(&self) -> Option<(Peer<RoleClient>, u64)> {
         self.peer.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
@@ -183,7 +201,14 @@ impl Link {
     }
 
     pub(super) fn set_connection(&self, peer: Option<Peer<RoleClient>>, pid: Option<i32>) {
-        *self.peer.write().unwrap_or_else(|p| p.into_inner()) = peer;
+        let numbered = peer.map(|peer| {
+            let number = self
+                .connections
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1;
+            (peer, number)
+        });
+        *self.peer.write().unwrap_or_else(|p| p.into_inner()) = numbered;
         self.status().pid = pid;
     }
 }

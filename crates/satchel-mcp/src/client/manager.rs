@@ -34,6 +34,13 @@ use super::offers::{Offers, OffersTool};
 use super::tool::{GROUP, McpTool};
 use crate::convert::from_mcp_tool;
 
+/// How long a remote connection must hold for its failures in a row to
+/// start afresh.
+const REMOTE_STABLE_AFTER: Duration = Duration::from_secs(2);
+
+/// How long a connection under suspicion has to answer.
+const HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// When and how often a crashed server is started again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RestartPolicy {
@@ -336,13 +343,6 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
             Err(reason) => reason,
             Ok((mut connection, tools)) => {
                 ever_running = true;
-                // A remote server counts failed connections in a row, not
-                // drops: one that came back starts its backoff afresh. A
-                // stdio server's restarts count until it stays up a while
-                // (a crash loop must not spin).
-                if remote {
-                    failures = 0;
-                }
                 let peer = connection.peer.clone();
                 link.set_connection(Some(peer.clone()), connection.pid());
                 shared.set_tools(&link, Some(tools));
@@ -354,7 +354,16 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
                 let ended = loop {
                     tokio::select! {
                         reason = connection.closed() => break Some(reason),
-                        Ok(()) = lost.changed() => break Some("a call found the connection gone".to_owned()),
+                        Ok(()) = lost.changed() => {
+                            // A call failed on the way: the connection is
+                            // kept if the server still answers.
+                            let check = link.config.startup_timeout.min(HEALTH_CHECK_TIMEOUT);
+                            match tokio::time::timeout(check, peer.list_all_tools()).await {
+                                Ok(Ok(tools)) => shared.set_tools(&link, Some(tools)),
+                                Ok(Err(error)) => break Some(format!("the connection failed ({error})")),
+                                Err(_) => break Some(format!("the server did not answer within {} s", check.as_secs_f64())),
+                            }
+                        }
                         () = shared.shutdown.cancelled() => break None,
                         Some(()) = tools_changed_rx.recv() => {
                             match tokio::time::timeout(link.config.startup_timeout, peer.list_all_tools()).await {
@@ -372,7 +381,16 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
                     return;
                 };
                 link.status().restarts += 1;
-                if up_since.elapsed() >= policy.stable_after {
+                // A stdio server's restarts count until it stays up a while
+                // (a crash loop must not spin); a remote server's failures
+                // start afresh once a connection held a few seconds (one
+                // that accepts and drops at once still backs off).
+                let stable = if remote {
+                    REMOTE_STABLE_AFTER
+                } else {
+                    policy.stable_after
+                };
+                if up_since.elapsed() >= stable {
                     failures = 0;
                 }
                 reason

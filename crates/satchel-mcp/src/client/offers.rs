@@ -5,6 +5,7 @@
 //! `/prompts`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use rmcp::model::{
@@ -45,7 +46,7 @@ impl Offers {
 
     /// The running servers that declare `resources` (or `prompts`), and
     /// their connection.
-    fn declaring(&self, prompts: bool) -> Vec<(String, rmcp::Peer<RoleClient>)> {
+    fn declaring(&self, prompts: bool) -> Vec<(String, rmcp::Peer<RoleClient>, Duration)> {
         self.links
             .iter()
             .filter_map(|link| {
@@ -56,7 +57,7 @@ impl Offers {
                 } else {
                     capabilities.resources.is_some()
                 };
-                declared.then(|| (link.config.name.clone(), peer))
+                declared.then(|| (link.config.name.clone(), peer, link.config.call_timeout))
             })
             .collect()
     }
@@ -69,8 +70,8 @@ impl Offers {
     /// Every declaring server's resources and resource templates.
     pub async fn resources(&self) -> Vec<Listed> {
         let mut listed = Vec::new();
-        for (server, peer) in self.declaring(false) {
-            let entries = async {
+        for (server, peer, timeout) in self.declaring(false) {
+            let entries = within(timeout, async {
                 let mut entries: Vec<Value> = peer
                     .list_all_resources()
                     .await
@@ -83,7 +84,7 @@ impl Offers {
                     entries.extend(templates.iter().map(to_json));
                 }
                 Ok(entries)
-            }
+            })
             .await;
             listed.push(Listed { server, entries });
         }
@@ -93,22 +94,28 @@ impl Offers {
     /// Every declaring server's prompts.
     pub async fn prompts(&self) -> Vec<Listed> {
         let mut listed = Vec::new();
-        for (server, peer) in self.declaring(true) {
-            let entries = peer
-                .list_all_prompts()
-                .await
-                .map(|prompts| prompts.iter().map(to_json).collect())
-                .map_err(|e| e.to_string());
+        for (server, peer, timeout) in self.declaring(true) {
+            let entries = within(timeout, async {
+                peer.list_all_prompts()
+                    .await
+                    .map(|prompts| prompts.iter().map(to_json).collect())
+                    .map_err(|e| e.to_string())
+            })
+            .await;
             listed.push(Listed { server, entries });
         }
         listed
     }
 
-    fn peer(&self, server: &str, prompts: bool) -> Result<rmcp::Peer<RoleClient>, String> {
+    fn peer(
+        &self,
+        server: &str,
+        prompts: bool,
+    ) -> Result<(rmcp::Peer<RoleClient>, Duration), String> {
         self.declaring(prompts)
             .into_iter()
-            .find(|(name, _)| name == server)
-            .map(|(_, peer)| peer)
+            .find(|(name, _, _)| name == server)
+            .map(|(_, peer, timeout)| (peer, timeout))
             .ok_or_else(|| {
                 format!(
                     "no running MCP server `{server}` offers {}; list them first",
@@ -119,11 +126,13 @@ impl Offers {
 
     /// One resource's contents, as parts a model reads.
     pub async fn read(&self, server: &str, uri: &str) -> Result<Vec<Content>, String> {
-        let peer = self.peer(server, false)?;
-        let result = peer
-            .read_resource(ReadResourceRequestParams::new(uri))
-            .await
-            .map_err(|e| format!("`{server}` could not read `{uri}`: {e}"))?;
+        let (peer, timeout) = self.peer(server, false)?;
+        let result = within(timeout, async {
+            peer.read_resource(ReadResourceRequestParams::new(uri))
+                .await
+                .map_err(|e| format!("`{server}` could not read `{uri}`: {e}"))
+        })
+        .await?;
         Ok(result.contents.iter().map(resource_part).collect())
     }
 
@@ -134,15 +143,17 @@ impl Offers {
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<Vec<Content>, String> {
-        let peer = self.peer(server, true)?;
+        let (peer, timeout) = self.peer(server, true)?;
         let mut params = GetPromptRequestParams::new(name);
         if !arguments.is_empty() {
             params = params.with_arguments(arguments);
         }
-        let result = peer
-            .get_prompt(params)
-            .await
-            .map_err(|e| format!("`{server}` could not give prompt `{name}`: {e}"))?;
+        let result = within(timeout, async {
+            peer.get_prompt(params)
+                .await
+                .map_err(|e| format!("`{server}` could not give prompt `{name}`: {e}"))
+        })
+        .await?;
         let mut parts = Vec::new();
         if let Some(description) = result.description {
             parts.push(Content::Text { text: description });
@@ -161,6 +172,22 @@ impl Offers {
         }
         Ok(parts)
     }
+}
+
+/// `work`, or the reason it took longer than the server's call timeout
+/// (a server that never answers, or pages without end, is cut there).
+async fn within<T>(
+    timeout: Duration,
+    work: impl std::future::Future<Output = Result<T, String>>,
+) -> Result<T, String> {
+    tokio::time::timeout(timeout, work)
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "the server did not answer within {} s",
+                timeout.as_secs_f64()
+            ))
+        })
 }
 
 fn to_json(value: &impl serde::Serialize) -> Value {
@@ -300,8 +327,20 @@ impl Tool for OffersTool {
         }
     }
 
-    async fn run(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let action = field(&input, "action")?;
+    async fn run(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        tokio::select! {
+            done = self.act(&input) => done,
+            () = ctx.cancel.cancelled() => Err(ToolError::new(
+                ErrorCode::Cancelled,
+                format!("`{}` was cancelled", self.spec.name),
+            )),
+        }
+    }
+}
+
+impl OffersTool {
+    async fn act(&self, input: &Value) -> Result<ToolOutput, ToolError> {
+        let action = field(input, "action")?;
         let failed = |reason: String| ToolError::new(ErrorCode::ToolCrashed, reason);
         match (self.prompts, action) {
             (false, "list") | (true, "list") => {
@@ -324,7 +363,7 @@ impl Tool for OffersTool {
                 ))
             }
             (false, "read") => {
-                let (server, uri) = (field(&input, "server")?, field(&input, "uri")?);
+                let (server, uri) = (field(input, "server")?, field(input, "uri")?);
                 let parts = self.offers.read(server, uri).await.map_err(failed)?;
                 Ok(ToolOutput::success(
                     ToolResults::Parts(parts),
@@ -332,7 +371,7 @@ impl Tool for OffersTool {
                 ))
             }
             (true, "get") => {
-                let (server, name) = (field(&input, "server")?, field(&input, "name")?);
+                let (server, name) = (field(input, "server")?, field(input, "name")?);
                 let arguments = input
                     .get("arguments")
                     .and_then(Value::as_object)

@@ -65,7 +65,7 @@ impl Tool for McpTool {
 
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let server = &self.link.config.name;
-        let Some(peer) = self.link.peer() else {
+        let Some((peer, connection)) = self.link.peer_and_number() else {
             return Err(ToolError::new(
                 ErrorCode::ToolCrashed,
                 format!(
@@ -95,7 +95,7 @@ impl Tool for McpTool {
                 options,
             )
             .await
-            .map_err(|error| self.service_error(error))?;
+            .map_err(|error| self.service_error(error, connection))?;
         let id = handle.id.clone();
         let response = tokio::select! {
             response = handle.await_response() => response,
@@ -124,14 +124,14 @@ impl Tool for McpTool {
                     self.remote
                 ),
             )),
-            Err(error) => Err(self.service_error(error)),
+            Err(error) => Err(self.service_error(error, connection)),
         }
     }
 }
 
 impl McpTool {
     /// The model-facing error for a failed request.
-    fn service_error(&self, error: ServiceError) -> ToolError {
+    fn service_error(&self, error: ServiceError, connection: u64) -> ToolError {
         let server = &self.link.config.name;
         let remote = &self.remote;
         match error {
@@ -159,11 +159,13 @@ impl McpTool {
                 )
             }
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                self.link.connection_lost();
+                // The supervisor checks the connection, and reconnects if
+                // the server is gone (one failed request may not mean that).
+                self.link.connection_lost(connection);
                 ToolError::new(
                     ErrorCode::ToolCrashed,
                     format!(
-                        "the connection to MCP server `{server}` was lost during `{remote}`; Satchel is reconnecting, try again shortly or use another tool"
+                        "the connection to MCP server `{server}` failed during `{remote}`; Satchel is checking it and reconnects if the server is gone: try again shortly or use another tool"
                     ),
                 )
             }

@@ -11,7 +11,7 @@
 //! [`POLL_INTERVAL`], each watched resource's fingerprint is compared with
 //! the last one seen. A resource that is deleted counts as a change.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -45,6 +45,14 @@ impl Watched {
         self.seen.is_empty()
     }
 
+    pub(super) fn len(&self) -> usize {
+        self.seen.len()
+    }
+
+    pub(super) fn contains(&self, uri: &str) -> bool {
+        self.seen.contains_key(uri)
+    }
+
     /// The URIs whose resource changed since the last look (a read that
     /// fails is no change: it is tried again next time).
     pub(super) async fn changed(&mut self, record: &dyn RecordResources) -> Vec<String> {
@@ -62,47 +70,84 @@ impl Watched {
     }
 }
 
+/// Most resources one session (or one listen request) watches: each is
+/// read every [`POLL_INTERVAL`].
+pub(super) const MAX_WATCHED: usize = 32;
+
+/// A session's identity: the client's `initialize` parameters, held for as
+/// long as its watcher runs (so the allocation cannot be reused by another
+/// session meanwhile), compared by address.
+type SessionInfo = Arc<rmcp::model::InitializeRequestParams>;
+
+/// One session's watch.
+struct SessionWatch {
+    info: SessionInfo,
+    watched: Arc<tokio::sync::Mutex<Watched>>,
+}
+
 /// The legacy sessions' subscriptions, by session.
 #[derive(Default)]
 pub(super) struct SessionSubscriptions {
-    sessions: Mutex<HashMap<usize, Arc<tokio::sync::Mutex<Watched>>>>,
+    sessions: Mutex<Vec<SessionWatch>>,
 }
 
 impl SessionSubscriptions {
-    fn sessions(&self) -> MutexGuard<'_, HashMap<usize, Arc<tokio::sync::Mutex<Watched>>>> {
+    fn sessions(&self) -> MutexGuard<'_, Vec<SessionWatch>> {
         self.sessions
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    fn find(&self, info: &SessionInfo) -> Option<Arc<tokio::sync::Mutex<Watched>>> {
+        self.sessions()
+            .iter()
+            .find(|session| Arc::ptr_eq(&session.info, info))
+            .map(|session| session.watched.clone())
+    }
+
     /// Adds `uri` to the session's watch, starting its watcher if needed.
+    /// `Err` says why not (no session, or too many watched).
     pub(super) async fn subscribe(
         self: &Arc<Self>,
         peer: &Peer<RoleServer>,
         record: Arc<dyn RecordResources>,
         uri: String,
-    ) {
-        let key = session_key(peer);
+    ) -> Result<(), String> {
+        let info = peer
+            .peer_info()
+            .ok_or("resources/subscribe needs a session begun with initialize")?;
         let (watched, start) = {
             let mut sessions = self.sessions();
-            match sessions.get(&key) {
-                Some(watched) => (watched.clone(), false),
+            match sessions.iter().find(|s| Arc::ptr_eq(&s.info, &info)) {
+                Some(session) => (session.watched.clone(), false),
                 None => {
                     let watched = Arc::<tokio::sync::Mutex<Watched>>::default();
-                    sessions.insert(key, watched.clone());
+                    sessions.push(SessionWatch {
+                        info: info.clone(),
+                        watched: watched.clone(),
+                    });
                     (watched, true)
                 }
             }
         };
-        watched.lock().await.add(record.as_ref(), uri).await;
-        if start {
-            tokio::spawn(self.clone().watch(key, peer.clone(), record, watched));
+        {
+            let mut watch = watched.lock().await;
+            if watch.len() >= MAX_WATCHED && !watch.contains(&uri) {
+                return Err(format!(
+                    "a session watches at most {MAX_WATCHED} resources: unsubscribe from one first"
+                ));
+            }
+            watch.add(record.as_ref(), uri).await;
         }
+        if start {
+            tokio::spawn(self.clone().watch(info, peer.clone(), record, watched));
+        }
+        Ok(())
     }
 
     /// Stops watching `uri` for the session.
     pub(super) async fn unsubscribe(&self, peer: &Peer<RoleServer>, uri: &str) {
-        let watched = self.sessions().get(&session_key(peer)).cloned();
+        let watched = peer.peer_info().and_then(|info| self.find(&info));
         if let Some(watched) = watched {
             watched.lock().await.remove(uri);
         }
@@ -112,7 +157,7 @@ impl SessionSubscriptions {
     /// ends.
     async fn watch(
         self: Arc<Self>,
-        key: usize,
+        info: SessionInfo,
         peer: Peer<RoleServer>,
         record: Arc<dyn RecordResources>,
         watched: Arc<tokio::sync::Mutex<Watched>>,
@@ -132,13 +177,7 @@ impl SessionSubscriptions {
                 }
             }
         }
-        self.sessions().remove(&key);
+        self.sessions()
+            .retain(|session| !Arc::ptr_eq(&session.info, &info));
     }
-}
-
-/// Which session a peer belongs to: the address of the client's
-/// `initialize` parameters, which the peer holds for the session's life.
-fn session_key(peer: &Peer<RoleServer>) -> usize {
-    peer.peer_info()
-        .map_or(0, |info| Arc::as_ptr(&info) as usize)
 }

@@ -42,7 +42,32 @@ pub(super) struct TaskCall {
     pub(super) can_ask: bool,
 }
 
+/// Most tasks the server keeps at once, running or finished: rmcp keeps a
+/// task up to two time-to-lives, so each start is counted that long.
+const MAX_TASKS: usize = 256;
+
 impl SatchelServer {
+    /// Whether another task may be made now (counting it if so).
+    pub(super) fn admit_task(&self) -> bool {
+        let now = std::time::Instant::now();
+        let mut starts = super::lock(&self.inner.task_starts);
+        while starts
+            .front()
+            .is_some_and(|start| now.duration_since(*start) > TASK_TTL * 2)
+        {
+            starts.pop_front();
+        }
+        if starts.len() >= MAX_TASKS {
+            tracing::warn!(
+                max = MAX_TASKS,
+                "task limit reached: a long call is answered in its request"
+            );
+            return false;
+        }
+        starts.push_back(now);
+        true
+    }
+
     /// Starts `call` as a task and answers with it at once.
     pub(super) fn start_task(&self, call: TaskCall) -> CreateTaskResult {
         let server = self.clone();

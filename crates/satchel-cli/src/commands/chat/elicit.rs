@@ -70,6 +70,15 @@ impl TerminalAsker {
     }
 }
 
+/// A server's text as it may reach the terminal: control characters (an
+/// escape sequence could rewrite the lines around the question) shown as
+/// `?`, line breaks kept.
+pub(super) fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() && c != '\n' { '?' } else { c })
+        .collect()
+}
+
 /// `  name (type; description) [default]: `
 fn field_prompt(name: &str, field: &Value, required: bool) -> String {
     let kind = match field["enum"].as_array() {
@@ -95,7 +104,7 @@ fn field_prompt(name: &str, field: &Value, required: bool) -> String {
         })
         .unwrap_or_default();
     let optional = if required { "" } else { ", optional" };
-    format!("  {name} ({kind}{optional}{about}){default}: ")
+    printable(&format!("  {name} ({kind}{optional}{about}){default}: ")).replace('\n', " ")
 }
 
 /// The typed value of an answer: `Ok(None)` for an empty line without a
@@ -139,10 +148,11 @@ impl ElicitationAsker for TerminalAsker {
         self.screen.lock().pause();
         let mut intro = format!(
             "MCP server `{}` asks: {}",
-            question.server, question.message
+            question.server,
+            printable(&question.message)
         );
         if let Some(url) = &question.url {
-            intro.push_str(&format!("\n  open: {url}"));
+            intro.push_str(&format!("\n  open: {}", printable(url).replace('\n', " ")));
         }
         self.screen.lock().line(&intro);
         let values = match &question.schema {
@@ -186,5 +196,6 @@ mod tests {
         assert!(parse_value("green", &choice).is_err());
         assert_eq!(parse_value("", &json!({"type": "string"})), Ok(None));
         assert_eq!(field_prompt("color", &choice, true), "  color (red|blue): ");
+        assert_eq!(printable("a\x1b[2Kb\r\nc"), "a?[2Kb?\nc");
     }
 }

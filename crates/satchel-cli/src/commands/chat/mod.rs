@@ -265,7 +265,7 @@ async fn offers(prompts: bool, rest: &str, project: &Host) -> String {
                     Err(error) => text.push_str(&format!("  (failed: {error})\n")),
                 }
             }
-            return text;
+            return elicit::printable(&text);
         }
         (Some(_), None) => {
             return format!(
@@ -288,14 +288,15 @@ async fn offers(prompts: bool, rest: &str, project: &Host) -> String {
         }
         (Some(server), Some(uri)) => offers.read(server, uri).await,
     };
-    match parts {
+    // What servers send is shown without its control characters.
+    elicit::printable(&match parts {
         Ok(parts) => parts
             .iter()
             .map(satchel_core::Content::to_text)
             .collect::<Vec<_>>()
             .join("\n"),
         Err(error) => format!("error: {error}"),
-    }
+    })
 }
 
 /// Handles `/command args`; false means leave.

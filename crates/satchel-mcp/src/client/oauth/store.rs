@@ -255,7 +255,19 @@ fn ensure_dir(dir: &Path) -> Result<(), AuthError> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| store_error(dir, "cannot create", &e))
+        .map_err(|e| store_error(dir, "cannot create", &e))?;
+    // A directory made earlier (by hand, by an older version) with looser
+    // permissions is closed to others too.
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(dir)
+        .map_err(|e| store_error(dir, "cannot read", &e))?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| store_error(dir, "cannot restrict", &e))?;
+    }
+    Ok(())
 }
 
 /// Opens (creating 0600) and exclusively locks `path`; blocks until the
