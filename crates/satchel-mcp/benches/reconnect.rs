@@ -25,7 +25,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,6 +34,9 @@ use satchel_mcp::client::{ManagerOptions, McpConfig, ServerConfig, TransportConf
 use satchel_tools::external::{SpecCache, ToolDirs};
 use satchel_tools::{ExternalConfig, LiveRegistry, ToolContext, ToolsConfig};
 use serde_json::json;
+
+#[path = "../tests/support/everything_http.rs"]
+mod everything_http;
 
 /// Restarts measured.
 const ROUNDS: usize = 5;
@@ -48,25 +50,6 @@ fn reference_server() -> PathBuf {
         path.display()
     );
     path
-}
-
-fn start(port: u16) -> Child {
-    use std::os::unix::process::CommandExt;
-    Command::new(reference_server())
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .unwrap()
-}
-
-fn kill(mut child: Child) {
-    let group = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
-    let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-    let _ = child.wait();
 }
 
 /// Whether the server answers an `initialize` now.
@@ -101,11 +84,7 @@ fn main() {
 async fn measure() {
     satchel_mcp::ensure_crypto_provider();
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = everything_http::free_port();
     let url = format!("http://127.0.0.1:{port}/mcp");
     let dirs = ToolDirs {
         project: None,
@@ -136,7 +115,7 @@ async fn measure() {
         warnings: vec![],
     };
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
-    let mut child = start(port);
+    let mut child = everything_http::start(&reference_server(), port);
     let manager = McpManager::start(live.clone(), config, ManagerOptions::default());
     let poll = Duration::from_millis(10);
     while !call_echo(&live, dir.path()).await {
@@ -147,11 +126,11 @@ async fn measure() {
     for _ in 0..ROUNDS {
         // A server that ran a while (a flapping one backs off instead).
         tokio::time::sleep(Duration::from_secs(3)).await;
-        kill(child);
+        everything_http::kill(child);
         // A call finds it gone: the supervisor starts reconnecting.
         assert!(!call_echo(&live, dir.path()).await);
         let restarted = Instant::now();
-        child = start(port);
+        child = everything_http::start(&reference_server(), port);
         let mut up = None;
         let mut ready = None;
         while up.is_none() || ready.is_none() {
@@ -171,7 +150,7 @@ async fn measure() {
         callable.push(ready.unwrap());
     }
     manager.shutdown().await;
-    kill(child);
+    everything_http::kill(child);
 
     let median = |samples: &mut Vec<Duration>| {
         samples.sort();

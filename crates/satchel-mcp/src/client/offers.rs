@@ -202,17 +202,13 @@ fn resource_part(contents: &ResourceContents) -> Content {
             text: format!("{uri}:\n{text}"),
         },
         ResourceContents::BlobResourceContents {
-            uri,
             mime_type: Some(mime),
             blob,
             ..
-        } if mime.starts_with("image/") => {
-            let _ = uri;
-            Content::Image {
-                mime_type: mime.clone(),
-                data: blob.clone(),
-            }
-        }
+        } if mime.starts_with("image/") => Content::Image {
+            mime_type: mime.clone(),
+            data: blob.clone(),
+        },
         ResourceContents::BlobResourceContents {
             uri,
             mime_type,

@@ -6,44 +6,36 @@
 //! its resources and prompts, through `mcp_resources` and `mcp_prompts`.
 
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use satchel_core::{Content, ErrorCode, ToolResults};
 use satchel_mcp::ServerState;
-use satchel_mcp::client::TransportConfig;
+use satchel_mcp::client::{ServerConfig, TransportConfig};
 use serde_json::json;
 
 use crate::client::{Fixture, bounded, fast, server, status, wait_until};
+use crate::everything_http::{self, free_port, kill};
 use crate::peers_dir::peer;
 
 /// `server-everything streamableHttp` on `port`, in its own process group.
 fn everything(port: u16) -> Child {
-    use std::os::unix::process::CommandExt;
-    Command::new(peer("node_modules/.bin/mcp-server-everything"))
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .unwrap()
+    everything_http::start(&peer("node_modules/.bin/mcp-server-everything"), port)
 }
 
-/// Stops a server started by [`everything`], its whole process group.
-fn kill(mut child: Child) {
-    let group = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
-    let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-    let _ = child.wait();
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// `server-everything` over stdio, as mcp.json would declare it.
+fn stdio_everything(fx: &Fixture) -> ServerConfig {
+    server(
+        "everything",
+        TransportConfig::Stdio {
+            command: peer("node_modules/.bin/mcp-server-everything")
+                .display()
+                .to_string(),
+            args: vec!["stdio".into()],
+            env: BTreeMap::new(),
+            cwd: fx.dir.path().to_path_buf(),
+        },
+    )
 }
 
 #[tokio::test]
@@ -157,17 +149,7 @@ async fn a_late_dropped_and_restarted_remote_server_is_followed() {
 async fn a_servers_resources_and_prompts_are_usable() {
     bounded(async {
         let fx = Fixture::new().await;
-        let config = server(
-            "everything",
-            TransportConfig::Stdio {
-                command: peer("node_modules/.bin/mcp-server-everything")
-                    .display()
-                    .to_string(),
-                args: vec!["stdio".into()],
-                env: BTreeMap::new(),
-                cwd: fx.dir.path().to_path_buf(),
-            },
-        );
+        let config = stdio_everything(&fx);
         let manager = fx.start(vec![config], fast());
         manager.ready().await;
         assert_eq!(status(&manager, "everything").state, ServerState::Running);
@@ -234,17 +216,7 @@ impl satchel_mcp::client::ElicitationAsker for Answers {
 async fn a_servers_questions_reach_the_person_or_are_refused_with_the_reason() {
     bounded(async {
         let fx = Fixture::new().await;
-        let config = server(
-            "everything",
-            TransportConfig::Stdio {
-                command: peer("node_modules/.bin/mcp-server-everything")
-                    .display()
-                    .to_string(),
-                args: vec!["stdio".into()],
-                env: BTreeMap::new(),
-                cwd: fx.dir.path().to_path_buf(),
-            },
-        );
+        let config = stdio_everything(&fx);
         let manager = fx.start(vec![config], fast());
         manager.ready().await;
         let answers = std::sync::Arc::new(Answers(Default::default()));

@@ -9,6 +9,8 @@
 
 mod client;
 mod everything;
+#[path = "../support/everything_http.rs"]
+mod everything_http;
 #[path = "../../../satchel-agent/tests/support/peers.rs"]
 mod peers_dir;
 mod server;
