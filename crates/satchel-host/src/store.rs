@@ -94,6 +94,17 @@ impl LazyStore {
             .await
     }
 
+    /// Starts opening the store on the runtime, for a command that will
+    /// record: the open (a thread of its own) overlaps with the caller's
+    /// work until its first [`get`](Self::get), which then waits for it.
+    /// A failure is left for that `get` to meet again and report.
+    pub fn open_in_background(self: &Arc<Self>) {
+        let store = Arc::clone(self);
+        tokio::spawn(async move {
+            let _ = store.get().await;
+        });
+    }
+
     /// The open store as the record traits, or why it cannot be opened.
     pub async fn records(&self) -> Result<Arc<dyn Store>, String> {
         Ok(Arc::new(self.get().await?.clone()))

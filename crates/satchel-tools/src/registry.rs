@@ -149,6 +149,18 @@ impl Registry {
         self.entries.is_empty()
     }
 
+    /// Compiles the input schema of the tool `name` now, if it is
+    /// registered and not compiled yet, so that its first [`check`](Self::check)
+    /// does not wait for it (a one-shot command compiles it while the
+    /// database opens).
+    pub fn prepare(&self, name: &str) {
+        if let Some(entry) = self.entries.get(name) {
+            entry
+                .validator
+                .get_or_init(|| compile_schema(&entry.tool.spec().input_schema));
+        }
+    }
+
     /// Looks the tool up and validates `input` against its schema; the
     /// error output is what the model should get instead of a run.
     pub fn check(&self, name: &str, input: &Value) -> Result<&Arc<dyn Tool>, Box<ToolOutput>> {

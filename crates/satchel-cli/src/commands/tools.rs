@@ -184,6 +184,10 @@ fn print_list(
 
 async fn call(registry: &Registry, args: CallArgs, project: &Host) -> anyhow::Result<ExitCode> {
     let input = read_input(args.input.as_deref())?;
+    // The call is recorded before it runs: open the database on its own
+    // thread while this one compiles the tool's input schema.
+    project.store.open_in_background();
+    registry.prepare(&args.name);
     let ctx = ToolContext::standalone(
         format!("cli-{}", std::process::id()),
         project.root.clone(),

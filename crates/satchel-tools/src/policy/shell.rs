@@ -16,10 +16,11 @@
 //! (every MCP session with it) and cannot be caught. So a script longer than
 //! [`MAX_SCRIPT_BYTES`], or nested deeper than [`MAX_NESTING`] levels (found
 //! first by [`nesting`](super::nesting), a scan without recursion), is
-//! never parsed: it is [`ShellError::BeyondLimits`]. The parse runs on a
-//! thread of its own with a [`PARSE_STACK_BYTES`] stack, so the limit holds
-//! whatever stack the caller has (a 2 MiB Tokio worker, say), and a panic
-//! in the parser is an error, not a crash.
+//! never parsed: it is [`ShellError::BeyondLimits`]. A script nested at
+//! most [`INLINE_NESTING`] levels is parsed on the caller's stack; a deeper
+//! one on a thread of its own with a [`PARSE_STACK_BYTES`] stack, so the
+//! limit holds whatever stack the caller has (a 2 MiB Tokio worker, say).
+//! Either way a panic in the parser is an error, not a crash.
 //!
 //! Measured with `brush-parser` 0.4 (depth at which one construct nested
 //! alone overflows; `bench`-profile and `dev`-profile builds):
@@ -102,9 +103,10 @@ impl ShellCommand {
 /// script cannot be analysed without running it.
 ///
 /// # Caveats
-/// Blocks the caller while a thread of its own parses (a few hundred
-/// microseconds for an ordinary script, up to about a second for a 1 MB
-/// one in a debug build); call it where blocking is acceptable.
+/// Blocks the caller while it parses (tens of microseconds for an
+/// ordinary script; a deeply nested one on a thread of its own, up to
+/// about a second for a 1 MB one in a debug build); call it where
+/// blocking is acceptable.
 pub fn simple_commands(script: &str) -> Result<Vec<ShellCommand>, ShellError> {
     if script.len() > MAX_SCRIPT_BYTES {
         return Err(ShellError::BeyondLimits(format!(
@@ -112,32 +114,46 @@ pub fn simple_commands(script: &str) -> Result<Vec<ShellCommand>, ShellError> {
             script.len()
         )));
     }
+    // Most commands nest a level or two: walked on the caller's stack, as
+    // long as they stay within INLINE_NESTING (about 200 KiB of stack in a
+    // debug build), they need no thread of their own (~0.1 ms each).
+    let mut inline = Walker::new(INLINE_NESTING);
+    let mut found = Vec::new();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        inline.script(script, &mut found)
+    })) {
+        Ok(_) if inline.overflowed => {}
+        Ok(result) => return result.map(|()| found),
+        Err(panic) => return Err(parser_panicked(panic.as_ref())),
+    }
     std::thread::scope(|scope| {
         let parse = std::thread::Builder::new()
             .name("satchel-shell-parse".into())
             .stack_size(PARSE_STACK_BYTES)
             .spawn_scoped(scope, || {
                 let mut found = Vec::new();
-                Walker {
-                    depth: 0,
-                    nesting: 0,
-                }
-                .script(script, &mut found)?;
+                Walker::new(MAX_NESTING).script(script, &mut found)?;
                 Ok(found)
             });
         match parse {
-            Ok(parse) => parse.join().unwrap_or_else(|panic| {
-                let reason = crate::registry::panic_message(panic.as_ref());
-                tracing::error!(%reason, "the shell parser panicked");
-                Err(ShellError::Opaque(format!(
-                    "the shell parser failed on it: {reason}"
-                )))
-            }),
+            Ok(parse) => parse
+                .join()
+                .unwrap_or_else(|panic| Err(parser_panicked(panic.as_ref()))),
             Err(error) => Err(ShellError::Opaque(format!(
                 "no thread to parse it on: {error}"
             ))),
         }
     })
+}
+
+/// How deeply a script may nest and still be walked on the caller's stack.
+const INLINE_NESTING: usize = 8;
+
+/// A panic in the parser, as the error the caller gets.
+fn parser_panicked(panic: &(dyn std::any::Any + Send)) -> ShellError {
+    let reason = crate::registry::panic_message(panic);
+    tracing::error!(%reason, "the shell parser panicked");
+    ShellError::Opaque(format!("the shell parser failed on it: {reason}"))
 }
 
 /// A word after quote removal: its text, and whether any part of it is
@@ -153,9 +169,24 @@ struct Walker {
     /// Levels of nesting the scripts entered may hold, at most: the stack
     /// the walk may need is bounded by this, whatever the parser does.
     nesting: usize,
+    /// The most `nesting` may reach: [`MAX_NESTING`] on the parsing
+    /// thread, [`INLINE_NESTING`] on the caller's stack.
+    limit: usize,
+    /// Set when a script nests deeper than a `limit` below [`MAX_NESTING`]:
+    /// the walk's result means nothing, and the thread walks it again.
+    overflowed: bool,
 }
 
 impl Walker {
+    fn new(limit: usize) -> Walker {
+        Walker {
+            depth: 0,
+            nesting: 0,
+            limit,
+            overflowed: false,
+        }
+    }
+
     fn options() -> ParserOptions {
         ParserOptions::default()
     }
@@ -166,8 +197,9 @@ impl Walker {
                 "commands nested too deeply to analyse".into(),
             ));
         }
-        let budget = MAX_NESTING.saturating_sub(self.nesting);
+        let budget = self.limit.saturating_sub(self.nesting);
         let nesting = nesting_depth(script, budget).map_err(|too_deep| {
+            self.overflowed |= self.limit < MAX_NESTING;
             let what = if too_deep.case {
                 format!("`case` statements deeper than {MAX_CASE_NESTING} levels")
             } else {
@@ -814,6 +846,33 @@ mod tests {
 
     fn beyond_limits(script: &str) -> bool {
         matches!(simple_commands(script), Err(ShellError::BeyondLimits(_)))
+    }
+
+    /// A script nested past INLINE_NESTING, itself or in a `bash -c`
+    /// inside it, is walked again on the parsing thread: every command in
+    /// it is still found.
+    #[test]
+    fn scripts_deeper_than_the_inline_walk_are_walked_whole() {
+        let deep = |n: usize| format!("{}rm -rf x{}", "{ ".repeat(n), "; }".repeat(n));
+        for n in [
+            1,
+            INLINE_NESTING - 1,
+            INLINE_NESTING,
+            INLINE_NESTING + 1,
+            3 * INLINE_NESTING,
+        ] {
+            for script in [deep(n), format!("echo a; bash -c '{}'", deep(n))] {
+                let commands: Vec<String> = simple_commands(&script)
+                    .unwrap()
+                    .iter()
+                    .map(ShellCommand::text)
+                    .collect();
+                assert!(
+                    commands.contains(&"rm -rf x".to_owned()),
+                    "{script}: {commands:?}"
+                );
+            }
+        }
     }
 
     /// Issue #30: 400 nested `if`s overflowed the stack and aborted `satchel
