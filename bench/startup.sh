@@ -6,7 +6,9 @@
 # printed. Target: `satchel tools call bash '{"command":"true"}'` within
 # 2.5x of `bash -c true`. The same call with `sandbox: "none"` (which
 # `tools call` may ask for: the user typed it) shows Satchel's own share
-# apart from the sandbox's (namespaces, Landlock, seccomp).
+# apart from the sandbox's (namespaces, Landlock, seccomp). The floor row,
+# `timeout 60 bash -c true`, is what starting any supervisor that forks,
+# runs the command and waits costs.
 #
 # Usage: bench/startup.sh [RUNS]      (default 50)
 #   SATCHEL_BIN=path/to/satchel to time another build; by default the
@@ -46,6 +48,9 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 
 declare -a names commands
 names+=("bash -c true");                            commands+=("bash -c true")
+# The floor for any program that runs a command and waits for it: a small
+# C supervisor (coreutils `timeout`) forking and running `bash -c true`.
+names+=("  floor: timeout 60 bash -c true");         commands+=("timeout 60 bash -c true")
 names+=("satchel tools call bash (command: true)"); commands+=("CALL")
 names+=("  the same, sandbox: none");                commands+=("CALL_UNSANDBOXED")
 names+=("satchel --version");                       commands+=("$SATCHEL_BIN --version")

@@ -180,10 +180,9 @@ impl SqliteStore {
         &self.inner.options
     }
 
-    /// Waits for queued writes, then closes the database. The WAL is left
-    /// beside the file for the next process (SQLite checkpoints it as it
-    /// grows); copy the database with `satchel db copy`, not `cp`. Every
-    /// later operation on any clone fails with [`StoreError::Closed`].
+    /// Waits for queued writes, then closes the database (checkpointing the
+    /// WAL into the main file). Every later operation on any clone fails
+    /// with [`StoreError::Closed`].
     pub async fn close(&self) -> Result<(), StoreError> {
         if self.inner.closed.swap(true, Ordering::SeqCst) {
             return Ok(());

@@ -12,7 +12,6 @@ use std::io::ErrorKind;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::StoreError;
@@ -34,12 +33,6 @@ pub(crate) struct Migration {
     /// The SQL, run in the migration transaction.
     pub(crate) sql: &'static str,
 }
-
-/// The WAL's length, in pages, past which a commit checkpoints it.
-const WAL_PAGES: i64 = 128;
-
-/// The size a WAL file is cut back to when it restarts.
-const WAL_FILE_BYTES: i64 = 1 << 20;
 
 /// Every migration this build carries, oldest first.
 pub(crate) const MIGRATIONS: &[Migration] = &[
@@ -225,20 +218,6 @@ fn open_read_write(
         conn.pragma_update(None, "max_page_count", pages)
             .map_err(sql)?;
     }
-    // The WAL is left for the next process rather than checkpointed into
-    // the main file (two fsyncs) and deleted on every close, only to be
-    // created and synced again by the next command's first write: most
-    // commands live for milliseconds (`tools call`, issue #22). A commit
-    // is as durable either way. The first process to open the file reads
-    // the whole WAL again to index it, so it is kept short: checkpointed
-    // past WAL_PAGES (a `tools call` writes about 20), its file cut back
-    // to WAL_FILE_BYTES once it restarts.
-    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
-        .map_err(sql)?;
-    conn.pragma_update(None, "wal_autocheckpoint", WAL_PAGES)
-        .map_err(sql)?;
-    conn.pragma_update(None, "journal_size_limit", WAL_FILE_BYTES)
-        .map_err(sql)?;
     if found != Some(latest_version()) || !migrations_recorded(&conn, path)? {
         migrate(&mut conn, path, now_millis)?;
     }

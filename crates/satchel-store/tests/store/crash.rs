@@ -295,8 +295,6 @@ fn a_database_the_process_cannot_write_gives_a_clear_error() {
             .unwrap();
         store.close().await.unwrap();
     });
-    // The file moves alone: its WAL first.
-    db.fold_wal();
     let data = db.dir().join("data");
     std::fs::create_dir(&data).unwrap();
     let path = data.join("satchel.db");

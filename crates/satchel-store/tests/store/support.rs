@@ -39,15 +39,6 @@ impl TempDb {
             .unwrap()
     }
 
-    /// Folds the WAL a closed store leaves into the main file and removes
-    /// it, as the last connection without `NO_CKPT_ON_CLOSE` does: for
-    /// tests that move, damage or share the file alone.
-    pub(crate) fn fold_wal(&self) {
-        let raw = rusqlite::Connection::open(&self.path).unwrap();
-        raw.pragma_update(None, "wal_checkpoint", "TRUNCATE")
-            .unwrap();
-    }
-
     pub(crate) async fn open_with(&self, options: StoreOptions) -> SqliteStore {
         SqliteStore::open(&self.path, options).await.unwrap()
     }
