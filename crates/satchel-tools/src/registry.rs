@@ -155,9 +155,13 @@ impl Registry {
     /// database opens).
     pub fn prepare(&self, name: &str) {
         if let Some(entry) = self.entries.get(name) {
-            entry
-                .validator
-                .get_or_init(|| compile_schema(&entry.tool.spec().input_schema));
+            // A panic leaves it uncompiled: `check` tries again inside the
+            // dispatcher, which turns a panic into the call's error.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                entry
+                    .validator
+                    .get_or_init(|| compile_schema(&entry.tool.spec().input_schema));
+            }));
         }
     }
 

@@ -114,17 +114,20 @@ pub fn simple_commands(script: &str) -> Result<Vec<ShellCommand>, ShellError> {
             script.len()
         )));
     }
-    // Most commands nest a level or two: walked on the caller's stack, as
-    // long as they stay within INLINE_NESTING (about 200 KiB of stack in a
-    // debug build), they need no thread of their own (~0.1 ms each).
-    let mut inline = Walker::new(INLINE_NESTING);
-    let mut found = Vec::new();
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        inline.script(script, &mut found)
-    })) {
-        Ok(_) if inline.overflowed => {}
-        Ok(result) => return result.map(|()| found),
-        Err(panic) => return Err(parser_panicked(panic.as_ref())),
+    // Most commands are short and nest a level or two: walked on the
+    // caller's stack, as long as they stay within INLINE_NESTING (a few
+    // hundred KiB of stack at most in a debug build), they need no thread
+    // of their own (~0.1 ms each).
+    if script.len() <= INLINE_SCRIPT_BYTES {
+        let mut inline = Walker::new(INLINE_NESTING);
+        let mut found = Vec::new();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            inline.script(script, &mut found)
+        })) {
+            Ok(_) if inline.overflowed => {}
+            Ok(result) => return result.map(|()| found),
+            Err(panic) => return Err(parser_panicked(panic.as_ref())),
+        }
     }
     std::thread::scope(|scope| {
         let parse = std::thread::Builder::new()
@@ -148,6 +151,17 @@ pub fn simple_commands(script: &str) -> Result<Vec<ShellCommand>, ShellError> {
 
 /// How deeply a script may nest and still be walked on the caller's stack.
 const INLINE_NESTING: usize = 8;
+
+/// The longest script walked on the caller's stack: constructs the
+/// nesting scan does not count (a chain of `coproc`s) stay shallow in it.
+const INLINE_SCRIPT_BYTES: usize = 256;
+
+/// Wrappers (`env`, `sudo`, `nice`...) looked through around one command.
+const MAX_WRAPPERS: usize = 16;
+
+/// `coproc` words in one script, at most: each nests the command after it
+/// one level deeper in the parser, and the nesting scan does not count them.
+const MAX_COPROCS: usize = 16;
 
 /// A panic in the parser, as the error the caller gets.
 fn parser_panicked(panic: &(dyn std::any::Any + Send)) -> ShellError {
@@ -196,6 +210,13 @@ impl Walker {
             return Err(ShellError::Opaque(
                 "commands nested too deeply to analyse".into(),
             ));
+        }
+        let coprocs = script.matches("coproc").count();
+        if coprocs > MAX_COPROCS {
+            return Err(ShellError::BeyondLimits(format!(
+                "the script has {coprocs} `coproc`s, more than the {MAX_COPROCS} that can be \
+                 checked before it runs"
+            )));
         }
         let budget = self.limit.saturating_sub(self.nesting);
         let nesting = nesting_depth(script, budget).map_err(|too_deep| {
@@ -434,42 +455,49 @@ impl Walker {
     /// wrappers (`env`, `sudo`, `bash -c`...) at what they run.
     fn invocation(
         &mut self,
-        words: Vec<Expanded>,
+        mut words: Vec<Expanded>,
         found: &mut Vec<ShellCommand>,
     ) -> Result<(), ShellError> {
-        let Some(first) = words.first() else {
-            return Ok(());
-        };
-        if first.dynamic {
-            return Err(ShellError::Opaque(format!(
-                "the command name `{}` is only known at run time",
-                first.text
-            )));
-        }
-        let texts: Vec<String> = words.iter().map(|w| w.text.clone()).collect();
-        found.push(ShellCommand {
-            words: texts.clone(),
-        });
-        let name = basename(&texts[0]);
-        match name {
-            "bash" | "sh" | "dash" | "zsh" | "ksh" | "busybox" => self.shell_c(&words, found),
-            "eval" => {
-                if words[1..].iter().any(|w| w.dynamic) {
-                    return Err(ShellError::Opaque(
-                        "`eval` of text only known at run time".into(),
-                    ));
-                }
-                self.script(&texts[1..].join(" "), found)
+        // A loop, not recursion: `env env env ... x` must not grow the stack.
+        for _ in 0..=MAX_WRAPPERS {
+            let Some(first) = words.first() else {
+                return Ok(());
+            };
+            if first.dynamic {
+                return Err(ShellError::Opaque(format!(
+                    "the command name `{}` is only known at run time",
+                    first.text
+                )));
             }
-            _ => match wrapped_command(name, &texts[1..]) {
-                Some(Ok(start)) if start < words.len() - 1 => {
-                    let inner: Vec<Expanded> = words.into_iter().skip(start + 1).collect();
-                    self.invocation(inner, found)
+            let texts: Vec<String> = words.iter().map(|w| w.text.clone()).collect();
+            found.push(ShellCommand {
+                words: texts.clone(),
+            });
+            let name = basename(&texts[0]);
+            match name {
+                "bash" | "sh" | "dash" | "zsh" | "ksh" | "busybox" => {
+                    return self.shell_c(&words, found);
                 }
-                Some(Ok(_)) | None => Ok(()),
-                Some(Err(reason)) => Err(ShellError::Opaque(reason)),
-            },
+                "eval" => {
+                    if words[1..].iter().any(|w| w.dynamic) {
+                        return Err(ShellError::Opaque(
+                            "`eval` of text only known at run time".into(),
+                        ));
+                    }
+                    return self.script(&texts[1..].join(" "), found);
+                }
+                _ => match wrapped_command(name, &texts[1..]) {
+                    Some(Ok(start)) if start < words.len() - 1 => {
+                        words = words.into_iter().skip(start + 1).collect();
+                    }
+                    Some(Ok(_)) | None => return Ok(()),
+                    Some(Err(reason)) => return Err(ShellError::Opaque(reason)),
+                },
+            }
         }
+        Err(ShellError::Opaque(format!(
+            "more than {MAX_WRAPPERS} wrappers (`env`, `sudo`, `timeout`...) around one command"
+        )))
     }
 
     /// `bash -c 'script' ...`: analyse the script too.
@@ -846,6 +874,26 @@ mod tests {
 
     fn beyond_limits(script: &str) -> bool {
         matches!(simple_commands(script), Err(ShellError::BeyondLimits(_)))
+    }
+
+    /// Chains the nesting scan does not see are bounded too: wrappers are
+    /// looked through in a loop, `coproc`s counted (a few hundred of either
+    /// used to recurse once per word, deep enough to overflow the stack).
+    #[test]
+    fn long_chains_of_wrappers_and_coprocs_are_refused_not_recursed() {
+        let wrappers = format!("{}rm -rf x", "env ".repeat(MAX_WRAPPERS));
+        let commands = simple_commands(&wrappers).unwrap();
+        assert_eq!(
+            commands.last().map(ShellCommand::text).as_deref(),
+            Some("rm -rf x")
+        );
+        let too_many = format!("{}rm -rf x", "env ".repeat(5_000));
+        assert!(matches!(
+            simple_commands(&too_many),
+            Err(ShellError::Opaque(_))
+        ));
+        let coprocs = format!("{}x", "coproc ".repeat(5_000));
+        assert!(beyond_limits(&coprocs), "{:?}", simple_commands(&coprocs));
     }
 
     /// A script nested past INLINE_NESTING, itself or in a `bash -c`
