@@ -40,6 +40,14 @@ struct Entry {
     validator: std::sync::OnceLock<Result<jsonschema::Validator, String>>,
 }
 
+impl Entry {
+    /// The compiled input schema, compiled now if it was not yet.
+    fn validator(&self) -> &Result<jsonschema::Validator, String> {
+        self.validator
+            .get_or_init(|| compile_schema(&self.tool.spec().input_schema))
+    }
+}
+
 /// Tools by name, ready to be called from any thread.
 ///
 /// Input schemas are compiled at registration (built-in tools' on first
@@ -157,11 +165,7 @@ impl Registry {
         if let Some(entry) = self.entries.get(name) {
             // A panic leaves it uncompiled: `check` tries again inside the
             // dispatcher, which turns a panic into the call's error.
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                entry
-                    .validator
-                    .get_or_init(|| compile_schema(&entry.tool.spec().input_schema));
-            }));
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| entry.validator()));
         }
     }
 
@@ -171,10 +175,7 @@ impl Registry {
         let Some(entry) = self.entries.get(name) else {
             return Err(Box::new(self.not_found(name)));
         };
-        let validator = match entry
-            .validator
-            .get_or_init(|| compile_schema(&entry.tool.spec().input_schema))
-        {
+        let validator = match entry.validator() {
             Ok(validator) => validator,
             Err(reason) => {
                 return Err(Box::new(ToolOutput::error(
