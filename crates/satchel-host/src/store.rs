@@ -44,6 +44,9 @@ pub struct LazyStore {
     /// The open store; a failed open is not kept, so the next use tries
     /// again (a PostgreSQL server that was restarting, say).
     cell: tokio::sync::OnceCell<OpenedStore>,
+    /// The open [`open_in_background`](Self::open_in_background) started,
+    /// until the first `get` or `close` waits for it.
+    background: std::sync::Mutex<Option<tokio::task::JoinHandle<Result<(), String>>>>,
 }
 
 impl LazyStore {
@@ -54,6 +57,7 @@ impl LazyStore {
             redactor,
             pg_env: Vec::new(),
             cell: tokio::sync::OnceCell::new(),
+            background: std::sync::Mutex::new(None),
         }
     }
 
@@ -70,8 +74,31 @@ impl LazyStore {
 
     /// The open store, or why it cannot be opened (a warning for callers,
     /// never a lost result). A failure is not remembered: the next call
-    /// tries again.
+    /// tries again (but the first call after a failed background open
+    /// reports that failure rather than waiting as long again).
     pub async fn get(&self) -> Result<&OpenedStore, String> {
+        if let Some(Err(reason)) = self.wait_for_background().await {
+            return Err(reason);
+        }
+        self.open().await
+    }
+
+    /// Waits for the background open, if one was started and nobody has
+    /// waited for it yet: its result, or `None`.
+    async fn wait_for_background(&self) -> Option<Result<(), String>> {
+        let pending = self
+            .background
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()?;
+        Some(
+            pending
+                .await
+                .unwrap_or_else(|error| Err(format!("opening the database failed: {error}"))),
+        )
+    }
+
+    async fn open(&self) -> Result<&OpenedStore, String> {
         self.cell
             .get_or_try_init(|| async {
                 let Some(path) = &self.db else {
@@ -97,12 +124,18 @@ impl LazyStore {
     /// Starts opening the store on the runtime, for a command that will
     /// record: the open (a thread of its own) overlaps with the caller's
     /// work until its first [`get`](Self::get), which then waits for it.
-    /// A failure is left for that `get` to meet again and report.
+    /// A failure is reported by that `get`.
     pub fn open_in_background(self: &Arc<Self>) {
         let store = Arc::clone(self);
-        tokio::spawn(async move {
-            let _ = store.get().await;
-        });
+        let pending = tokio::spawn(async move { store.open().await.map(|_| ()) });
+        let previous = self
+            .background
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .replace(pending);
+        // A second call while the first is still pending: the first open
+        // is the same cell's, and whoever waits for the new one waits for it.
+        drop(previous);
     }
 
     /// The open store as the record traits, or why it cannot be opened.
@@ -110,8 +143,10 @@ impl LazyStore {
         Ok(Arc::new(self.get().await?.clone()))
     }
 
-    /// Waits for queued writes and closes the file, if it was opened.
+    /// Waits for queued writes and closes the file, if it was opened (by a
+    /// background open still under way, too).
     pub async fn close(&self) {
+        self.wait_for_background().await;
         if let Some(store) = self.cell.get()
             && let Err(error) = store.close().await
         {
@@ -153,5 +188,37 @@ mod tests {
         std::fs::create_dir(&parent).unwrap();
         assert!(store.get().await.is_ok(), "{:?}", store.get().await.err());
         store.close().await;
+    }
+
+    /// A background open is waited for: its failure is what the next
+    /// `get` reports (once; the one after tries again), and `close` right
+    /// after it closes the store it opened (checkpointed: no WAL left).
+    #[tokio::test]
+    async fn a_background_open_is_reported_and_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let parent = dir.path().join("data");
+        std::fs::write(&parent, "a file where the directory should be").unwrap();
+        let store = Arc::new(LazyStore::new(
+            Some(parent.join("satchel.db")),
+            Redactor::default(),
+        ));
+        store.open_in_background();
+        let failed = store.get().await;
+        assert!(failed.is_err(), "{failed:?}");
+        std::fs::remove_file(&parent).unwrap();
+        std::fs::create_dir(&parent).unwrap();
+        let opened = store.get().await;
+        assert!(opened.is_ok(), "{opened:?}");
+        store.close().await;
+
+        let db = dir.path().join("fresh.db");
+        let store = Arc::new(LazyStore::new(Some(db.clone()), Redactor::default()));
+        store.open_in_background();
+        store.close().await;
+        assert!(db.exists(), "the background open never finished");
+        assert!(
+            !dir.path().join("fresh.db-wal").exists(),
+            "closed without waiting for the background open"
+        );
     }
 }
