@@ -17,11 +17,11 @@
 //! [`MAX_SCRIPT_BYTES`], or nested deeper than [`MAX_NESTING`] levels (found
 //! first by [`nesting`](super::nesting), a scan without recursion), is
 //! never parsed: it is [`ShellError::BeyondLimits`]. A script of at most
-//! 256 bytes nested at most 8 levels (`INLINE_SCRIPT_BYTES`, `INLINE_NESTING`) is
-//! parsed on the caller's stack; any other on a thread of its own with a
-//! [`PARSE_STACK_BYTES`] stack, so the
-//! limit holds whatever stack the caller has (a 2 MiB Tokio worker, say).
-//! Either way a panic in the parser is an error, not a crash.
+//! 256 bytes nested at most 8 levels (`INLINE_SCRIPT_BYTES`,
+//! `INLINE_NESTING`) is parsed on the caller's stack; any other on a thread
+//! of its own with a [`PARSE_STACK_BYTES`] stack, so the limit holds
+//! whatever stack the caller has (a 2 MiB Tokio worker, say). Either way a
+//! panic in the parser is an error, not a crash.
 //!
 //! Measured with `brush-parser` 0.4 (depth at which one construct nested
 //! alone overflows; `bench`-profile and `dev`-profile builds):
