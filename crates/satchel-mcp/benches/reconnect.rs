@@ -41,17 +41,6 @@ mod everything_http;
 /// Restarts measured.
 const ROUNDS: usize = 5;
 
-fn reference_server() -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../.peers/node_modules/.bin/mcp-server-everything");
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/install-test-peers.sh",
-        path.display()
-    );
-    path
-}
-
 /// Whether the server answers an `initialize` now.
 async fn answers(client: &reqwest::Client, url: &str) -> bool {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -115,7 +104,7 @@ async fn measure() {
         warnings: vec![],
     };
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
-    let mut child = everything_http::start(&reference_server(), port);
+    let mut child = everything_http::start(&everything_http::reference_server(), port);
     let manager = McpManager::start(live.clone(), config, ManagerOptions::default());
     let poll = Duration::from_millis(10);
     while !call_echo(&live, dir.path()).await {
@@ -130,7 +119,7 @@ async fn measure() {
         // A call finds it gone: the supervisor starts reconnecting.
         assert!(!call_echo(&live, dir.path()).await);
         let restarted = Instant::now();
-        child = everything_http::start(&reference_server(), port);
+        child = everything_http::start(&everything_http::reference_server(), port);
         let mut up = None;
         let mut ready = None;
         while up.is_none() || ready.is_none() {

@@ -44,6 +44,8 @@ use rmcp::service::{RoleClient, RunningService};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
+#[path = "../tests/support/everything_http.rs"]
+mod everything_http;
 #[path = "roundtrip/http.rs"]
 mod http;
 #[path = "roundtrip/progress.rs"]
@@ -207,17 +209,6 @@ fn satchel_binary() -> PathBuf {
     binary
 }
 
-fn reference_server() -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../.peers/node_modules/.bin/mcp-server-everything");
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/install-test-peers.sh",
-        path.display()
-    );
-    path
-}
-
 /// The label of the floor row.
 const BARE: &str = "bare responder (floor)";
 
@@ -260,7 +251,7 @@ async fn measure() {
     .await;
     let mut reference = Peer::start(
         "server-everything echo",
-        &reference_server(),
+        &everything_http::reference_server(),
         &["stdio"],
         "echo",
         message,
@@ -333,7 +324,7 @@ async fn measure() {
     satchel_bash.stop().await;
     bare.stop().await;
 
-    http::measure(&satchel, &project_arg, &reference_server()).await;
+    http::measure(&satchel, &project_arg, &everything_http::reference_server()).await;
     let progress_project = tempfile::tempdir().unwrap();
     progress::measure(&satchel, progress_project.path()).await;
 }

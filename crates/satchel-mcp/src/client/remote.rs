@@ -288,7 +288,15 @@ async fn reauthorize(
 /// The `WWW-Authenticate` challenge behind a failed request, if that is
 /// why it failed.
 pub fn service_challenge(error: &ServiceError) -> Option<String> {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    challenge_in(error).or_else(|| match error {
+        ServiceError::TransportSend(dynamic) => challenge_in(dynamic.error.as_ref()),
+        _ => None,
+    })
+}
+
+/// The challenge of the first authorization error in `error`'s chain.
+fn challenge_in(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut source = Some(error);
     while let Some(current) = source {
         if let Some(e) = current.downcast_ref::<AuthRequiredError>() {
             return Some(e.www_authenticate_header.clone());
@@ -297,18 +305,6 @@ pub fn service_challenge(error: &ServiceError) -> Option<String> {
             return Some(e.www_authenticate_header.clone());
         }
         source = current.source();
-    }
-    if let ServiceError::TransportSend(dynamic) = error {
-        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(dynamic.error.as_ref());
-        while let Some(current) = source {
-            if let Some(e) = current.downcast_ref::<AuthRequiredError>() {
-                return Some(e.www_authenticate_header.clone());
-            }
-            if let Some(e) = current.downcast_ref::<InsufficientScopeError>() {
-                return Some(e.www_authenticate_header.clone());
-            }
-            source = current.source();
-        }
     }
     None
 }

@@ -4,8 +4,21 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+
+/// The `mcp-server-everything` binary `scripts/install-test-peers.sh`
+/// installs (the benches' reference server); panics when it is missing.
+pub fn reference_server() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../.peers/node_modules/.bin/mcp-server-everything");
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/install-test-peers.sh",
+        path.display()
+    );
+    path
+}
 
 /// `server` (the `mcp-server-everything` binary) serving on `port`.
 pub fn start(server: &Path, port: u16) -> Child {
