@@ -145,11 +145,18 @@ fn spec() -> ToolSpec {
             },
             "required": ["action"],
             "additionalProperties": false,
-            "allOf": [
-                {"if": {"properties": {"action": {"const": "store"}}}, "then": {"required": ["layer", "content"]}},
-                {"if": {"properties": {"action": {"const": "recall"}}}, "then": {"required": ["query"]}},
-                {"if": {"properties": {"action": {"const": "forget"}}}, "then": {"required": ["memory_id"]}}
-            ]
+            // Per action, as an if/else chain: no combinator at the root,
+            // which the Anthropic API and Claude Code refuse.
+            "if": {"properties": {"action": {"const": "store"}}},
+            "then": {"required": ["layer", "content"]},
+            "else": {
+                "if": {"properties": {"action": {"const": "recall"}}},
+                "then": {"required": ["query"]},
+                "else": {
+                    "if": {"properties": {"action": {"const": "forget"}}},
+                    "then": {"required": ["memory_id"]}
+                }
+            }
         }),
         output_schema: Some(json!({
             "type": "object",

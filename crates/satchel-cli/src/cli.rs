@@ -1086,6 +1086,23 @@ pub(crate) struct ListArgs {
 pub(crate) struct ShowArgs {
     /// The tool's name.
     pub(crate) name: String,
+    /// The spec with its input schema in the form this consumer is sent
+    /// (the schema as written is what every call is validated against).
+    #[arg(long = "for", value_name = "CONSUMER")]
+    pub(crate) consumer: Option<SchemaConsumerArg>,
+}
+
+/// A consumer of tool schemas, as `tools show --for` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SchemaConsumerArg {
+    /// The Anthropic Messages API.
+    Anthropic,
+    /// OpenAI and the OpenAI-compatible servers that follow it.
+    Openai,
+    /// Gemini's OpenAI-compatible endpoint.
+    Gemini,
+    /// An MCP client of `satchel mcp serve` (before protocol 2026-07-28).
+    Mcp,
 }
 
 #[derive(Debug, Args)]

@@ -13,6 +13,7 @@
 mod error_code;
 mod message;
 mod output;
+pub mod portable;
 pub mod redact;
 mod spec;
 pub mod text;

@@ -19,6 +19,7 @@
 use std::sync::Arc;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use satchel_core::portable::{SchemaConsumer, schema_for};
 use satchel_core::{AssistantPart, Content, Message, ToolResult, ToolResults, ToolSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -180,19 +181,31 @@ impl Provider for AnthropicProvider {
     }
 }
 
-/// The `tools` array: name, description and input schema per tool.
+/// The `tools` array: name, description and input schema per tool, each
+/// schema in the form the Messages API accepts (no combinator at its root:
+/// one such tool would fail the whole request). A tool with no such form
+/// is left out; it was named in a warning when it was imported.
 pub(crate) fn write_tools(w: &mut BodyWriter, tools: &[ToolSpec]) -> Result<(), LlmError> {
     w.raw("[");
-    for (i, tool) in tools.iter().enumerate() {
-        if i > 0 {
+    let mut first = true;
+    for tool in tools {
+        let input_schema = match schema_for(&tool.input_schema, SchemaConsumer::Anthropic) {
+            Ok(schema) => schema,
+            Err(why) => {
+                tracing::debug!(tool = %tool.name, "left out of the request: {why}");
+                continue;
+            }
+        };
+        if !first {
             w.enter(Section::Framing);
             w.raw(",");
         }
+        first = false;
         w.enter(Section::Tools);
         w.json(&WireTool {
             name: &tool.name,
             description: &tool.description,
-            input_schema: &tool.input_schema,
+            input_schema: &input_schema,
         })?;
     }
     w.enter(Section::Framing);

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use satchel_core::ToolSpec;
+use satchel_core::portable::SchemaConsumer;
 
 use crate::LlmError;
 use crate::anthropic::{self, AnthropicProvider};
@@ -22,16 +23,41 @@ pub fn connect(config: ModelConfig) -> Result<Arc<dyn Provider>, LlmError> {
     })
 }
 
-/// The tool definitions exactly as `provider`'s requests carry them: the
-/// JSON array written after `"tools":` in the body, byte for byte (what
-/// `satchel tools prompt --format native` shows and counts).
-pub fn native_tools_json(provider: ProviderKind, tools: &[ToolSpec]) -> Result<String, LlmError> {
+/// The tool definitions exactly as a provider's requests carry them for
+/// `consumer`: the JSON array written after `"tools":` in the body, byte
+/// for byte (what `satchel tools prompt --format native` shows and counts).
+pub fn native_tools_json(consumer: SchemaConsumer, tools: &[ToolSpec]) -> Result<String, LlmError> {
     let mut w = BodyWriter::new(256 + tools.len() * 1024);
-    match provider {
-        ProviderKind::OpenAi => openai::write_tools(&mut w, tools)?,
-        ProviderKind::Anthropic => anthropic::write_tools(&mut w, tools)?,
+    match consumer {
+        SchemaConsumer::Anthropic => anthropic::write_tools(&mut w, tools)?,
+        SchemaConsumer::OpenAi | SchemaConsumer::Gemini | SchemaConsumer::Mcp => {
+            openai::write_tools(&mut w, tools, consumer)?;
+        }
     }
     Ok(w.into_text())
+}
+
+/// Whose subset of JSON Schema `config`'s endpoint takes for tool inputs:
+/// Anthropic's; Gemini's behind Google's OpenAI-compatible endpoints
+/// (`generativelanguage.googleapis.com`, Vertex AI's
+/// `aiplatform.googleapis.com`); OpenAI's everywhere else (OpenAI itself,
+/// and the llama.cpp, vLLM, Ollama and LM Studio servers that follow it).
+pub fn schema_consumer(config: &ModelConfig) -> SchemaConsumer {
+    match config.provider {
+        ProviderKind::Anthropic => SchemaConsumer::Anthropic,
+        ProviderKind::OpenAi => {
+            let url = config.base_url.to_ascii_lowercase();
+            let host = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+            let host = host.split(['/', ':']).next().unwrap_or_default();
+            if host.ends_with("generativelanguage.googleapis.com")
+                || host.ends_with("aiplatform.googleapis.com")
+            {
+                SchemaConsumer::Gemini
+            } else {
+                SchemaConsumer::OpenAi
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -68,12 +94,13 @@ mod tests {
             }
             .resolve(&env)
             .unwrap();
+            let consumer = schema_consumer(&config);
             let prepared = connect(config)
                 .unwrap()
                 .prepare(&ChatRequest::new(&history, &tools), Mode::Whole)
                 .unwrap();
             let body: serde_json::Value = serde_json::from_slice(&prepared.body).unwrap();
-            let json = native_tools_json(provider, &tools).unwrap();
+            let json = native_tools_json(consumer, &tools).unwrap();
             assert!(
                 prepared.body_text().contains(&format!("\"tools\":{json}")),
                 "{provider:?}: {json}"
@@ -82,6 +109,84 @@ mod tests {
                 serde_json::from_str::<serde_json::Value>(&json).unwrap(),
                 body["tools"]
             );
+        }
+    }
+
+    /// Anthropic refuses a whole request for one tool with a combinator at
+    /// its input schema's root; no provider's request carries one.
+    #[test]
+    fn every_request_carries_each_schema_in_its_providers_form() {
+        let conditional = ToolSpec {
+            name: "memory".into(),
+            title: None,
+            description: "Remember.".into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {"action": {"enum": ["store", "list"]}, "content": {"type": "string"}},
+                "required": ["action"],
+                "allOf": [{"if": {"properties": {"action": {"const": "store"}}}, "then": {"required": ["content"]}}]
+            }),
+            output_schema: None,
+            annotations: Default::default(),
+            capabilities: Default::default(),
+        };
+        let not_an_object = ToolSpec {
+            name: "odd".into(),
+            input_schema: json!({"type": "string"}),
+            ..conditional.clone()
+        };
+        let tools = [conditional, not_an_object];
+        for consumer in [
+            SchemaConsumer::Anthropic,
+            SchemaConsumer::OpenAi,
+            SchemaConsumer::Gemini,
+        ] {
+            let json: serde_json::Value =
+                serde_json::from_str(&native_tools_json(consumer, &tools).unwrap()).unwrap();
+            let sent = json.as_array().unwrap();
+            assert_eq!(
+                sent.len(),
+                1,
+                "{consumer}: the unportable tool is left out: {json:#}"
+            );
+            let schema = sent[0]
+                .get("input_schema")
+                .unwrap_or(&sent[0]["function"]["parameters"]);
+            assert_eq!(schema.get("allOf"), None, "{consumer}: {schema:#}");
+            assert_eq!(
+                schema["properties"]["content"]["description"],
+                "Required when `action` is `store`.",
+                "{consumer}"
+            );
+        }
+    }
+
+    #[test]
+    fn googles_endpoints_take_geminis_subset() {
+        let env = HashMap::from([("OPENAI_API_KEY".to_owned(), "k".to_owned())]);
+        for (url, expected) in [
+            (
+                "https://generativelanguage.googleapis.com/v1beta/openai/",
+                SchemaConsumer::Gemini,
+            ),
+            (
+                "https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/l/endpoints/openapi",
+                SchemaConsumer::Gemini,
+            ),
+            ("http://127.0.0.1:8080/v1", SchemaConsumer::OpenAi),
+            (
+                "https://evil.example/generativelanguage.googleapis.com/v1",
+                SchemaConsumer::OpenAi,
+            ),
+        ] {
+            let config = LlmConfig {
+                provider: Some(ProviderKind::OpenAi),
+                base_url: Some(url.into()),
+                ..LlmConfig::default()
+            }
+            .resolve(&env)
+            .unwrap();
+            assert_eq!(schema_consumer(&config), expected, "{url}");
         }
     }
 }

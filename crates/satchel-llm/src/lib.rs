@@ -67,7 +67,7 @@ pub use config::{
     DEFAULT_OLLAMA_URL, DEFAULT_OPENAI_MODEL, LlmConfig, ModelConfig, OPENAI_URL, ProviderKind,
     ReplyFormat, RetryPolicy, ToolCalling, ToolMode,
 };
-pub use connect::{connect, native_tools_json};
+pub use connect::{connect, native_tools_json, schema_consumer};
 pub use error::LlmError;
 pub use http::{EventStream, collect};
 pub use models::{ModelInfo, UNKNOWN_MODEL, model_info};

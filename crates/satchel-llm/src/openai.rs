@@ -18,6 +18,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use satchel_core::portable::{SchemaConsumer, schema_for};
 use satchel_core::{AssistantPart, Content, Message, ToolResults, ToolSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -25,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::LlmError;
 use crate::config::{ModelConfig, OPENAI_URL, ReplyFormat};
+use crate::connect::schema_consumer;
 use crate::http::{DecodeError, Decoder, EventStream, Transport, clip};
 use crate::provider::Provider;
 use crate::request::{BodyWriter, ChatRequest, Mode, PreparedRequest, ToolChoice, size_hint};
@@ -105,7 +107,7 @@ impl Provider for OpenAiProvider {
         w.raw("]");
         if !request.tools.is_empty() {
             w.key("tools", false);
-            write_tools(&mut w, request.tools)?;
+            write_tools(&mut w, request.tools, schema_consumer(self.config()))?;
             match request.tool_choice {
                 ToolChoice::Auto => {}
                 ToolChoice::None => {
@@ -173,16 +175,31 @@ impl Provider for OpenAiProvider {
     }
 }
 
-/// The `tools` array: one function definition per tool.
-pub(crate) fn write_tools(w: &mut BodyWriter, tools: &[ToolSpec]) -> Result<(), LlmError> {
+/// The `tools` array: one function definition per tool, each schema in
+/// the form `consumer` accepts (OpenAI's or Gemini's subset). A tool with
+/// no such form is left out; it was named in a warning when imported.
+pub(crate) fn write_tools(
+    w: &mut BodyWriter,
+    tools: &[ToolSpec],
+    consumer: SchemaConsumer,
+) -> Result<(), LlmError> {
     w.raw("[");
-    for (i, tool) in tools.iter().enumerate() {
-        if i > 0 {
+    let mut first = true;
+    for tool in tools {
+        let parameters = match schema_for(&tool.input_schema, consumer) {
+            Ok(schema) => schema,
+            Err(why) => {
+                tracing::debug!(tool = %tool.name, "left out of the request: {why}");
+                continue;
+            }
+        };
+        if !first {
             w.enter(Section::Framing);
             w.raw(",");
         }
+        first = false;
         w.enter(Section::Tools);
-        w.json(&WireTool::from(tool))?;
+        w.json(&WireTool::new(tool, &parameters))?;
     }
     w.enter(Section::Framing);
     w.raw("]");
@@ -339,14 +356,15 @@ struct WireToolDefinition<'a> {
     parameters: &'a Value,
 }
 
-impl<'a> From<&'a ToolSpec> for WireTool<'a> {
-    fn from(spec: &'a ToolSpec) -> WireTool<'a> {
+impl<'a> WireTool<'a> {
+    /// `spec` as a function definition with `parameters` as its schema.
+    fn new(spec: &'a ToolSpec, parameters: &'a Value) -> WireTool<'a> {
         WireTool {
             kind: "function",
             function: WireToolDefinition {
                 name: &spec.name,
                 description: &spec.description,
-                parameters: &spec.input_schema,
+                parameters,
             },
         }
     }

@@ -11,15 +11,34 @@ use rmcp::model::{
     CallToolResult, ContentBlock, JsonObject, ResourceContents, Tool as McpTool,
     ToolAnnotations as McpAnnotations,
 };
+use satchel_core::portable::{SchemaConsumer, Unportable, schema_for};
 use satchel_core::{Content, ErrorCode, ToolAnnotations, ToolOutput, ToolResults, ToolSpec};
 use serde_json::{Map, Value, json};
 
-/// A Satchel spec as an MCP tool: name, title, description, `inputSchema`,
-/// `outputSchema` (only when it describes an object, as MCP requires) and
-/// annotations. Satchel's `capabilities` have no MCP field and stay home.
-pub fn to_mcp_tool(spec: &ToolSpec) -> McpTool {
-    let input_schema = match &spec.input_schema {
-        Value::Object(object) => object.clone(),
+/// Which form of a tool's input schema a client is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServedSchema {
+    /// The schema as written (2020-12, conditions included), which the
+    /// 2026-07-28 revision (SEP-2106) has servers preserve.
+    AsWritten,
+    /// The form every MCP client keeps: no combinator or condition at the
+    /// root (Claude Code drops such a tool, Codex CLI empties its
+    /// conditions); see [`satchel_core::portable`].
+    Portable,
+}
+
+/// A Satchel spec as an MCP tool: name, title, description, `inputSchema`
+/// in the `form` asked for, `outputSchema` (only when it describes an
+/// object, as MCP requires) and annotations. Satchel's `capabilities` have
+/// no MCP field and stay home. A tool whose input has no portable form
+/// (its root accepts more than objects) is an error, with why.
+pub fn to_mcp_tool(spec: &ToolSpec, form: ServedSchema) -> Result<McpTool, Unportable> {
+    let schema = match form {
+        ServedSchema::AsWritten => std::borrow::Cow::Borrowed(&spec.input_schema),
+        ServedSchema::Portable => schema_for(&spec.input_schema, SchemaConsumer::Mcp)?,
+    };
+    let input_schema = match schema.into_owned() {
+        Value::Object(object) => object,
         // The registry only accepts object schemas; this is a fallback.
         _ => object_schema(),
     };
@@ -46,7 +65,7 @@ pub fn to_mcp_tool(spec: &ToolSpec) -> McpTool {
             a.open_world_hint,
         ));
     }
-    tool
+    Ok(tool)
 }
 
 /// An MCP tool as a Satchel spec under the name `name` (imported tools are
@@ -268,7 +287,7 @@ mod tests {
 
     #[test]
     fn spec_maps_field_by_field_and_back() {
-        let tool = to_mcp_tool(&spec());
+        let tool = to_mcp_tool(&spec(), ServedSchema::AsWritten).unwrap();
         let wire = serde_json::to_value(&tool).unwrap();
         assert_eq!(
             wire,
@@ -297,7 +316,8 @@ mod tests {
         let mut spec = spec();
         spec.output_schema = Some(json!({"type": "array"}));
         spec.annotations = ToolAnnotations::default();
-        let wire = serde_json::to_value(to_mcp_tool(&spec)).unwrap();
+        let wire =
+            serde_json::to_value(to_mcp_tool(&spec, ServedSchema::Portable).unwrap()).unwrap();
         assert_eq!(wire.get("outputSchema"), None);
         assert_eq!(wire.get("annotations"), None);
     }

@@ -51,7 +51,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::McpError;
 use crate::consent::{Answered, ClientConsent, StateSeal};
-use crate::convert::{to_call_tool_result, to_mcp_tool};
+use crate::convert::{ServedSchema, to_call_tool_result, to_mcp_tool};
 
 mod subscriptions;
 mod tasks;
@@ -277,6 +277,26 @@ fn asks_inline(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
+/// MCP clients known to drop (Claude Code) or empty (Codex CLI) a tool
+/// whose input schema has a combinator or a condition at its root, by the
+/// name they give in `clientInfo`.
+const LOSSY_CLIENTS: &[&str] = &["claude-code", "codex-mcp-client"];
+
+/// The form of the tools' input schemas this client is served: as written
+/// from 2026-07-28 on (SEP-2106 has servers preserve 2020-12 keywords, and
+/// such a client translates for its own model), except to the clients known
+/// to lose them; the portable form to every older client.
+fn served_schema(context: &RequestContext<RoleServer>) -> ServedSchema {
+    let lossy = context
+        .client_info()
+        .is_some_and(|info| LOSSY_CLIENTS.contains(&info.name.as_str()));
+    if asks_inline(context) && !lossy {
+        ServedSchema::AsWritten
+    } else {
+        ServedSchema::Portable
+    }
+}
+
 /// How "ask" is answered for one call, or the question to send first.
 enum ConsentRoute {
     /// Dispatch with this consent.
@@ -313,12 +333,21 @@ impl ServerHandler for SatchelServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let registry = self.inner.live.current();
-        Ok(ListToolsResult::with_all_items(
-            registry.specs().map(to_mcp_tool).collect(),
-        ))
+        let form = served_schema(&context);
+        let tools = registry
+            .specs()
+            .filter_map(|spec| match to_mcp_tool(spec, form) {
+                Ok(tool) => Some(tool),
+                Err(why) => {
+                    tracing::warn!("tool `{}` is not served over MCP: {why}", spec.name);
+                    None
+                }
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn list_resources(

@@ -192,7 +192,7 @@ impl Registry {
         }
         let mut violations: Vec<SchemaViolation> = errors
             .take(MAX_VIOLATIONS)
-            .map(|error| SchemaViolation::from_error(&error))
+            .map(|error| SchemaViolation::from_error(&error, &entry.tool.spec().input_schema))
             .collect();
         // Sorted by path so the same mistake always reads the same way.
         violations.sort_by(|a, b| a.path.cmp(&b.path));

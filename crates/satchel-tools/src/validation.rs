@@ -14,8 +14,18 @@ pub struct SchemaViolation {
 }
 
 impl SchemaViolation {
-    pub(crate) fn from_error(error: &jsonschema::ValidationError<'_>) -> SchemaViolation {
+    /// The violation `error` reports against `schema`; a rule under a
+    /// condition says which (`"content" is a required property when
+    /// `action` is `store``), so an action-based tool's error names both.
+    pub(crate) fn from_error(
+        error: &jsonschema::ValidationError<'_>,
+        schema: &serde_json::Value,
+    ) -> SchemaViolation {
         let schema_path = error.schema_path().to_string();
+        let mut message = error.to_string();
+        if let Some(condition) = satchel_core::portable::condition_at(schema, &schema_path) {
+            message = format!("{message} {condition}");
+        }
         let rule = schema_path
             .rsplit('/')
             .next()
@@ -24,7 +34,7 @@ impl SchemaViolation {
         SchemaViolation {
             path: error.instance_path().to_string(),
             rule,
-            message: error.to_string(),
+            message,
         }
     }
 

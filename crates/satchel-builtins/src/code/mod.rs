@@ -563,11 +563,18 @@ fn spec() -> ToolSpec {
             },
             "required": ["action"],
             "additionalProperties": false,
-            "allOf": [
-                {"if": {"properties": {"action": {"const": "execute"}}}, "then": {"required": ["code", "language"]}},
-                {"if": {"properties": {"action": {"const": "generate"}}}, "then": {"required": ["task"]}},
-                {"if": {"properties": {"action": {"const": "status"}}}, "then": {"required": ["job_id"]}}
-            ]
+            // Per action, as an if/else chain: no combinator at the root,
+            // which the Anthropic API and Claude Code refuse.
+            "if": {"properties": {"action": {"const": "execute"}}},
+            "then": {"required": ["code", "language"]},
+            "else": {
+                "if": {"properties": {"action": {"const": "generate"}}},
+                "then": {"required": ["task"]},
+                "else": {
+                    "if": {"properties": {"action": {"const": "status"}}},
+                    "then": {"required": ["job_id"]}
+                }
+            }
         }),
         output_schema: Some(json!({
             "type": "object",

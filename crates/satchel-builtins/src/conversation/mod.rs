@@ -116,10 +116,14 @@ fn spec() -> ToolSpec {
             },
             "required": ["action"],
             "additionalProperties": false,
-            "allOf": [
-                {"if": {"properties": {"action": {"const": "tool_call"}}}, "then": {"required": ["id"]}},
-                {"if": {"properties": {"action": {"const": "search"}}}, "then": {"required": ["query"]}}
-            ]
+            // Per action, as an if/else chain: no combinator at the root,
+            // which the Anthropic API and Claude Code refuse.
+            "if": {"properties": {"action": {"const": "tool_call"}}},
+            "then": {"required": ["id"]},
+            "else": {
+                "if": {"properties": {"action": {"const": "search"}}},
+                "then": {"required": ["query"]}
+            }
         }),
         output_schema: None,
         annotations: ToolAnnotations {

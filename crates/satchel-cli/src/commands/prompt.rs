@@ -10,10 +10,11 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use satchel_core::ToolSpec;
+use satchel_core::portable::SchemaConsumer;
 use satchel_llm::prompted::{ANSWER_INSTRUCTION, CALL_INSTRUCTION, render_tools, reply_schema};
 use satchel_llm::{
     ConstrainedReplies, Encoding, LlmConfig, LlmError, ModelConfig, ProviderKind, ReplyFormat,
-    ToolMode, count_tokens, native_tools_json,
+    ToolMode, count_tokens, native_tools_json, schema_consumer,
 };
 use serde_json::{Value, json};
 
@@ -55,7 +56,7 @@ pub(crate) fn run(
     let text = match (mode, constrained) {
         (ToolMode::Prompted, Some(_)) => format!("{}{ANSWER_INSTRUCTION}\n", render_tools(tools)),
         (ToolMode::Prompted, None) => render_tools(tools),
-        (ToolMode::Native, _) => native_tools_json(model.provider, tools)?,
+        (ToolMode::Native, _) => native_tools_json(schema_consumer(&model), tools)?,
     };
     let schema_bytes = constrained.map(|_| reply_schema(tools).to_string().len());
     let constrained_line = match (mode, constrained, schema_bytes) {
@@ -179,12 +180,17 @@ fn compare(tools: &[ToolSpec]) -> Vec<Row> {
         (
             "native_openai",
             "native, OpenAI tools JSON",
-            native_tools_json(ProviderKind::OpenAi, tools).unwrap_or_default(),
+            native_tools_json(SchemaConsumer::OpenAi, tools).unwrap_or_default(),
         ),
         (
             "native_anthropic",
             "native, Anthropic tools JSON",
-            native_tools_json(ProviderKind::Anthropic, tools).unwrap_or_default(),
+            native_tools_json(SchemaConsumer::Anthropic, tools).unwrap_or_default(),
+        ),
+        (
+            "native_gemini",
+            "native, Gemini (OpenAI-compatible) tools JSON",
+            native_tools_json(SchemaConsumer::Gemini, tools).unwrap_or_default(),
         ),
         ("prose", "prose description", prose(tools)),
         (

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use satchel_builtins::{BuiltinDeps, builtin_tools};
+use satchel_core::portable::{SchemaConsumer, rule_violations, schema_for};
 use satchel_core::{ToolCall, ToolOutput, ToolResults, ToolSpec, is_valid_tool_name};
 use satchel_tools::external::{
     Language, SpecCache, ToolDirs, discover, skeleton, tool_name_for_file,
@@ -19,7 +20,7 @@ use serde_json::{Value, json};
 use satchel_store::AuditSource;
 
 use super::prompt;
-use crate::cli::{CallArgs, Lang, ListArgs, NewArgs, ToolsCommand};
+use crate::cli::{CallArgs, Lang, ListArgs, NewArgs, SchemaConsumerArg, ToolsCommand};
 use satchel_host::{Host, PROJECT_TOOLS};
 
 /// Characters of a description shown by `tools list`.
@@ -73,10 +74,14 @@ async fn run_with(
                     names(&registry)
                 );
             };
+            let spec = match args.consumer {
+                None => tool.spec().clone(),
+                Some(consumer) => spec_for(tool.spec(), consumer_of(consumer))?,
+            };
             writeln!(
                 std::io::stdout(),
                 "{}",
-                serde_json::to_string_pretty(tool.spec())?
+                serde_json::to_string_pretty(&spec)?
             )?;
         }
         ToolsCommand::Call(args) => return call(&registry, args, project).await,
@@ -352,4 +357,33 @@ async fn new_tool(args: NewArgs, project: &Host) -> anyhow::Result<ExitCode> {
         "then edit its schema and code; `satchel tools list` shows it."
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn consumer_of(arg: SchemaConsumerArg) -> SchemaConsumer {
+    match arg {
+        SchemaConsumerArg::Anthropic => SchemaConsumer::Anthropic,
+        SchemaConsumerArg::Openai => SchemaConsumer::OpenAi,
+        SchemaConsumerArg::Gemini => SchemaConsumer::Gemini,
+        SchemaConsumerArg::Mcp => SchemaConsumer::Mcp,
+    }
+}
+
+/// `spec` with its input schema as `consumer` gets it; what was repaired
+/// goes to stderr, and a schema with no accepted form is the error.
+fn spec_for(spec: &ToolSpec, consumer: SchemaConsumer) -> anyhow::Result<ToolSpec> {
+    let repaired = rule_violations(&spec.input_schema, consumer);
+    let schema = schema_for(&spec.input_schema, consumer).map_err(|why| {
+        anyhow::anyhow!(
+            "tool `{}` is left out of what {consumer} is sent: {why}",
+            spec.name
+        )
+    })?;
+    if !repaired.is_empty() {
+        let mut stderr = std::io::stderr().lock();
+        writeln!(stderr, "translated for {consumer}: {}", repaired.join("; "))?;
+    }
+    Ok(ToolSpec {
+        input_schema: schema.into_owned(),
+        ..spec.clone()
+    })
 }

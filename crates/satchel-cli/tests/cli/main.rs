@@ -24,6 +24,7 @@ mod http_abuse;
 mod model_server;
 mod peers;
 mod sandbox;
+mod schemas;
 mod store;
 mod telegram;
 mod trust;

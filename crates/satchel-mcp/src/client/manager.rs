@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::Tool as RemoteTool;
 
+use satchel_core::portable::{SchemaConsumer, schema_for};
 use satchel_tools::{LiveRegistry, Tool};
 
 use tokio::sync::mpsc;
@@ -230,6 +231,16 @@ impl Shared {
                 continue;
             };
             let spec = from_mcp_tool(remote, &names.local);
+            // Repaired for each model API on the way out; a schema with no
+            // form they accept is left out of their requests: say so once.
+            let unportable = schema_for(&spec.input_schema, SchemaConsumer::Anthropic).err();
+            if let Some(why) = &unportable {
+                tracing::warn!(
+                    "MCP server `{}`: tool `{}` is left out of model requests: {why}",
+                    names.server,
+                    names.remote
+                );
+            }
             tools.push(Arc::new(McpTool::new(
                 spec,
                 names.remote.clone(),
@@ -241,6 +252,12 @@ impl Shared {
                 remote: names.remote.clone(),
             });
             entry.1.extend(names.note.clone());
+            if let Some(why) = unportable {
+                entry.1.push(format!(
+                    "`{}` is not offered to models: {why}",
+                    names.remote
+                ));
+            }
         }
         // Resources and prompts reach the model through two tools of their
         // own, while a running server declares them.

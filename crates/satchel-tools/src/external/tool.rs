@@ -159,11 +159,12 @@ impl ExternalTool {
                 format!("tool `{name}` printed {what}{stderr}"),
             ));
         };
-        if let Some(validator) = &self.output_validator {
+        if let (Some(validator), Some(schema)) = (&self.output_validator, &self.spec.output_schema)
+        {
             let mut violations: Vec<SchemaViolation> = validator
                 .iter_errors(&results)
                 .take(MAX_VIOLATIONS)
-                .map(|e| SchemaViolation::from_error(&e))
+                .map(|e| SchemaViolation::from_error(&e, schema))
                 .collect();
             if !violations.is_empty() {
                 violations.sort_by(|a, b| a.path.cmp(&b.path));
