@@ -22,6 +22,9 @@ CONFORMANCE_VERSION="0.2.0-alpha.12"
 BUN_VERSION="1.4.5"
 TELEGRAM_TEST_API_VERSION="4.2.1"
 PLAYWRIGHT_VERSION="1.65.1"
+# Claude Code, a real MCP client of `satchel mcp serve` (a 245 MB native
+# binary: its own prefix, so the other peers' installs never touch it).
+CLAUDE_CODE_VERSION="2.1.332"
 
 peers="$PWD/.peers"
 mkdir -p "$peers"
@@ -66,6 +69,13 @@ if ! installed @modelcontextprotocol/server-everything "$SERVER_EVERYTHING_VERSI
     || ! [ -x "$peers/node_modules/.bin/bun" ]; then
     echo "installing npm peers into .peers/node_modules"
     (cd "$peers" && npm install --no-audit --no-fund --loglevel=error)
+fi
+
+if ! node -e "process.exit(require('$peers/claude-code/node_modules/@anthropic-ai/claude-code/package.json').version === '$CLAUDE_CODE_VERSION' ? 0 : 1)" 2>/dev/null; then
+    echo "installing Claude Code $CLAUDE_CODE_VERSION into .peers/claude-code"
+    mkdir -p "$peers/claude-code"
+    npm install --prefix "$peers/claude-code" --no-audit --no-fund --loglevel=error \
+        "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"
 fi
 
 echo "test peers ready in .peers/"

@@ -41,13 +41,33 @@ fn project_with_tagged_tool(config: &Value) -> Project {
 #[test]
 fn the_scripted_api_refuses_what_the_real_one_refuses() {
     let tool = |schema: Value| json!([{"name": "memory", "input_schema": schema}]);
-    let refused = refusal(tool(json!({"type": "object", "allOf": [{}]})).as_array().unwrap());
+    let refused = refusal(
+        tool(json!({"type": "object", "allOf": [{}]}))
+            .as_array()
+            .unwrap(),
+    );
     assert_eq!(
         refused.as_deref(),
-        Some("tools.0.custom.input_schema: input_schema does not support oneOf, allOf, or anyOf at the top level")
+        Some(
+            "tools.0.custom.input_schema: input_schema does not support oneOf, allOf, or anyOf at the top level"
+        )
     );
-    assert!(refusal(tool(json!({"oneOf": [{"type": "object"}]})).as_array().unwrap()).is_some());
-    assert!(refusal(tool(json!({"type": "object", "if": {}})).as_array().unwrap()).is_none());
+    assert!(
+        refusal(
+            tool(json!({"oneOf": [{"type": "object"}]}))
+                .as_array()
+                .unwrap()
+        )
+        .is_some()
+    );
+    assert!(
+        refusal(
+            tool(json!({"type": "object", "if": {}}))
+                .as_array()
+                .unwrap()
+        )
+        .is_none()
+    );
 }
 
 #[test]
@@ -165,4 +185,87 @@ fn a_field_required_for_one_action_is_named_with_the_action() {
         text.contains(r#"\"query\" is a required property when `action` is `search`"#),
         "{text}"
     );
+}
+
+/// Reported: Claude Code 2.1 dropped `code`, `memory` and `conversation`
+/// from `satchel mcp serve` ("Skipping tool ... top-level allOf, which the
+/// Anthropic API does not accept"). Claude Code itself, headless, with a
+/// scripted Messages API as its model: its first request must offer every
+/// tool Satchel publishes, the tagged union of an external tool included,
+/// each in a form the API accepts.
+#[test]
+fn claude_code_offers_its_model_every_tool_satchel_serves() {
+    let claude = crate::peers_dir::peer("claude-code/node_modules/.bin/claude");
+    let model = FakeAnthropic::start(vec![Answer::Text("hello from the script".into())]);
+    let project = project_with_tagged_tool(&json!({}));
+    let served: Vec<String> = {
+        let output = project.satchel(&["tools", "list", "--json"]);
+        let listed: Value = serde_json::from_slice(&output.stdout).unwrap();
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(served.len() >= 6, "{served:?}");
+    let config = json!({"mcpServers": {"satchel": {
+        "command": env!("CARGO_BIN_EXE_satchel"),
+        "args": ["-C", project.path("project"), "mcp", "serve"],
+        "env": {
+            "XDG_DATA_HOME": project.path("data"), "XDG_CONFIG_HOME": project.path("config"),
+            "XDG_CACHE_HOME": project.path("cache"), "SATCHEL_TRUST_PROJECT": "1",
+            "SATCHEL_MODEL_FETCH": "never", "SATCHEL_LIBEXEC_DIR": project.path("libexec")
+        }
+    }}});
+    let config_path = project.path("claude-mcp.json");
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let home = project.path("claude-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let output = std::process::Command::new(claude)
+        .args(["-p", "say hello", "--strict-mcp-config", "--mcp-config"])
+        .arg(&config_path)
+        .current_dir(project.path("project"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("ANTHROPIC_BASE_URL", model.base_url())
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        // Every tool in the request itself, not deferred behind ToolSearch;
+        // wait for the MCP server (a debug build starts slowly).
+        .env("ENABLE_TOOL_SEARCH", "false")
+        .env("MCP_CONNECTION_NONBLOCKING", "false")
+        .env("MCP_CONNECT_TIMEOUT_MS", "60000")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stdout.contains("hello from the script"),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+    assert_eq!(model.refused(), Vec::<String>::new());
+    let requests = model.requests();
+    let main = requests
+        .iter()
+        .find(|request| {
+            request["tools"]
+                .as_array()
+                .is_some_and(|tools| tools.len() > 1)
+        })
+        .unwrap_or_else(|| panic!("no request with tools: {requests:#?}"));
+    let tools = main["tools"].as_array().unwrap();
+    let offered: Vec<&str> = tools
+        .iter()
+        .filter_map(|tool| tool["name"].as_str()?.strip_prefix("mcp__satchel__"))
+        .collect();
+    for name in &served {
+        assert!(
+            offered.contains(&name.as_str()),
+            "{name} not offered: {offered:?}"
+        );
+    }
+    assert_eq!(refusal(tools), None);
 }
