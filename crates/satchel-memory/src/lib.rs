@@ -24,9 +24,11 @@
 pub mod config;
 pub mod embed;
 mod error;
+mod fusion;
 pub mod index;
 pub mod locomo;
 mod memory;
+mod requests;
 pub mod session;
 mod simd;
 #[doc(hidden)]
@@ -37,9 +39,10 @@ pub use config::{AutoDivide, Fusion, MemoryConfig, MemorySettings, RecallConfig}
 pub use embed::Embedder;
 pub use error::MemoryError;
 pub use index::{Bm25, Candidate, KeywordScores, RecallIndex, SemanticSearch};
-pub use memory::{
-    ListQuery, MAX_LIMIT, Maintenance, Memory, MemoryOptions, ModelSource, Recall, RecallQuery,
-    Recalled, SessionChange, StoreRequest, Stored, spawn_maintenance, validate_category,
+pub use memory::{Memory, spawn_maintenance, validate_category};
+pub use requests::{
+    ListQuery, MAX_LIMIT, Maintenance, MemoryOptions, ModelSource, Recall, RecallQuery, Recalled,
+    SessionChange, StoreRequest, Stored,
 };
 pub use satchel_store::{MemoryLayer, MemoryRecord, MemorySession, MemoryStats};
 pub use session::{NEW_SESSION_SENTINEL, SYSTEM_CATEGORY, Summarizer, division_after};

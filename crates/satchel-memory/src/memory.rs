@@ -5,10 +5,9 @@
 //! Recall ranks by keywords (BM25) and by meaning (the query's embedding)
 //! against the in-memory [`RecallIndex`], the keyword ranking while the
 //! query is embedded, fuses the two rankings, then applies the recency and
-//! certainty factors of [`RecallConfig`].
+//! certainty factors of [`RecallConfig`](crate::RecallConfig).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
@@ -17,195 +16,18 @@ use satchel_store::{
     Clock, MemoryFilter, MemoryLayer, MemoryRecord, MemorySession, MemoryStats, MemoryStore,
     MemoryUpdate, NewMemory, NewMemorySession, Timestamp,
 };
-use serde::Serialize;
 use tokio::task::JoinHandle;
 
 use crate::MemoryError;
-use crate::config::{AutoDivide, Fusion, MemoryConfig, RecallConfig};
+use crate::config::{AutoDivide, MemoryConfig};
 use crate::embed::Embedder;
-use crate::index::{Candidate, RecallIndex, SemanticSearch};
+use crate::fusion::{Fused, factors, fuse};
+use crate::index::{RecallIndex, SemanticSearch};
+use crate::requests::{
+    ListQuery, MAX_LIMIT, Maintenance, MemoryOptions, ModelSource, Recall, RecallQuery, Recalled,
+    SessionChange, StoreRequest, Stored,
+};
 use crate::session::{NEW_SESSION_SENTINEL, SYSTEM_CATEGORY, Summarizer, division_after};
-
-/// Most results one recall or listing returns.
-pub const MAX_LIMIT: usize = 100;
-
-/// Where the embedding model comes from.
-#[derive(Debug, Clone)]
-pub enum ModelSource {
-    /// Load it from this directory on first use (keyword recall only when
-    /// the files are missing).
-    Dir(PathBuf),
-    /// Use this model, already loaded.
-    Loaded(Arc<Embedder>),
-    /// No model: keyword recall only.
-    None,
-}
-
-/// What a [`Memory`] is built with besides the store and configuration.
-#[derive(Clone)]
-pub struct MemoryOptions {
-    /// Where "now" comes from (expiry, sessions, recency).
-    pub clock: Arc<dyn Clock>,
-    /// The embedding model.
-    pub model: ModelSource,
-    /// Writes session summaries; `None`: they are skipped (and logged).
-    pub summarizer: Option<Arc<dyn Summarizer>>,
-}
-
-/// What to store.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoreRequest {
-    /// The layer.
-    pub layer: MemoryLayer,
-    /// The text.
-    pub content: String,
-    /// The category, if any.
-    pub category: Option<String>,
-    /// 0 to 1; `None`: 1.
-    pub certainty: Option<f32>,
-    /// The conversation storing it, if any (its session, for `session`).
-    pub conversation_id: Option<String>,
-    /// The time it is dated by; `None`: now. Lifetimes count from it.
-    pub created_at: Option<Timestamp>,
-}
-
-impl StoreRequest {
-    /// A request with no category, full certainty, dated now.
-    pub fn new(layer: MemoryLayer, content: impl Into<String>) -> StoreRequest {
-        StoreRequest {
-            layer,
-            content: content.into(),
-            category: None,
-            certainty: None,
-            conversation_id: None,
-            created_at: None,
-        }
-    }
-}
-
-/// What a session change did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SessionChange {
-    /// The session that ended, if one was open.
-    pub ended: Option<MemorySession>,
-    /// Session memories archived with it.
-    pub archived: usize,
-    /// The summary written to the `short` layer, if any.
-    pub summary: Option<MemoryRecord>,
-    /// Why no summary was written, when none was.
-    pub summary_skipped: Option<String>,
-    /// The session now open, when one was started.
-    pub started: Option<MemorySession>,
-}
-
-/// What storing did.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Stored {
-    /// A new memory.
-    Created(MemoryRecord),
-    /// A near-duplicate existed and was updated instead.
-    Updated {
-        /// The memory as it is now.
-        memory: MemoryRecord,
-        /// Its text before.
-        previous_content: String,
-        /// How similar the two were (1 for the same text).
-        similarity: f32,
-    },
-    /// The sentinel: a new session was started.
-    NewSession(Box<SessionChange>),
-}
-
-/// What to recall.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RecallQuery {
-    /// Free text.
-    pub text: String,
-    /// Only these layers; empty means all.
-    pub layers: Vec<MemoryLayer>,
-    /// Only this category.
-    pub category: Option<String>,
-    /// Only memories dated at or after this.
-    pub since: Option<Timestamp>,
-    /// Only memories dated before this.
-    pub until: Option<Timestamp>,
-    /// At most this many (1 to [`MAX_LIMIT`]).
-    pub limit: usize,
-    /// The conversation asking (its current session's memories are included).
-    pub conversation_id: Option<String>,
-    /// The time to recall as of (expiry, recency); `None`: now.
-    pub as_of: Option<Timestamp>,
-}
-
-impl RecallQuery {
-    /// A query over every layer, 10 results.
-    pub fn new(text: impl Into<String>) -> RecallQuery {
-        RecallQuery {
-            text: text.into(),
-            layers: Vec::new(),
-            category: None,
-            since: None,
-            until: None,
-            limit: 10,
-            conversation_id: None,
-            as_of: None,
-        }
-    }
-}
-
-/// One recalled memory.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Recalled {
-    /// The memory.
-    #[serde(flatten)]
-    pub memory: MemoryRecord,
-    /// 0 to 1: fused rank, times the recency and certainty factors.
-    pub relevance: f32,
-    /// Cosine similarity to the query, when ranked semantically, measured
-    /// from the namespace's mean embedding when `recall.centring` is on.
-    #[serde(skip)]
-    pub semantic: Option<f32>,
-    /// BM25 score, when matched by keywords.
-    #[serde(skip)]
-    pub keyword: Option<f64>,
-}
-
-/// The answer to a recall.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Recall {
-    /// Best first.
-    pub memories: Vec<Recalled>,
-    /// False when only keywords ranked (no model).
-    pub semantic: bool,
-    /// Said once per process when recall falls back to keywords.
-    pub notice: Option<String>,
-}
-
-/// What to list.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ListQuery {
-    /// Only these layers; empty means all.
-    pub layers: Vec<MemoryLayer>,
-    /// Only this category.
-    pub category: Option<String>,
-    /// Only memories dated at or after this.
-    pub since: Option<Timestamp>,
-    /// Only memories dated before this.
-    pub until: Option<Timestamp>,
-    /// At most this many.
-    pub limit: usize,
-    /// Include expired and archived memories.
-    pub include_inactive: bool,
-}
-
-/// What a maintenance pass did.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Maintenance {
-    /// Sessions ended because their division time passed.
-    pub sessions_ended: usize,
-    /// Expired memories deleted.
-    pub purged: u64,
-}
 
 /// Layered memory over a store; share it in an `Arc`.
 pub struct Memory {
@@ -1081,101 +903,6 @@ pub fn spawn_maintenance(memory: &Arc<Memory>) -> JoinHandle<()> {
     })
 }
 
-/// One candidate after fusion.
-#[derive(Debug, Clone, PartialEq)]
-struct Fused {
-    seq: i64,
-    created_at: Timestamp,
-    certainty: f32,
-    score: f32,
-    semantic: Option<f32>,
-    keyword: Option<f64>,
-}
-
-/// Combines each candidate's two scores into one from 0 to 1, best
-/// first; see [`Fusion`]. A ranking that found nothing for this query
-/// (no model, or no query word in any memory) has no weight.
-fn fuse(config: &RecallConfig, candidates: &[Candidate]) -> Vec<Fused> {
-    let cosines: Vec<Option<f64>> = candidates.iter().map(|c| c.cosine.map(f64::from)).collect();
-    let bm25s: Vec<Option<f64>> = candidates
-        .iter()
-        .map(|c| (c.bm25 > 0.0).then_some(f64::from(c.bm25)))
-        .collect();
-    let weight = |scores: &[Option<f64>], weight: f32| {
-        if scores.iter().any(Option::is_some) {
-            weight
-        } else {
-            0.0
-        }
-    };
-    let semantic_weight = weight(&cosines, config.semantic_weight);
-    let keyword_weight = weight(&bm25s, config.keyword_weight);
-    let total = semantic_weight + keyword_weight;
-    let total = if total > 0.0 { total } else { 1.0 };
-    let normal = |scores: &[Option<f64>]| match config.fusion {
-        Fusion::Convex => scaled_by_max(scores),
-        Fusion::Rrf => reciprocal_ranks(scores, config.rrf_k),
-    };
-    let (semantic, keyword) = (normal(&cosines), normal(&bm25s));
-    let mut fused: Vec<Fused> = candidates
-        .iter()
-        .enumerate()
-        .map(|(i, candidate)| Fused {
-            seq: candidate.seq,
-            created_at: candidate.created_at,
-            certainty: candidate.certainty,
-            score: (semantic_weight * semantic[i] + keyword_weight * keyword[i]) / total,
-            semantic: candidate.cosine,
-            keyword: bm25s[i],
-        })
-        .collect();
-    fused.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.seq.cmp(&b.seq)));
-    fused
-}
-
-/// Scores mapped to 0..1 between 0, the least either ranking can give
-/// (BM25 of no match; cosine of unrelated texts, negatives clamped), and
-/// the best candidate's (a missing score is 0). The lower end is fixed
-/// rather than the worst candidate's: Bruch et al. ("An Analysis of Fusion
-/// Functions for Hybrid Retrieval", 2023) found this "theoretical min-max"
-/// more robust, and it measured better here too.
-fn scaled_by_max(scores: &[Option<f64>]) -> Vec<f32> {
-    let max = scores.iter().flatten().fold(0.0f64, |hi, s| hi.max(*s));
-    scores
-        .iter()
-        .map(|score| match score {
-            Some(s) if max > f64::EPSILON => (s.max(0.0) / max) as f32,
-            _ => 0.0,
-        })
-        .collect()
-}
-
-/// `(k + 1) / (k + rank)` by descending score, rank from 1 (a missing
-/// score is 0).
-fn reciprocal_ranks(scores: &[Option<f64>], k: f32) -> Vec<f32> {
-    let mut order: Vec<usize> = (0..scores.len()).filter(|i| scores[*i].is_some()).collect();
-    order.sort_by(|a, b| {
-        scores[*b]
-            .unwrap_or(0.0)
-            .total_cmp(&scores[*a].unwrap_or(0.0))
-    });
-    let mut ranks = vec![0.0; scores.len()];
-    for (rank, i) in order.into_iter().enumerate() {
-        ranks[i] = (k + 1.0) / (k + rank as f32 + 1.0);
-    }
-    ranks
-}
-
-/// The recency and certainty factors of a memory as of `now`.
-fn factors(config: &RecallConfig, created_at: Timestamp, certainty: f32, now: Timestamp) -> f32 {
-    let age_days = (now.as_millis() - created_at.as_millis()).max(0) as f32 / 86_400_000.0;
-    let recency = 0.5f32.powf(age_days / config.recency_half_life_days);
-    let recency_factor = 1.0 - config.recency_weight + config.recency_weight * recency;
-    let certainty_factor =
-        1.0 - config.certainty_weight + config.certainty_weight * certainty.clamp(0.0, 1.0);
-    recency_factor * certainty_factor
-}
-
 #[cfg(test)]
 mod tests {
     use pretty_assertions::assert_eq;
@@ -1203,73 +930,5 @@ mod tests {
         assert!(validate_category(MemoryLayer::Long, "a;b").is_err());
         assert!(validate_category(MemoryLayer::Long, "system").is_err());
         assert!(validate_category(MemoryLayer::Session, &"x".repeat(41)).is_err());
-    }
-
-    fn candidate(seq: i64, cosine: Option<f32>, bm25: f32) -> Candidate {
-        Candidate {
-            seq,
-            created_at: Timestamp::from_millis(0),
-            certainty: 1.0,
-            bm25,
-            cosine,
-        }
-    }
-
-    #[test]
-    fn fusion_rewards_agreement_and_is_normalised() {
-        let candidates = [
-            candidate(1, Some(0.9), 0.0),
-            candidate(2, Some(0.8), 5.0),
-            candidate(3, Some(0.7), 0.0),
-            candidate(4, None, 3.0),
-        ];
-        let rrf = RecallConfig {
-            fusion: Fusion::Rrf,
-            ..RecallConfig::default()
-        };
-        let fused = fuse(&rrf, &candidates);
-        assert_eq!(
-            fused.iter().map(|f| f.seq).collect::<Vec<_>>(),
-            [2, 1, 4, 3]
-        );
-        assert!(fused[0].score <= 1.0 && fused[0].score > 0.9, "{fused:?}");
-        assert_eq!(fused[0].keyword, Some(5.0));
-        assert_eq!(fused[2].semantic, None);
-        // One ranking alone: its best scores 1.
-        let alone: Vec<Candidate> = candidates
-            .iter()
-            .map(|c| Candidate { bm25: 0.0, ..*c })
-            .collect();
-        assert_eq!(fuse(&rrf, &alone)[0].score, 1.0);
-
-        let convex = RecallConfig {
-            fusion: Fusion::Convex,
-            semantic_weight: 1.0,
-            keyword_weight: 1.0,
-            ..RecallConfig::default()
-        };
-        let fused = fuse(&convex, &candidates);
-        // Each score over the best of its kind: 2: (0.8/0.9 + 5/5) / 2;
-        // 1: (1 + 0) / 2; 3: 0.7/0.9 / 2; 4: 3/5 / 2.
-        assert_eq!(
-            fused.iter().map(|f| f.seq).collect::<Vec<_>>(),
-            [2, 1, 3, 4]
-        );
-        let expected = [(0.8 / 0.9 + 1.0) / 2.0, 0.5, 0.7 / 0.9 / 2.0, 0.3];
-        for (f, e) in fused.iter().zip(expected) {
-            assert!((f.score - e).abs() < 1e-6, "{fused:?}");
-        }
-    }
-
-    #[test]
-    fn recency_and_certainty_lower_scores_by_their_weights() {
-        let config = RecallConfig::default();
-        let now = Timestamp::from_millis(1_000 * 86_400_000);
-        let ago = |days: i64| Timestamp::from_millis(now.as_millis() - days * 86_400_000);
-        assert_eq!(factors(&config, ago(0), 1.0, now), 1.0);
-        let half = factors(&config, ago(180), 1.0, now);
-        assert!((half - 0.95).abs() < 1e-4, "{half}");
-        let unsure = factors(&config, ago(0), 0.0, now);
-        assert!((unsure - 0.8).abs() < 1e-6, "{unsure}");
     }
 }
