@@ -80,6 +80,24 @@ struct Inner {
     delay: Duration,
 }
 
+/// Serves `app` on 127.0.0.1 from a thread and runtime of its own, for
+/// as long as the test process lives; its address.
+pub fn serve_on_own_thread(app: Router) -> SocketAddr {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    rx.recv_timeout(Duration::from_secs(10)).unwrap()
+}
+
 /// The running server.
 #[derive(Clone)]
 pub struct FakeModel {
@@ -94,23 +112,10 @@ impl FakeModel {
             script: script.into(),
             ..Inner::default()
         }));
-        let state = inner.clone();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(listener.local_addr().unwrap()).unwrap();
-                let app = Router::new()
-                    .route("/v1/chat/completions", post(answer))
-                    .with_state(state);
-                axum::serve(listener, app).await.unwrap();
-            });
-        });
-        let addr = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let app = Router::new()
+            .route("/v1/chat/completions", post(answer))
+            .with_state(inner.clone());
+        let addr = serve_on_own_thread(app);
         FakeModel { inner, addr }
     }
 

@@ -15,7 +15,6 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -54,24 +53,11 @@ impl FakeAnthropic {
             script: script.into(),
             ..Inner::default()
         }));
-        let state = inner.clone();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(listener.local_addr().unwrap()).unwrap();
-                let app = Router::new()
-                    .route("/v1/messages", post(messages))
-                    .route("/v1/messages/count_tokens", post(count_tokens))
-                    .with_state(state);
-                axum::serve(listener, app).await.unwrap();
-            });
-        });
-        let addr = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let app = Router::new()
+            .route("/v1/messages", post(messages))
+            .route("/v1/messages/count_tokens", post(count_tokens))
+            .with_state(inner.clone());
+        let addr = crate::fake_model::serve_on_own_thread(app);
         FakeAnthropic { inner, addr }
     }
 
