@@ -1114,7 +1114,10 @@ fn mcp_serve_tells_clients_when_external_tools_change() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["bash", "code", "conversation", "memory", "search"]);
+    assert_eq!(
+        names,
+        ["bash", "code", "conversation", "edit", "fetch", "glob", "grep", "memory", "read", "search", "write"]
+    );
 
     install_tool(
         &sandbox.project().join(".agents/tools"),
@@ -1137,7 +1140,7 @@ fn mcp_serve_tells_clients_when_external_tools_change() {
         .collect();
     assert_eq!(
         names,
-        ["bash", "code", "conversation", "fresh", "memory", "search"]
+        ["bash", "code", "conversation", "edit", "fetch", "fresh", "glob", "grep", "memory", "read", "search", "write"]
     );
     drop(stdin);
     assert!(child.wait().unwrap().success());
@@ -1238,7 +1241,7 @@ fn tools_prompt_shows_the_compact_text_with_its_token_count() {
     assert_eq!(value["encoding"], "cl100k_base");
     assert_eq!(
         value["tools"],
-        json!(["bash", "code", "conversation", "memory", "search"])
+        json!(["bash", "code", "conversation", "edit", "fetch", "glob", "grep", "memory", "read", "search", "write"])
     );
     let tokens = value["tokens"].as_u64().unwrap();
     assert!(
@@ -1305,7 +1308,7 @@ fn tools_prompt_includes_external_tools_unless_builtin() {
     let value = stdout_json(&sandbox.run(&["tools", "prompt", "--format", "prompted", "--json"]));
     assert_eq!(
         value["tools"],
-        json!(["bash", "code", "conversation", "greet", "memory", "search"])
+        json!(["bash", "code", "conversation", "edit", "fetch", "glob", "greet", "grep", "memory", "read", "search", "write"])
     );
     assert!(
         value["text"]
@@ -1316,7 +1319,7 @@ fn tools_prompt_includes_external_tools_unless_builtin() {
     let value = stdout_json(&sandbox.run(&["tools", "prompt", "--builtin", "--json"]));
     assert_eq!(
         value["tools"],
-        json!(["bash", "code", "conversation", "memory", "search"])
+        json!(["bash", "code", "conversation", "edit", "fetch", "glob", "grep", "memory", "read", "search", "write"])
     );
 }
 
