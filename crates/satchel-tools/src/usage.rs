@@ -128,10 +128,12 @@ impl Resources {
     pub fn in_project(self, project: &std::path::Path) -> Resources {
         let rebase = |set: BTreeSet<String>| -> BTreeSet<String> {
             set.into_iter()
-                .map(|path| match std::path::Path::new(&path).strip_prefix(project) {
-                    Ok(relative) => relative.display().to_string(),
-                    Err(_) => path,
-                })
+                .map(
+                    |path| match std::path::Path::new(&path).strip_prefix(project) {
+                        Ok(relative) => relative.display().to_string(),
+                        Err(_) => path,
+                    },
+                )
                 .collect()
         };
         Resources {
@@ -179,7 +181,9 @@ impl Resources {
         let text = |key: &str| call.input.get(key).and_then(Value::as_str);
         match call.name.as_str() {
             "read" | "write" | "edit" => {
-                let Some(path) = text("file_path") else { return };
+                let Some(path) = text("file_path") else {
+                    return;
+                };
                 let path = normalise(self.project.as_deref(), path);
                 if call.name == "read" {
                     self.read.insert(path);
@@ -367,8 +371,14 @@ mod tests {
         for (name, input) in [
             ("read", json!({"file_path": "src/a.rs"})),
             ("read", json!({"file_path": "./src/a.rs"})),
-            ("read", json!({"file_path": "/p/src/../src/a.rs", "offset": 3})),
-            ("edit", json!({"file_path": "/p/b.rs", "old_string": "x", "new_string": "y"})),
+            (
+                "read",
+                json!({"file_path": "/p/src/../src/a.rs", "offset": 3}),
+            ),
+            (
+                "edit",
+                json!({"file_path": "/p/b.rs", "old_string": "x", "new_string": "y"}),
+            ),
             ("write", json!({"file_path": "b.rs", "content": ""})),
             ("grep", json!({"pattern": "x", "path": "src"})),
             ("glob", json!({"pattern": "**/*.rs", "path": "src"})),

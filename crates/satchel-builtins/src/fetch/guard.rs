@@ -119,11 +119,16 @@ impl Guard {
             url::Host::Domain(_) => return Ok(()),
         };
         match non_public(ip) {
-            Some(why) if !self.host_allowed(&host.to_string()) => Err(refusal(&host.to_string(), ip, why)),
+            Some(why) if !self.host_allowed(&host.to_string()) => {
+                Err(refusal(&host.to_string(), ip, why))
+            }
             _ => Ok(()),
         }
     }
 }
+
+/// Words every refusal of an address carries.
+pub(crate) const REFUSED_MARK: &str = "which `fetch` does not reach";
 
 /// The message for a refused address.
 pub(crate) fn refusal(host: &str, ip: IpAddr, why: &str) -> String {
@@ -133,7 +138,7 @@ pub(crate) fn refusal(host: &str, ip: IpAddr, why: &str) -> String {
         format!("`{host}` ({ip})")
     };
     format!(
-        "{shown} is {why}, which `fetch` does not reach: only public addresses are fetched. If the user wants this \
+        "{shown} is {why}, {REFUSED_MARK}: only public addresses are fetched. If the user wants this \
          host fetched, they can allow it in .agents/agent.json with \"fetch\": {{\"allowHosts\": [\"{host}\"]}} \
          (or \"allowPrivate\": true)"
     )
@@ -234,16 +239,36 @@ mod tests {
     fn allowed_hosts_match_exactly_or_by_suffix() {
         let guard = Guard {
             allow_private: false,
-            allow_hosts: vec!["intranet.local".into(), "*.corp.example".into(), "127.0.0.1".into()],
+            allow_hosts: vec![
+                "intranet.local".into(),
+                "*.corp.example".into(),
+                "127.0.0.1".into(),
+            ],
         };
         assert!(guard.host_allowed("INTRANET.local."));
         assert!(guard.host_allowed("wiki.corp.example"));
         assert!(!guard.host_allowed("corp.example.evil.com"));
-        assert!(guard.check_url(&"http://127.0.0.1:8080/".parse().unwrap()).is_ok());
+        assert!(
+            guard
+                .check_url(&"http://127.0.0.1:8080/".parse().unwrap())
+                .is_ok()
+        );
         assert!(guard.check_url(&"http://[::1]/".parse().unwrap()).is_err());
-        assert!(guard.check_url(&"http://169.254.169.254/latest/meta-data/".parse().unwrap()).is_err());
-        assert!(guard.check_url(&"file:///etc/passwd".parse().unwrap()).is_err());
-        assert!(guard.check_url(&"https://example.com/".parse().unwrap()).is_ok());
+        assert!(
+            guard
+                .check_url(&"http://169.254.169.254/latest/meta-data/".parse().unwrap())
+                .is_err()
+        );
+        assert!(
+            guard
+                .check_url(&"file:///etc/passwd".parse().unwrap())
+                .is_err()
+        );
+        assert!(
+            guard
+                .check_url(&"https://example.com/".parse().unwrap())
+                .is_ok()
+        );
     }
 
     /// A public-looking name that resolves to the metadata address (or
@@ -256,7 +281,10 @@ mod tests {
                 Ok(match host.as_str() {
                     "metadata.example.com" => vec!["169.254.169.254".parse().unwrap()],
                     "mixed.example.com" => {
-                        vec!["127.0.0.1".parse().unwrap(), "93.184.216.34".parse().unwrap()]
+                        vec![
+                            "127.0.0.1".parse().unwrap(),
+                            "93.184.216.34".parse().unwrap(),
+                        ]
                     }
                     _ => Vec::new(),
                 })

@@ -7,8 +7,8 @@ use scraper::{Html, Selector};
 
 /// Tags whose content is never part of what a reader reads.
 const SKIPPED: &[&str] = &[
-    "script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form", "iframe", "svg",
-    "canvas", "button", "select", "dialog",
+    "script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form",
+    "iframe", "svg", "canvas", "button", "select", "dialog",
 ];
 
 /// The page's title and its main content as markdown.
@@ -26,7 +26,14 @@ pub(crate) fn to_markdown(html: &str) -> (Option<String>, String) {
         .filter_map(|css| Selector::parse(css).ok())
         .find_map(|selector| document.select(&selector).next().map(|el| el.html()));
     let source = main.unwrap_or_else(|| html.to_owned());
+    let options = htmd::options::Options {
+        bullet_list_marker: htmd::options::BulletListMarker::Dash,
+        ul_bullet_spacing: 1,
+        ol_number_spacing: 1,
+        ..htmd::options::Options::default()
+    };
     let converter = htmd::HtmlToMarkdown::builder()
+        .options(options)
         .skip_tags(SKIPPED.to_vec())
         .build();
     let markdown = converter.convert(&source).unwrap_or_default();
@@ -70,7 +77,10 @@ mod tests {
         assert_eq!(title.as_deref(), Some("Lentils"));
         assert!(markdown.contains("# How to cook lentils"), "{markdown}");
         assert!(markdown.contains("**well**"), "{markdown}");
-        assert!(markdown.contains("[more](https://example.com/more)"), "{markdown}");
+        assert!(
+            markdown.contains("[more](https://example.com/more)"),
+            "{markdown}"
+        );
         for gone in ["SECRET-SCRIPT", "NAV-LINK", "FOOTER-TEXT", "color:red"] {
             assert!(!markdown.contains(gone), "{gone} in {markdown}");
         }

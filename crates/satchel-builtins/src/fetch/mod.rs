@@ -32,6 +32,8 @@ use guard::{Guard, GuardedResolver, Lookup, Refused};
 
 /// Redirects followed at most.
 pub const MAX_REDIRECTS: usize = 5;
+/// The words of the refusal of a redirect too many.
+const TOO_MANY_MARK: &str = "more redirects than fetch follows";
 /// Characters returned when `max_length` is not given.
 pub const DEFAULT_MAX_LENGTH: usize = 20_000;
 /// Largest `max_length` a call may ask for.
@@ -78,12 +80,15 @@ impl FetchTool {
         let redirect_guard = guard.clone();
         let policy = reqwest::redirect::Policy::custom(move |attempt| {
             if attempt.previous().len() > MAX_REDIRECTS {
-                let error = format!("more than {MAX_REDIRECTS} redirects; not followed further");
+                let error = format!("{TOO_MANY_MARK} ({MAX_REDIRECTS}); not followed further");
                 return attempt.error(Refused(error));
             }
             match redirect_guard.check_url(attempt.url()) {
                 Ok(()) => attempt.follow(),
-                Err(why) => attempt.error(Refused(format!("a redirect led to {}", lowercase_first(&why)))),
+                Err(why) => attempt.error(Refused(format!(
+                    "a redirect led to {}",
+                    lowercase_first(&why)
+                ))),
             }
         });
         let client = satchel_http::client_builder()
@@ -96,7 +101,12 @@ impl FetchTool {
                 lookup: self.lookup.clone(),
             })
             .build()
-            .map_err(|e| ToolError::new(ErrorCode::ToolUnavailable, format!("cannot set up HTTP: {e}")))?;
+            .map_err(|e| {
+                ToolError::new(
+                    ErrorCode::ToolUnavailable,
+                    format!("cannot set up HTTP: {e}"),
+                )
+            })?;
         *slot = Some((config.guard.clone(), config.timeout, client.clone()));
         Ok(client)
     }
@@ -206,7 +216,10 @@ impl Tool for FetchTool {
             .guard
             .check_url(&url)
             .map_err(|why| ToolError::new(ErrorCode::PermissionDenied, why))?;
-        let max_length = input.max_length.unwrap_or(DEFAULT_MAX_LENGTH).clamp(1, MAX_MAX_LENGTH);
+        let max_length = input
+            .max_length
+            .unwrap_or(DEFAULT_MAX_LENGTH)
+            .clamp(1, MAX_MAX_LENGTH);
         let key = url.to_string();
         let (page, cached) = match self.cache.get(&key).as_ref().and_then(Page::from_value) {
             Some(page) => (page, true),
@@ -230,7 +243,9 @@ impl Tool for FetchTool {
     fn format_use(&self, input: &Value, style: Style) -> String {
         let url = input.get("url").and_then(Value::as_str).unwrap_or_default();
         match style {
-            Style::Terminal { .. } => format!("{} {}", paint(style, "2", "fetch"), paint(style, "1", url)),
+            Style::Terminal { .. } => {
+                format!("{} {}", paint(style, "2", "fetch"), paint(style, "1", url))
+            }
             Style::Markdown => format!("fetch <{url}>"),
         }
     }
@@ -245,7 +260,11 @@ impl Tool for FetchTool {
         let preview = satchel_tools::format::truncate_chars(text, 2000);
         match style {
             Style::Terminal { .. } => paint(style, "2", &output.user_message),
-            Style::Markdown => format!("{}\n\n{}", output.user_message, markdown_fence(&preview, "markdown")),
+            Style::Markdown => format!(
+                "{}\n\n{}",
+                output.user_message,
+                markdown_fence(&preview, "markdown")
+            ),
         }
     }
 }
@@ -255,7 +274,10 @@ async fn get(client: &reqwest::Client, url: url::Url, max_bytes: usize) -> Resul
     let asked = url.to_string();
     let mut response = client
         .get(url)
-        .header(reqwest::header::ACCEPT, "text/html, text/markdown;q=0.9, text/plain;q=0.8, application/json;q=0.8, */*;q=0.5")
+        .header(
+            reqwest::header::ACCEPT,
+            "text/html, text/markdown;q=0.9, text/plain;q=0.8, application/json;q=0.8, */*;q=0.5",
+        )
         .send()
         .await
         .map_err(|error| request_error(&asked, &error))?;
@@ -282,7 +304,9 @@ async fn get(client: &reqwest::Client, url: url::Url, max_bytes: usize) -> Resul
         }
         body.extend_from_slice(&chunk);
     }
-    let mut note = cut.then(|| format!("The body was cut at {max_bytes} bytes (the size cap, `fetch.maxBytes`)."));
+    let mut note = cut.then(|| {
+        format!("The body was cut at {max_bytes} bytes (the size cap, `fetch.maxBytes`).")
+    });
     let text_body = || String::from_utf8_lossy(&body).into_owned();
     let looks_html = content_type.contains("html")
         || (content_type.is_empty() && {
@@ -303,7 +327,10 @@ async fn get(client: &reqwest::Client, url: url::Url, max_bytes: usize) -> Resul
         || content_type.contains("javascript")
     {
         if memchr::memchr(0, &body).is_some() {
-            note = Some(format!("The answer is binary data ({} bytes); its content is not shown.", body.len()));
+            note = Some(format!(
+                "The answer is binary data ({} bytes); its content is not shown.",
+                body.len()
+            ));
             (None, String::new())
         } else {
             (None, text_body())
@@ -349,12 +376,20 @@ fn request_error(url: &str, error: &reqwest::Error) -> ToolError {
         if let Some(refused) = cause.downcast_ref::<Refused>() {
             return ToolError::new(ErrorCode::PermissionDenied, refused.0.clone());
         }
+        // A layer that boxes the cause again hides its type; its words
+        // are still the guard's.
+        let words = cause.to_string();
+        if words.contains(guard::REFUSED_MARK) || words.contains(TOO_MANY_MARK) {
+            return ToolError::new(ErrorCode::PermissionDenied, words);
+        }
         source = cause.source();
     }
     if error.is_timeout() {
         return ToolError::new(
             ErrorCode::ToolTimeout,
-            format!("fetching `{url}` took longer than the time limit (`fetch.timeoutMs`); try again later or another page"),
+            format!(
+                "fetching `{url}` took longer than the time limit (`fetch.timeoutMs`); try again later or another page"
+            ),
         );
     }
     let mut chain = error.to_string();
@@ -363,7 +398,10 @@ fn request_error(url: &str, error: &reqwest::Error) -> ToolError {
         chain.push_str(&format!(": {cause}"));
         source = cause.source();
     }
-    ToolError::new(ErrorCode::ToolUnavailable, format!("cannot fetch `{url}`: {chain}"))
+    ToolError::new(
+        ErrorCode::ToolUnavailable,
+        format!("cannot fetch `{url}`: {chain}"),
+    )
 }
 
 fn output(asked: &str, page: &Page, max_length: usize, cached: bool) -> ToolOutput {

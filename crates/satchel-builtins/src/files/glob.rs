@@ -209,10 +209,7 @@ mod tests {
             literal_prefix("src/**/*.rs"),
             (PathBuf::from("src"), "**/*.rs".to_owned())
         );
-        assert_eq!(
-            literal_prefix("*.rs"),
-            (PathBuf::new(), "*.rs".to_owned())
-        );
+        assert_eq!(literal_prefix("*.rs"), (PathBuf::new(), "*.rs".to_owned()));
         assert_eq!(
             literal_prefix("/etc/*.conf"),
             (PathBuf::from("/etc"), "*.conf".to_owned())

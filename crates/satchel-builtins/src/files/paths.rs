@@ -58,7 +58,7 @@ pub(crate) fn for_writing(ctx: &ToolContext, raw: &str, tool: &str) -> Result<Pa
             ),
         ));
     }
-    let real = real_path(&path)?;
+    let real = real_path(&path, 0)?;
     let inside = roots
         .iter()
         .filter_map(|root| std::fs::canonicalize(root).ok())
@@ -78,7 +78,8 @@ pub(crate) fn for_writing(ctx: &ToolContext, raw: &str, tool: &str) -> Result<Pa
             ),
         ));
     }
-    let project = std::fs::canonicalize(&ctx.working_dir).unwrap_or(ctx.working_dir.clone());
+    let project =
+        std::fs::canonicalize(&ctx.working_dir).unwrap_or_else(|_| ctx.working_dir.clone());
     for protected in protected_paths(&project) {
         let protected = std::fs::canonicalize(&protected).unwrap_or(protected);
         if real.starts_with(&protected) {
@@ -95,9 +96,18 @@ pub(crate) fn for_writing(ctx: &ToolContext, raw: &str, tool: &str) -> Result<Pa
     Ok(real)
 }
 
+/// Dangling symlinks followed by hand at most (the kernel's own limit).
+const MAX_LINKS: usize = 40;
+
 /// The real path of `path`: its deepest existing ancestor canonicalised,
 /// then the names beneath it, which must not climb (`..`).
-fn real_path(path: &Path) -> Result<PathBuf, ToolError> {
+fn real_path(path: &Path, links: usize) -> Result<PathBuf, ToolError> {
+    if links > MAX_LINKS {
+        return Err(ToolError::new(
+            ErrorCode::InvalidParams,
+            format!("`{}` goes through too many symlinks", path.display()),
+        ));
+    }
     let mut existing = path.to_path_buf();
     let mut rest: Vec<std::ffi::OsString> = Vec::new();
     loop {
@@ -107,7 +117,7 @@ fn real_path(path: &Path) -> Result<PathBuf, ToolError> {
             if meta.file_type().is_symlink() && std::fs::metadata(&existing).is_err() {
                 let target = std::fs::read_link(&existing).map_err(io_error(&existing))?;
                 let parent = existing.parent().unwrap_or(Path::new("/"));
-                let mut real = real_path(&parent.join(target))?;
+                let mut real = real_path(&parent.join(target), links + 1)?;
                 real.extend(rest.iter().rev());
                 return Ok(real);
             }
@@ -172,11 +182,8 @@ mod tests {
     use satchel_tools::ToolsConfig;
 
     fn ctx(project: &Path, confinement: Confinement) -> ToolContext {
-        let mut ctx = ToolContext::standalone(
-            "t",
-            project.to_path_buf(),
-            Arc::new(ToolsConfig::default()),
-        );
+        let mut ctx =
+            ToolContext::standalone("t", project.to_path_buf(), Arc::new(ToolsConfig::default()));
         ctx.confinement = confinement;
         ctx.writable_roots = Some(Arc::from(vec![project.to_path_buf()]));
         ctx

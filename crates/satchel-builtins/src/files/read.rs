@@ -205,7 +205,11 @@ impl Tool for ReadTool {
                     ToolResults::Parts(_) => return output.user_message.clone(),
                 };
                 let preview = satchel_tools::format::truncate_chars(&text, 4000);
-                format!("{}\n\n{}", output.user_message, markdown_fence(&preview, "text"))
+                format!(
+                    "{}\n\n{}",
+                    output.user_message,
+                    markdown_fence(&preview, "text")
+                )
             }
         }
     }
@@ -258,7 +262,9 @@ fn read_file(
         Kind::Image(mime) => {
             return Ok(described(
                 shown,
-                &format!("a {mime} image of {size} bytes, too large to show (at most {MAX_IMAGE_BYTES})"),
+                &format!(
+                    "a {mime} image of {size} bytes, too large to show (at most {MAX_IMAGE_BYTES})"
+                ),
             ));
         }
         Kind::Binary(kind) => {
@@ -308,10 +314,7 @@ fn read_file(
         last_shown = number;
     }
     let total = number;
-    let stamp = Some(Stamp::from_parts(
-        std::hash::Hasher::finish(&hasher),
-        meta,
-    ));
+    let stamp = Some(Stamp::from_parts(std::hash::Hasher::finish(&hasher), meta));
     if total == 0 {
         return Ok(Outcome {
             output: ToolOutput::success(

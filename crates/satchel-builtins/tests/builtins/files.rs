@@ -106,9 +106,15 @@ async fn edits_keep_crlf_bom_tabs_non_ascii_and_a_missing_final_newline() {
         std::fs::read(&path).unwrap(),
         "\u{feff}first\r\n\tcafé = 2; // ☕\r\nlast".as_bytes()
     );
-    let diff = out.results.structured().unwrap()["diff"].as_str().unwrap().to_owned();
+    let diff = out.results.structured().unwrap()["diff"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(diff.contains("@@ -1,3 +1,3 @@"), "{diff}");
-    assert!(diff.contains("-\tcafé = 1;\n+\tcafé = 2; // ☕\n"), "{diff}");
+    assert!(
+        diff.contains("-\tcafé = 1;\n+\tcafé = 2; // ☕\n"),
+        "{diff}"
+    );
 }
 
 #[tokio::test]
@@ -118,14 +124,20 @@ async fn zero_and_two_matches_leave_the_file_untouched_and_name_the_lines() {
     let original = "fn main() {\n    let x = 1;\n    let y = 2;\n    let x = 1;\n}\n";
     std::fs::write(&path, original).unwrap();
     let two = files
-        .call("edit", json!({"file_path": "a.rs", "old_string": "let x = 1;", "new_string": "let x = 3;"}))
+        .call(
+            "edit",
+            json!({"file_path": "a.rs", "old_string": "let x = 1;", "new_string": "let x = 3;"}),
+        )
         .await;
     let message = error(&two);
     assert!(message.contains("2 times, at lines 2, 4"), "{message}");
     assert_eq!(two.results.structured().unwrap()["lines"], json!([2, 4]));
     assert_eq!(two.error_code, Some(ErrorCode::InvalidParams));
     let none = files
-        .call("edit", json!({"file_path": "a.rs", "old_string": "let z = 2;", "new_string": "let z = 3;"}))
+        .call(
+            "edit",
+            json!({"file_path": "a.rs", "old_string": "let z = 2;", "new_string": "let z = 3;"}),
+        )
         .await;
     let message = error(&none);
     assert!(message.contains("not found"), "{message}");
@@ -161,7 +173,10 @@ async fn a_multi_edit_whose_third_edit_fails_changes_nothing() {
         .await;
     let message = error(&out);
     assert!(message.starts_with("edit 3 of 3:"), "{message}");
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "alpha\nbeta\ngamma\n");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "alpha\nbeta\ngamma\n"
+    );
     let both = files
         .call(
             "edit",
@@ -189,16 +204,25 @@ async fn an_executable_keeps_its_mode_through_edit_and_write() {
     std::fs::write(&path, "#!/bin/sh\necho one\n").unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = files
-        .call("edit", json!({"file_path": "run.sh", "old_string": "one", "new_string": "two"}))
+        .call(
+            "edit",
+            json!({"file_path": "run.sh", "old_string": "one", "new_string": "two"}),
+        )
         .await;
     assert!(!out.is_error, "{out:?}");
     assert_eq!(mode(&path), 0o755);
     let out = files
-        .call("write", json!({"file_path": "run.sh", "content": "#!/bin/sh\necho three\n"}))
+        .call(
+            "write",
+            json!({"file_path": "run.sh", "content": "#!/bin/sh\necho three\n"}),
+        )
         .await;
     assert!(!out.is_error, "{out:?}");
     assert_eq!(mode(&path), 0o755);
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "#!/bin/sh\necho three\n");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "#!/bin/sh\necho three\n"
+    );
 }
 
 #[tokio::test]
@@ -219,20 +243,33 @@ async fn writes_outside_the_project_and_into_protected_paths_are_refused() {
         let out = files
             .call("write", json!({"file_path": target, "content": "x"}))
             .await;
-        assert_eq!(out.error_code, Some(ErrorCode::PermissionDenied), "{target}: {out:?}");
+        assert_eq!(
+            out.error_code,
+            Some(ErrorCode::PermissionDenied),
+            "{target}: {out:?}"
+        );
     }
     assert_eq!(std::fs::read_dir(&files.outside).unwrap().count(), 0);
     assert!(!files.path(".agents/agent.json").exists());
     let ok = files
-        .call("write", json!({"file_path": "deep/new/file.txt", "content": "made\n"}))
+        .call(
+            "write",
+            json!({"file_path": "deep/new/file.txt", "content": "made\n"}),
+        )
         .await;
     assert!(!ok.is_error, "{ok:?}");
-    assert_eq!(std::fs::read_to_string(files.path("deep/new/file.txt")).unwrap(), "made\n");
+    assert_eq!(
+        std::fs::read_to_string(files.path("deep/new/file.txt")).unwrap(),
+        "made\n"
+    );
 
     let readonly = files.ctx(Confinement::ReadOnly, Some("c1"));
     for (tool, input) in [
         ("write", json!({"file_path": "other.txt", "content": "x"})),
-        ("edit", json!({"file_path": "deep/new/file.txt", "old_string": "made", "new_string": "x"})),
+        (
+            "edit",
+            json!({"file_path": "deep/new/file.txt", "old_string": "made", "new_string": "x"}),
+        ),
     ] {
         let out = files.call_in(&readonly, tool, input).await;
         assert!(error(&out).contains("readonly"), "{out:?}");
@@ -255,7 +292,10 @@ async fn a_file_changed_since_it_was_read_is_not_edited_or_replaced() {
     // Someone else changes it.
     std::fs::write(&path, "one\nTWO\n").unwrap();
     let stale = files
-        .call("edit", json!({"file_path": "notes.txt", "old_string": "one", "new_string": "1"}))
+        .call(
+            "edit",
+            json!({"file_path": "notes.txt", "old_string": "one", "new_string": "1"}),
+        )
         .await;
     assert!(error(&stale).contains("changed on disk"), "{stale:?}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\nTWO\n");
@@ -264,7 +304,10 @@ async fn a_file_changed_since_it_was_read_is_not_edited_or_replaced() {
     files.call("read", json!({"file_path": "notes.txt"})).await;
     for (old, new) in [("one", "1"), ("TWO", "2")] {
         let out = files
-            .call("edit", json!({"file_path": "notes.txt", "old_string": old, "new_string": new}))
+            .call(
+                "edit",
+                json!({"file_path": "notes.txt", "old_string": old, "new_string": new}),
+            )
             .await;
         assert!(!out.is_error, "{out:?}");
     }
@@ -303,16 +346,31 @@ async fn a_ten_megabyte_file_is_read_in_pages() {
     let header = first.lines().next().unwrap();
     assert_eq!(
         header,
-        format!("big.log: lines 1-2000 of {n}; {} more lines: call again with offset 2001 to read on.", n - 2000)
+        format!(
+            "big.log: lines 1-2000 of {n}; {} more lines: call again with offset 2001 to read on.",
+            n - 2000
+        )
     );
-    assert_eq!(first.lines().nth(1).unwrap(), format!("     1\tline 1 {}", "x".repeat(80)));
+    assert_eq!(
+        first.lines().nth(1).unwrap(),
+        format!("     1\tline 1 {}", "x".repeat(80))
+    );
     assert_eq!(first.lines().count(), 2001);
     let last = text(
         &files
-            .call("read", json!({"file_path": "big.log", "offset": n - 1, "limit": 10}))
+            .call(
+                "read",
+                json!({"file_path": "big.log", "offset": n - 1, "limit": 10}),
+            )
             .await,
     );
-    assert!(last.starts_with(&format!("big.log: lines {}-{n} of {n} (to the end).", n - 1)), "{last}");
+    assert!(
+        last.starts_with(&format!(
+            "big.log: lines {}-{n} of {n} (to the end).",
+            n - 1
+        )),
+        "{last}"
+    );
     assert!(last.ends_with(&format!("{n:>6}\tline {n} {}\n", "x".repeat(80))));
     let past = files
         .call("read", json!({"file_path": "big.log", "offset": n + 5}))
@@ -325,7 +383,10 @@ async fn binary_files_are_described_images_shown_directories_listed() {
     let files = Files::new();
     std::fs::write(files.path("blob.bin"), [0u8, 1, 2, 3, 0, 255, 254]).unwrap();
     let described = text(&files.call("read", json!({"file_path": "blob.bin"})).await);
-    assert_eq!(described, "blob.bin is a binary file (binary data), 7 bytes; its content is not shown.");
+    assert_eq!(
+        described,
+        "blob.bin is a binary file (binary data), 7 bytes; its content is not shown."
+    );
     let png: &[u8] = &[
         0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, b'I', b'H', b'D', b'R',
     ];
@@ -335,15 +396,25 @@ async fn binary_files_are_described_images_shown_directories_listed() {
         panic!("{image:?}")
     };
     assert!(matches!(&parts[1], Content::Image { mime_type, .. } if mime_type == "image/png"));
-    std::fs::write(files.path("long.txt"), format!("{}\r\nshort\r\n", "y".repeat(2500))).unwrap();
+    std::fs::write(
+        files.path("long.txt"),
+        format!("{}\r\nshort\r\n", "y".repeat(2500)),
+    )
+    .unwrap();
     let long = text(&files.call("read", json!({"file_path": "long.txt"})).await);
-    assert!(long.contains("1 long lines were cut at 2000 characters"), "{long}");
+    assert!(
+        long.contains("1 long lines were cut at 2000 characters"),
+        "{long}"
+    );
     assert!(long.contains("… [line cut: 500 more characters]"));
     assert!(long.contains("CRLF"));
     assert!(long.contains("     2\tshort\n"));
     std::fs::create_dir(files.path("sub")).unwrap();
     let listing = text(&files.call("read", json!({"file_path": "."})).await);
-    assert!(listing.contains("sub/\n") && listing.contains("long.txt\n"), "{listing}");
+    assert!(
+        listing.contains("sub/\n") && listing.contains("long.txt\n"),
+        "{listing}"
+    );
 }
 
 fn git_init(dir: &Path) {
@@ -362,7 +433,11 @@ async fn grep_and_glob_honour_gitignore_and_grep_shows_context() {
     std::fs::write(files.path(".gitignore"), "target/\n*.log\n").unwrap();
     std::fs::create_dir_all(files.path("src")).unwrap();
     std::fs::create_dir_all(files.path("target")).unwrap();
-    std::fs::write(files.path("src/lib.rs"), "// head\nfn alpha() {}\n// tail\nfn beta() {}\n").unwrap();
+    std::fs::write(
+        files.path("src/lib.rs"),
+        "// head\nfn alpha() {}\n// tail\nfn beta() {}\n",
+    )
+    .unwrap();
     std::fs::write(files.path("src/main.rs"), "fn main() { alpha(); }\n").unwrap();
     std::fs::write(files.path("target/gen.rs"), "fn alpha() {}\n").unwrap();
     std::fs::write(files.path("debug.log"), "alpha\n").unwrap();
@@ -371,22 +446,37 @@ async fn grep_and_glob_honour_gitignore_and_grep_shows_context() {
     assert_eq!(listed, "src/lib.rs\nsrc/main.rs\n");
     let content = text(
         &files
-            .call("grep", json!({"pattern": "fn alpha", "output_mode": "content", "-C": 1}))
+            .call(
+                "grep",
+                json!({"pattern": "fn alpha", "output_mode": "content", "-C": 1}),
+            )
             .await,
     );
-    assert_eq!(content, "src/lib.rs-1-// head\nsrc/lib.rs:2:fn alpha() {}\nsrc/lib.rs-3-// tail\n");
+    assert_eq!(
+        content,
+        "src/lib.rs-1-// head\nsrc/lib.rs:2:fn alpha() {}\nsrc/lib.rs-3-// tail\n"
+    );
     let counted = text(
         &files
-            .call("grep", json!({"pattern": "^fn", "output_mode": "count", "glob": "*.rs"}))
+            .call(
+                "grep",
+                json!({"pattern": "^fn", "output_mode": "count", "glob": "*.rs"}),
+            )
             .await,
     );
     assert_eq!(counted, "src/lib.rs:2\nsrc/main.rs:1\n");
     let limited = text(
         &files
-            .call("grep", json!({"pattern": "ALPHA", "-i": true, "head_limit": 1}))
+            .call(
+                "grep",
+                json!({"pattern": "ALPHA", "-i": true, "head_limit": 1}),
+            )
             .await,
     );
-    assert!(limited.starts_with("src/lib.rs\n… 1 more files not shown"), "{limited}");
+    assert!(
+        limited.starts_with("src/lib.rs\n… 1 more files not shown"),
+        "{limited}"
+    );
     let bad = files.call("grep", json!({"pattern": "(unclosed"})).await;
     assert!(error(&bad).contains("not a valid regex"));
 

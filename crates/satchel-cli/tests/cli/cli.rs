@@ -1116,7 +1116,19 @@ fn mcp_serve_tells_clients_when_external_tools_change() {
         .collect();
     assert_eq!(
         names,
-        ["bash", "code", "conversation", "edit", "fetch", "glob", "grep", "memory", "read", "search", "write"]
+        [
+            "bash",
+            "code",
+            "conversation",
+            "edit",
+            "fetch",
+            "glob",
+            "grep",
+            "memory",
+            "read",
+            "search",
+            "write"
+        ]
     );
 
     install_tool(
@@ -1140,7 +1152,20 @@ fn mcp_serve_tells_clients_when_external_tools_change() {
         .collect();
     assert_eq!(
         names,
-        ["bash", "code", "conversation", "edit", "fetch", "fresh", "glob", "grep", "memory", "read", "search", "write"]
+        [
+            "bash",
+            "code",
+            "conversation",
+            "edit",
+            "fetch",
+            "fresh",
+            "glob",
+            "grep",
+            "memory",
+            "read",
+            "search",
+            "write"
+        ]
     );
     drop(stdin);
     assert!(child.wait().unwrap().success());
@@ -1230,7 +1255,7 @@ fn tools_prompt_shows_the_compact_text_with_its_token_count() {
     );
     let last = text.lines().last().unwrap();
     assert!(
-        last.contains("tokens for 5 tools")
+        last.contains("tokens for 11 tools")
             && last.contains("prompted for gemma3:27b (openai), counted with cl100k_base"),
         "{last}"
     );
@@ -1241,7 +1266,19 @@ fn tools_prompt_shows_the_compact_text_with_its_token_count() {
     assert_eq!(value["encoding"], "cl100k_base");
     assert_eq!(
         value["tools"],
-        json!(["bash", "code", "conversation", "edit", "fetch", "glob", "grep", "memory", "read", "search", "write"])
+        json!([
+            "bash",
+            "code",
+            "conversation",
+            "edit",
+            "fetch",
+            "glob",
+            "grep",
+            "memory",
+            "read",
+            "search",
+            "write"
+        ])
     );
     let tokens = value["tokens"].as_u64().unwrap();
     assert!(
@@ -1308,7 +1345,20 @@ fn tools_prompt_includes_external_tools_unless_builtin() {
     let value = stdout_json(&sandbox.run(&["tools", "prompt", "--format", "prompted", "--json"]));
     assert_eq!(
         value["tools"],
-        json!(["bash", "code", "conversation", "edit", "fetch", "glob", "greet", "grep", "memory", "read", "search", "write"])
+        json!([
+            "bash",
+            "code",
+            "conversation",
+            "edit",
+            "fetch",
+            "glob",
+            "greet",
+            "grep",
+            "memory",
+            "read",
+            "search",
+            "write"
+        ])
     );
     assert!(
         value["text"]
@@ -1319,7 +1369,19 @@ fn tools_prompt_includes_external_tools_unless_builtin() {
     let value = stdout_json(&sandbox.run(&["tools", "prompt", "--builtin", "--json"]));
     assert_eq!(
         value["tools"],
-        json!(["bash", "code", "conversation", "edit", "fetch", "glob", "grep", "memory", "read", "search", "write"])
+        json!([
+            "bash",
+            "code",
+            "conversation",
+            "edit",
+            "fetch",
+            "glob",
+            "grep",
+            "memory",
+            "read",
+            "search",
+            "write"
+        ])
     );
 }
 
@@ -1334,7 +1396,7 @@ fn tools_prompt_compare_prints_the_table() {
     assert!(output.status.success(), "{}", stderr(&output));
     let table = String::from_utf8(output.stdout).unwrap();
     for label in [
-        "5 tools: bash, code, conversation, memory, search",
+        "11 tools: bash, code, conversation, memory, search, read, write, edit, glob, grep, fetch",
         "prompted, compact (with instruction)",
         "native, OpenAI tools JSON",
         "native, Anthropic tools JSON",

@@ -48,7 +48,11 @@ fn tools_call_writes_only_inside_the_project_in_workspace_and_nowhere_in_readonl
         ".agents/agent.json".to_owned(),
         ".git/hooks/pre-commit".to_owned(),
     ] {
-        let (out, status) = call(&project, "write", json!({"file_path": target, "content": "x"}));
+        let (out, status) = call(
+            &project,
+            "write",
+            json!({"file_path": target, "content": "x"}),
+        );
         assert_eq!(error_code(&out), "PERMISSION_DENIED", "{target}: {out}");
         assert!(!status.status.success());
     }
@@ -76,8 +80,14 @@ fn tools_call_writes_only_inside_the_project_in_workspace_and_nowhere_in_readonl
 
     project.write_config(&json!({"permissions": {"mode": "readonly", "deny": ["read(*.env)"]}}));
     for (tool, input) in [
-        ("write", json!({"file_path": "src/other.txt", "content": "x"})),
-        ("edit", json!({"file_path": "src/new.txt", "old_string": "there", "new_string": "x"})),
+        (
+            "write",
+            json!({"file_path": "src/other.txt", "content": "x"}),
+        ),
+        (
+            "edit",
+            json!({"file_path": "src/new.txt", "old_string": "there", "new_string": "x"}),
+        ),
     ] {
         let (out, _) = call(&project, tool, input);
         assert_eq!(error_code(&out), "PERMISSION_DENIED", "{tool}: {out}");
@@ -91,7 +101,10 @@ fn tools_call_writes_only_inside_the_project_in_workspace_and_nowhere_in_readonl
     std::fs::write(project.path("project/prod.env"), "TOKEN=1\n").unwrap();
     let (out, _) = call(&project, "read", json!({"file_path": "./prod.env"}));
     assert_eq!(error_code(&out), "PERMISSION_DENIED", "{out}");
-    assert!(out["error"].as_str().unwrap().contains("read(*.env)"), "{out}");
+    assert!(
+        out["error"].as_str().unwrap().contains("read(*.env)"),
+        "{out}"
+    );
 }
 
 /// A read, then a command that changes the file, then an edit: refused

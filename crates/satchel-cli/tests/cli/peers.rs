@@ -218,11 +218,7 @@ fn python_sdk_client_roots_limit_where_write_may_go() {
     .unwrap();
     let root = sandbox.dir.path().join("client-root");
     std::fs::create_dir_all(&root).unwrap();
-    let report = python_client(
-        "python_roots.py",
-        &sandbox,
-        &[root.to_str().unwrap()],
-    );
+    let report = python_client("python_roots.py", &sandbox, &[root.to_str().unwrap()]);
     assert!(report["asked"].as_u64().unwrap() >= 4, "{report}");
     assert_eq!(report["in_root"]["isError"], false, "{report}");
     assert_eq!(
@@ -231,11 +227,20 @@ fn python_sdk_client_roots_limit_where_write_may_go() {
     );
     let refused = &report["in_project"];
     assert_eq!(refused["isError"], true, "{report}");
-    assert_eq!(refused["structuredContent"]["error_code"], "PERMISSION_DENIED");
+    assert_eq!(
+        refused["structuredContent"]["error_code"],
+        "PERMISSION_DENIED"
+    );
     assert!(!sandbox.project().join("project.txt").exists());
-    assert_ne!(report["bash_in_project"]["structuredContent"]["exit_code"], 0, "{report}");
+    assert_ne!(
+        report["bash_in_project"]["structuredContent"]["exit_code"], 0,
+        "{report}"
+    );
     assert!(!sandbox.project().join("bash.txt").exists());
-    assert_eq!(report["bash_in_root"]["structuredContent"]["exit_code"], 0, "{report}");
+    assert_eq!(
+        report["bash_in_root"]["structuredContent"]["exit_code"], 0,
+        "{report}"
+    );
     assert!(root.join("bash.txt").exists());
 }
 

@@ -38,7 +38,9 @@ pub(super) async fn client_roots(context: &RequestContext<RoleServer>) -> Option
             None
         }
         Err(_) => {
-            tracing::warn!("the client declared roots but did not list them in time; writing in the project");
+            tracing::warn!(
+                "the client declared roots but did not list them in time; writing in the project"
+            );
             None
         }
     }

@@ -636,7 +636,8 @@ impl Policy {
         if self.mode == Mode::Workspace && CONFINED_WRITERS.contains(&spec.name.as_str()) {
             return (
                 Verdict::Allow,
-                "the tool writes only beneath the writable paths of the `workspace` mode".to_owned(),
+                "the tool writes only beneath the writable paths of the `workspace` mode"
+                    .to_owned(),
             );
         }
         let hints = &spec.annotations;

@@ -8,7 +8,7 @@ use super::shell::basename;
 
 /// The built-in tools whose rules take a path pattern (`edit(src/**)`,
 /// `read(.env)`), matched against the path the call names.
-pub const PATH_TOOLS: &[&str] = &["read", "write", "edit", "glob", "grep"];
+pub(crate) const PATH_TOOLS: &[&str] = &["read", "write", "edit", "glob", "grep"];
 
 /// Which list a rule is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -85,7 +85,10 @@ pub(crate) enum EditError {
     /// `old_string` equals `new_string`.
     NoChange,
     /// `old_string` does not occur; the lines most like it.
-    NotFound { closest: Vec<(usize, String)>, hint: Option<String> },
+    NotFound {
+        closest: Vec<(usize, String)>,
+        hint: Option<String>,
+    },
     /// `old_string` occurs more than once (without `replace_all`): the
     /// line each occurrence starts on.
     Ambiguous { lines: Vec<usize> },
@@ -102,12 +105,15 @@ impl EditError {
                 "`old_string` and `new_string` are the same; nothing would change".to_owned()
             }
             EditError::NotFound { closest, hint } => {
-                let mut message = "`old_string` was not found in the file; nothing was changed.".to_owned();
+                let mut message =
+                    "`old_string` was not found in the file; nothing was changed.".to_owned();
                 if let Some(hint) = hint {
                     let _ = write!(message, " {hint}");
                 }
                 if closest.is_empty() {
-                    message.push_str(" No line resembles its first line; read the file to see its text.");
+                    message.push_str(
+                        " No line resembles its first line; read the file to see its text.",
+                    );
                 } else {
                     message.push_str(" The closest lines are ");
                     let shown: Vec<String> = closest
@@ -115,7 +121,9 @@ impl EditError {
                         .map(|(line, text)| format!("line {line}: `{}`", shorten(text, 120)))
                         .collect();
                     message.push_str(&shown.join("; "));
-                    message.push_str(". Copy the text exactly as it is in the file (`read` shows it).");
+                    message.push_str(
+                        ". Copy the text exactly as it is in the file (`read` shows it).",
+                    );
                 }
                 message
             }
@@ -280,7 +288,8 @@ mod tests {
         let (text, _) = apply(&doc.text, &[edit(&doc.normalise("one\ntwo"), "uno\ndos")]).unwrap();
         assert_eq!(doc.encode(&text), "\u{feff}uno\r\ndos\r\nthree".as_bytes());
         // A model that writes CRLF itself matches too.
-        let (text, _) = apply(&doc.text, &[edit(&doc.normalise("two\r\n"), "2\r\n")]).unwrap();
+        let (old, new) = (doc.normalise("two\r\n"), doc.normalise("2\r\n"));
+        let (text, _) = apply(&doc.text, &[edit(&old, &new)]).unwrap();
         assert_eq!(doc.encode(&text), "\u{feff}one\r\n2\r\nthree".as_bytes());
     }
 
@@ -311,14 +320,22 @@ mod tests {
     fn no_match_names_the_closest_lines_and_whitespace() {
         let text = "alpha\n    let total = price * qty;\nomega\n";
         let EditError::NotFound { closest, hint } =
-            apply(text, &[edit("let total = price * quantity;", "x")]).unwrap_err().1
+            apply(text, &[edit("let total = price * quantity;", "x")])
+                .unwrap_err()
+                .1
         else {
             panic!("not NotFound");
         };
         assert_eq!(closest[0].0, 2);
         assert_eq!(hint, None);
-        let error = apply(text, &[edit("let  total = price *\tqty;", "x")]).unwrap_err().1;
-        assert!(error.message().contains("whitespace is ignored"), "{}", error.message());
+        let error = apply(text, &[edit("let  total = price *\tqty;", "x")])
+            .unwrap_err()
+            .1;
+        assert!(
+            error.message().contains("whitespace is ignored"),
+            "{}",
+            error.message()
+        );
         assert!(error.message().contains("line 2"), "{}", error.message());
     }
 
@@ -342,7 +359,12 @@ mod tests {
 
     #[test]
     fn the_diff_names_lines() {
-        let diff = unified_diff("a.txt", "1\n2\n3\n4\n5\n6\n7\n8\n", "1\n2\n3\n4\nfive\n6\n7\n8\n", 50);
+        let diff = unified_diff(
+            "a.txt",
+            "1\n2\n3\n4\n5\n6\n7\n8\n",
+            "1\n2\n3\n4\nfive\n6\n7\n8\n",
+            50,
+        );
         assert!(diff.contains("@@ -2,7 +2,7 @@"), "{diff}");
         assert!(diff.contains("-5\n+five\n"), "{diff}");
     }

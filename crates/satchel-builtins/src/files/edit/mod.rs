@@ -196,31 +196,37 @@ impl Tool for EditTool {
                 all: *all,
             })
             .collect();
-        let (text, counts) = engine::apply(&doc.text, &replacements).map_err(|(index, error)| {
-            let which = if replacements.len() > 1 {
-                format!("edit {} of {}: ", index + 1, replacements.len())
-            } else {
-                String::new()
-            };
-            let mut details = serde_json::Map::new();
-            if let engine::EditError::Ambiguous { lines } = &error {
-                details.insert("lines".into(), json!(lines));
-            }
-            if let engine::EditError::NotFound { closest, .. } = &error {
-                details.insert(
-                    "closest".into(),
-                    json!(closest.iter().map(|(line, text)| json!({"line": line, "text": text})).collect::<Vec<_>>()),
-                );
-            }
-            if replacements.len() > 1 {
-                details.insert("failed_edit".into(), json!(index + 1));
-            }
-            ToolError {
-                code: ErrorCode::InvalidParams,
-                message: format!("{which}{}", error.message()),
-                details,
-            }
-        })?;
+        let (text, counts) =
+            engine::apply(&doc.text, &replacements).map_err(|(index, error)| {
+                let which = if replacements.len() > 1 {
+                    format!("edit {} of {}: ", index + 1, replacements.len())
+                } else {
+                    String::new()
+                };
+                let mut details = serde_json::Map::new();
+                if let engine::EditError::Ambiguous { lines } = &error {
+                    details.insert("lines".into(), json!(lines));
+                }
+                if let engine::EditError::NotFound { closest, .. } = &error {
+                    details.insert(
+                        "closest".into(),
+                        json!(
+                            closest
+                                .iter()
+                                .map(|(line, text)| json!({"line": line, "text": text}))
+                                .collect::<Vec<_>>()
+                        ),
+                    );
+                }
+                if replacements.len() > 1 {
+                    details.insert("failed_edit".into(), json!(index + 1));
+                }
+                ToolError {
+                    code: ErrorCode::InvalidParams,
+                    message: format!("{which}{}", error.message()),
+                    details,
+                }
+            })?;
         let new_bytes = doc.encode(&text);
         atomic::write_atomic(&path, &new_bytes).map_err(|e| io_failure(&shown, "write", &e))?;
         if let Ok(meta) = std::fs::metadata(&path) {
@@ -264,7 +270,11 @@ impl Tool for EditTool {
         };
         match style {
             Style::Terminal { .. } => {
-                format!("{} {}{what}", paint(style, "2", "edit"), paint(style, "1", path))
+                format!(
+                    "{} {}{what}",
+                    paint(style, "2", "edit"),
+                    paint(style, "1", path)
+                )
             }
             Style::Markdown => format!("edit `{path}`{what}"),
         }
@@ -292,7 +302,11 @@ impl Tool for EditTool {
                     .collect();
                 format!("{}\n{}", output.user_message, body.join("\n"))
             }
-            Style::Markdown => format!("{}\n\n{}", output.user_message, markdown_fence(diff, "diff")),
+            Style::Markdown => format!(
+                "{}\n\n{}",
+                output.user_message,
+                markdown_fence(diff, "diff")
+            ),
         }
     }
 }

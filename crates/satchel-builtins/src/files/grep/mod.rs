@@ -125,7 +125,9 @@ impl Tool for GrepTool {
             Some(other) => {
                 return Err(ToolError::new(
                     ErrorCode::InvalidParams,
-                    format!("`output_mode` {other:?} is not one of files_with_matches, content, count"),
+                    format!(
+                        "`output_mode` {other:?} is not one of files_with_matches, content, count"
+                    ),
                 ));
             }
         };
@@ -166,7 +168,10 @@ impl Tool for GrepTool {
             .map_err(|error| ToolError::new(ErrorCode::ToolCrashed, error.to_string()))?
             .map_err(|error| ToolError::new(ErrorCode::InvalidParams, error.to_string()))?;
         if found.cancelled {
-            return Err(ToolError::new(ErrorCode::Cancelled, "the search was cancelled"));
+            return Err(ToolError::new(
+                ErrorCode::Cancelled,
+                "the search was cancelled",
+            ));
         }
         Ok(render(&input.pattern, mode, &found, head_limit))
     }
@@ -202,7 +207,11 @@ impl Tool for GrepTool {
                 paint(style, "2", &output.user_message),
                 preview.trim_end()
             ),
-            Style::Markdown => format!("{}\n\n{}", output.user_message, markdown_fence(&preview, "text")),
+            Style::Markdown => format!(
+                "{}\n\n{}",
+                output.user_message,
+                markdown_fence(&preview, "text")
+            ),
         }
     }
 }
@@ -228,7 +237,11 @@ fn render(pattern: &str, mode: OutputMode, found: &search::Found, head_limit: us
             .collect(),
     };
     let total = entries.len() + found.dropped_lines;
-    let mut text: String = entries.iter().take(head_limit).map(String::as_str).collect();
+    let mut text: String = entries
+        .iter()
+        .take(head_limit)
+        .map(String::as_str)
+        .collect();
     let user_message = match mode {
         OutputMode::FilesWithMatches => format!("`{pattern}`: {files} files match"),
         OutputMode::Count | OutputMode::Content => {

@@ -263,10 +263,7 @@ impl Collect<'_> {
             None => text.to_owned(),
         };
         let line = match (self.numbers, number) {
-            (true, Some(n)) => format!(
-                "{}{separator}{n}{separator}{text}\n",
-                self.label.display()
-            ),
+            (true, Some(n)) => format!("{}{separator}{n}{separator}{text}\n", self.label.display()),
             _ => format!("{}{separator}{text}\n", self.label.display()),
         };
         self.lines.push(line);
@@ -276,7 +273,11 @@ impl Collect<'_> {
 impl Sink for Collect<'_> {
     type Error = std::io::Error;
 
-    fn matched(&mut self, _searcher: &Searcher, found: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+    fn matched(
+        &mut self,
+        _searcher: &Searcher,
+        found: &SinkMatch<'_>,
+    ) -> Result<bool, Self::Error> {
         match self.mode {
             OutputMode::FilesWithMatches => {
                 self.count += 1;
@@ -299,7 +300,11 @@ impl Sink for Collect<'_> {
         Ok(true)
     }
 
-    fn context(&mut self, _searcher: &Searcher, context: &SinkContext<'_>) -> Result<bool, Self::Error> {
+    fn context(
+        &mut self,
+        _searcher: &Searcher,
+        context: &SinkContext<'_>,
+    ) -> Result<bool, Self::Error> {
         self.push(context.line_number(), '-', context.bytes());
         self.last_line = context.line_number();
         Ok(true)
