@@ -425,10 +425,16 @@ fn tools_list_shows_where_each_tool_comes_from() {
         bash          Run a bash command non-interactively: no stdin, no terminal,…  builtin
         code          Run a short program and get its output ("execute": code, lan…  builtin
         conversation  Read this conversation's own record, summarised turns includ…  builtin
+        edit          Replace exact text in a file                                   builtin
+        fetch         Fetch a URL (HTTP GET) and return it readable: HTML as markd…  builtin
+        glob          Find files by path pattern (`**/*.rs`, `src/**/test_*.py`), …  builtin
+        grep          Search file contents with a regex (ripgrep's engine and defa…  builtin
         memory        Remember across conversations                                  builtin
+        read          Read a file: its lines numbered from `offset` (1-based), at …  builtin
         search        Search the web or the news: up to max_results results with t…  builtin
         sys_only      Says where it lives                                            system <dir>/libexec/sys-only
         where         Says where it lives                                            project .agents/tools/where-tool
+        write         Create a file, or replace one whole, with `content` exactly …  builtin
 
         Not tools (2):
           - project .agents/tools/notes.txt: not executable (`chmod +x` it to make it a tool)
@@ -1373,14 +1379,14 @@ fn tools_prompt_includes_external_tools_unless_builtin() {
             "bash",
             "code",
             "conversation",
+            "memory",
+            "search",
+            "read",
+            "write",
             "edit",
-            "fetch",
             "glob",
             "grep",
-            "memory",
-            "read",
-            "search",
-            "write"
+            "fetch"
         ])
     );
 }

@@ -20,6 +20,9 @@ use rmcp::service::{RequestContext, RoleServer};
 const ROOTS_WAIT: Duration = Duration::from_secs(5);
 
 /// The client's roots as local directories, when it declares roots.
+// Roots are deprecated by the newest revision (SEP-2577) but still what
+// today's clients (Claude Code, the Python SDK) declare.
+#[allow(deprecated)]
 pub(super) async fn client_roots(context: &RequestContext<RoleServer>) -> Option<Arc<[PathBuf]>> {
     context.client_capabilities()?.roots.as_ref()?;
     if super::asks_inline(context) {
