@@ -49,8 +49,8 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 
 # name | rg arguments | the tool's input (path added)
 cases=(
-    "files with a rare literal|-l|{\"pattern\":\"fn sysconf_raw\"}"
-    "files with a regex|-l|{\"pattern\":\"impl<T: ?Sized> [A-Z][a-z]+ for\"}"
+    "files with a rare literal|-l|{\"pattern\":\"fn spawn_blocking\"}"
+    "files with a regex|-l|{\"pattern\":\"struct [A-Z][a-z]+Builder\"}"
     "lines of a common word, numbered|-n|{\"pattern\":\"unsafe\",\"output_mode\":\"content\",\"head_limit\":100000}"
     "case-insensitive count|-ic|{\"pattern\":\"deprecated\",\"-i\":true,\"output_mode\":\"count\",\"head_limit\":100000}"
 )
