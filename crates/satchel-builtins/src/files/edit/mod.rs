@@ -119,9 +119,13 @@ fn spec() -> ToolSpec {
     }
 }
 
+/// Replacements as asked: `(old_string, new_string, replace_all)`.
+type Asked = Vec<(String, String, bool)>;
+
 impl EditInput {
-    /// The replacements asked for, checked: one form or the other.
-    fn replacements(self) -> Result<(String, Vec<(String, String, bool)>), ToolError> {
+    /// The file and the replacements asked for, checked: one form or the
+    /// other.
+    fn replacements(self) -> Result<(String, Asked), ToolError> {
         let single = self.old_string.is_some() || self.new_string.is_some();
         match (single, self.edits) {
             (true, Some(_)) => Err(ToolError::new(
