@@ -195,7 +195,7 @@ impl Agent {
             objective: loaded.objective,
             transcript: loaded.transcript,
             tally: loaded.tally,
-            resources: loaded.resources,
+            resources: loaded.resources.in_project(&agent.working_dir),
             loaded_tools: Default::default(),
         });
         Ok(agent)
@@ -284,6 +284,7 @@ impl Agent {
                 .await?;
             self.conversation = Some(Conversation {
                 id: created.id,
+                resources: Resources::for_project(&self.working_dir),
                 ..Conversation::default()
             });
         }

@@ -1,11 +1,12 @@
-//! Satchel's built-in tools: `bash`, `code`, `conversation`, `memory` and
-//! `search`, built on the runtime of `satchel-tools`.
+//! Satchel's built-in tools: `bash`, `code`, `conversation`, `memory`,
+//! `search`, the file tools (`read`, `write`, `edit`, `glob`, `grep`) and
+//! `fetch`, built on the runtime of `satchel-tools`.
 //!
 //! The tools that keep records (`code`'s traces and jobs, `memory`,
 //! `conversation`) reach the store and the memory service through handles
 //! their host passes in [`BuiltinDeps`]; without one they answer every call
 //! with an error saying what is missing. Their own sections of agent.json
-//! (`search`, `code`) are parsed here and carried to each call in
+//! (`search`, `code`, `fetch`) are parsed here and carried to each call in
 //! [`ToolsConfig::sections`] ([`configure`]).
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
@@ -17,6 +18,8 @@ use satchel_tools::{Registry, RegistryError, Settings, Tool, ToolsConfig};
 pub mod bash;
 pub mod code;
 pub mod conversation;
+pub mod fetch;
+pub mod files;
 pub mod memory;
 pub mod search;
 
@@ -34,6 +37,9 @@ pub struct BuiltinDeps {
     pub memory: Option<Arc<dyn memory::MemoryHandle>>,
     /// Where the `conversation` tool reads the record.
     pub records: Option<Arc<dyn conversation::RecordsHandle>>,
+    /// What the model last saw of each file, per conversation, shared by
+    /// `read`, `write` and `edit` (the stale-file rule).
+    pub file_stamps: Arc<files::FileStamps>,
 }
 
 /// Every built-in tool, built once; share them between registries so their
@@ -54,6 +60,12 @@ pub fn builtin_tools(deps: &BuiltinDeps) -> Vec<Arc<dyn Tool>> {
         Arc::new(search::SearchTool::new(Arc::new(
             search::MemoryCache::default(),
         ))),
+        Arc::new(files::read::ReadTool::new(deps.file_stamps.clone())),
+        Arc::new(files::write::WriteTool::new(deps.file_stamps.clone())),
+        Arc::new(files::edit::EditTool::new(deps.file_stamps.clone())),
+        Arc::new(files::glob::GlobTool::new()),
+        Arc::new(files::grep::GrepTool::new()),
+        Arc::new(fetch::FetchTool::new()),
     ]
 }
 
@@ -67,7 +79,7 @@ pub fn builtin_registry() -> Result<Registry, RegistryError> {
 }
 
 /// The tools' whole configuration: the runtime's part and the built-ins'
-/// `search` and `code` sections; warnings say what was ignored.
+/// `search`, `code` and `fetch` sections; warnings say what was ignored.
 pub fn tools_config(settings: &Settings) -> (ToolsConfig, Vec<String>) {
     let (mut config, mut warnings) = ToolsConfig::from_settings(settings);
     warnings.extend(configure(settings, &mut config));
@@ -80,8 +92,11 @@ pub fn configure(settings: &Settings, config: &mut ToolsConfig) -> Vec<String> {
     let (search, mut warnings) = search::SearchConfig::from_settings(settings, &settings.env);
     let (code, code_warnings) = code::CodeConfig::from_settings(settings);
     warnings.extend(code_warnings);
+    let (fetch, fetch_warnings) = fetch::FetchConfig::from_settings(settings);
+    warnings.extend(fetch_warnings);
     config.sections.insert(search);
     config.sections.insert(code);
+    config.sections.insert(fetch);
     warnings
 }
 
@@ -113,7 +128,7 @@ mod tests {
     #[test]
     fn every_builtin_schema_compiles() {
         let tools = builtin_tools(&BuiltinDeps::default());
-        assert_eq!(tools.len(), 5);
+        assert_eq!(tools.len(), 11);
         let mut registry = Registry::new();
         for tool in tools {
             let name = tool.spec().name.clone();

@@ -62,6 +62,9 @@ pub struct Host {
     pub model_generator: Option<Arc<dyn CodeGenerator>>,
     /// Background jobs the `code` tool started in this process.
     pub code_jobs: JobTracker,
+    /// What each conversation's model last saw of each file (the file
+    /// tools' stale-file rule), shared by every registry this host builds.
+    pub file_stamps: Arc<satchel_builtins::files::FileStamps>,
     /// What was wrong with the configuration ([`Host::log_warnings`] logs it).
     pub warnings: Vec<String>,
     /// The `memory` tool's memory (the `memory` section, with the model
@@ -128,6 +131,7 @@ impl Host {
             root: root.to_path_buf(),
             model_generator,
             code_jobs: JobTracker::default(),
+            file_stamps: Arc::default(),
             warnings,
             store: store.clone(),
             memory: Arc::new(LazyMemory::new(
@@ -238,6 +242,7 @@ impl Host {
             code_jobs: self.code_jobs.clone(),
             memory: Some(self.memory.clone()),
             records: Some(self.store.clone()),
+            file_stamps: self.file_stamps.clone(),
         };
         let live = LiveRegistry::load_with(
             builtin_tools(&deps),

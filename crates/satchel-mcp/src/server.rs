@@ -53,6 +53,7 @@ use crate::McpError;
 use crate::consent::{Answered, ClientConsent, StateSeal};
 use crate::convert::{ServedSchema, to_call_tool_result, to_mcp_tool};
 
+mod roots;
 mod subscriptions;
 mod tasks;
 
@@ -220,6 +221,7 @@ impl SatchelServer {
             consent,
             call_id,
             background,
+            roots,
         } = from;
         let inner = &self.inner;
         let number = inner.calls.fetch_add(1, Ordering::Relaxed) + 1;
@@ -237,6 +239,7 @@ impl SatchelServer {
             progress,
             memory_namespace: None,
             background,
+            writable_roots: roots,
         };
         let call = ToolCall {
             id: ctx.call_id.clone(),
@@ -455,6 +458,7 @@ impl ServerHandler for SatchelServer {
                 arguments: request.arguments,
                 peer,
                 can_ask,
+                roots: roots::client_roots(&context).await,
             });
             return Ok(CallToolResponse::Task(task));
         }
@@ -476,6 +480,7 @@ impl ServerHandler for SatchelServer {
             consent,
             call_id: None,
             background: false,
+            roots: roots::client_roots(&context).await,
         };
         let output = self.call(&name, request.arguments, from).await;
         Ok(to_call_tool_result(&output).into())
@@ -800,6 +805,9 @@ struct CallFrom {
     call_id: Option<String>,
     /// Whether the call runs in the background (a task).
     background: bool,
+    /// The client's roots, when it declared them: the call's writable
+    /// paths.
+    roots: Option<Arc<[PathBuf]>>,
 }
 
 impl CallFrom {
@@ -813,6 +821,7 @@ impl CallFrom {
             consent: Arc::new(NonInteractive),
             call_id: None,
             background: false,
+            roots: None,
         }
     }
 }

@@ -73,25 +73,46 @@ pub fn asks_to_leave(input: &Value) -> bool {
     input.get(ESCAPE_FIELD).and_then(Value::as_str) == Some(ESCAPE_VALUE)
 }
 
+/// The paths a call may write beneath: `None` when it is unconfined,
+/// none at all in `readonly`, and in `workspace` the project (with its
+/// `.git` bound on itself), the system's temporary directory and
+/// `exec.writable`, or the call's own roots when its caller set them (an
+/// MCP client's roots). The file tools and the sandbox of commands both
+/// take them from here, so one rule bounds every tool.
+pub fn writable_paths(ctx: &ToolContext) -> Option<Vec<PathBuf>> {
+    let project = ctx.working_dir.as_path();
+    match ctx.confinement {
+        Confinement::Unconfined => None,
+        Confinement::ReadOnly => Some(Vec::new()),
+        Confinement::Workspace => match &ctx.writable_roots {
+            Some(roots) => Some(roots.iter().cloned().collect()),
+            None => {
+                // `.git` bound on itself: a mount point cannot be renamed,
+                // so its read-only hooks and config cannot be swapped out.
+                let mut writable = vec![
+                    project.to_path_buf(),
+                    project.join(".git"),
+                    std::env::temp_dir(),
+                ];
+                writable.extend(
+                    ctx.config
+                        .sandbox
+                        .writable
+                        .iter()
+                        .map(|path| resolve(project, path)),
+                );
+                Some(writable)
+            }
+        },
+    }
+}
+
 /// The sandbox for a call's processes, or `None` when it runs unconfined.
 pub fn spec_for(ctx: &ToolContext) -> Option<SandboxSpec> {
     let config = &ctx.config.sandbox;
     let project = ctx.working_dir.as_path();
-    let (writable, network) = match ctx.confinement {
-        Confinement::Unconfined => return None,
-        Confinement::ReadOnly => (Vec::new(), false),
-        Confinement::Workspace => {
-            // `.git` bound on itself: a mount point cannot be renamed, so
-            // its read-only hooks and config cannot be swapped out.
-            let mut writable = vec![
-                project.to_path_buf(),
-                project.join(".git"),
-                std::env::temp_dir(),
-            ];
-            writable.extend(config.writable.iter().map(|path| resolve(project, path)));
-            (writable, config.network)
-        }
-    };
+    let writable = writable_paths(ctx)?;
+    let network = ctx.confinement == Confinement::Workspace && config.network;
     Some(SandboxSpec {
         writable,
         read_only: protected_paths(project),
@@ -108,8 +129,10 @@ fn resolve(project: &Path, path: &Path) -> PathBuf {
     project.join(path)
 }
 
-/// Paths in the project a sandboxed command may not change.
-fn protected_paths(project: &Path) -> Vec<PathBuf> {
+/// Paths in the project no confined call may change: `.agents` (the
+/// policy), `.git/hooks` and `.git/config` (code that runs later, outside
+/// any sandbox).
+pub fn protected_paths(project: &Path) -> Vec<PathBuf> {
     [".agents", ".git/hooks", ".git/config"]
         .iter()
         .map(|path| project.join(path))

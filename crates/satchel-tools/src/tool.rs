@@ -140,6 +140,11 @@ pub struct ToolContext {
     /// result (an MCP task): a tool that would otherwise hand back a job to
     /// poll (`code` generate) does the job within the call instead.
     pub background: bool,
+    /// The paths this call may write beneath in `workspace` mode, when its
+    /// caller has its own (an MCP client's roots); `None`: the project,
+    /// the temporary directory and `exec.writable` (see
+    /// [`crate::sandbox::writable_paths`]).
+    pub writable_roots: Option<Arc<[PathBuf]>>,
 }
 
 /// What led to a call, as far as the caller knows it.
@@ -172,6 +177,7 @@ impl ToolContext {
             progress: None,
             memory_namespace: None,
             background: false,
+            writable_roots: None,
         }
     }
 }

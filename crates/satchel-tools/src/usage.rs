@@ -3,11 +3,16 @@
 //! The agent's feedback block (`Tools Used:`, `Resources:`) and the
 //! `conversation` tool's `stats` both count with these, so they agree.
 //!
-//! Tools do not report resources, so it is read from the call's input: path-
-//! and URL-valued arguments (judged by the tool's declared capabilities),
-//! and for `bash` the simple commands of the script (readers such as
-//! `cat`, writers such as `rm` or a `>` redirection, fetchers such as
-//! `curl`). It is an honest approximation, shown as counts.
+//! Tools do not report resources, so it is read from the call's input.
+//! The built-in file tools and `fetch` are counted exactly: `read`'s file
+//! is read, `write`'s and `edit`'s modified, `fetch`'s URL fetched, each
+//! path normalised (`./a`, `b/../a` and `a` are one file; relative to the
+//! project when [`Resources::for_project`] knows it); `glob` and `grep`
+//! search and read no one file. For other tools, path- and URL-valued
+//! arguments (judged by the tool's declared capabilities), and for `bash`
+//! the simple commands of the script (readers such as `cat`, writers such
+//! as `rm` or a `>` redirection, fetchers such as `curl`): an honest
+//! approximation, shown as counts.
 
 use std::collections::BTreeSet;
 
@@ -67,7 +72,12 @@ pub struct Resources {
     pub modified: BTreeSet<String>,
     /// URLs fetched.
     pub fetched: BTreeSet<String>,
+    /// The project the file tools' relative paths are relative to.
+    project: Option<std::path::PathBuf>,
 }
+
+/// Built-in tools whose resources are known exactly from their input.
+const EXACT: &[&str] = &["read", "write", "edit", "glob", "grep", "fetch"];
 
 /// Argument names whose value is a file path.
 const PATH_KEYS: &[&str] = &["path", "file", "file_path", "filename", "paths", "files"];
@@ -104,8 +114,42 @@ const WRITERS: &[&str] = &[
 const FETCHERS: &[&str] = &["curl", "wget", "http", "xh"];
 
 impl Resources {
+    /// Nothing touched yet, in `project`: a file tool's absolute path
+    /// beneath it counts as the same file as its relative path.
+    pub fn for_project(project: &std::path::Path) -> Resources {
+        Resources {
+            project: Some(project.to_path_buf()),
+            ..Resources::default()
+        }
+    }
+
+    /// The same resources, counted from now on in `project`, the paths
+    /// counted so far made relative to it where they are beneath it.
+    pub fn in_project(self, project: &std::path::Path) -> Resources {
+        let rebase = |set: BTreeSet<String>| -> BTreeSet<String> {
+            set.into_iter()
+                .map(
+                    |path| match std::path::Path::new(&path).strip_prefix(project) {
+                        Ok(relative) => relative.display().to_string(),
+                        Err(_) => path,
+                    },
+                )
+                .collect()
+        };
+        Resources {
+            read: rebase(self.read),
+            modified: rebase(self.modified),
+            fetched: self.fetched,
+            project: Some(project.to_path_buf()),
+        }
+    }
+
     /// Adds what `call` (to the tool described by `spec`) touched.
     pub fn add_call(&mut self, spec: Option<&ToolSpec>, call: &ToolCall) {
+        if EXACT.contains(&call.name.as_str()) {
+            self.add_exact(call);
+            return;
+        }
         if call.name == "bash"
             && let Some(command) = call.input.get("command").and_then(Value::as_str)
         {
@@ -130,6 +174,29 @@ impl Resources {
                     }
                 }
             }
+        }
+    }
+
+    fn add_exact(&mut self, call: &ToolCall) {
+        let text = |key: &str| call.input.get(key).and_then(Value::as_str);
+        match call.name.as_str() {
+            "read" | "write" | "edit" => {
+                let Some(path) = text("file_path") else {
+                    return;
+                };
+                let path = normalise(self.project.as_deref(), path);
+                if call.name == "read" {
+                    self.read.insert(path);
+                } else {
+                    self.modified.insert(path);
+                }
+            }
+            "fetch" => {
+                if let Some(url) = text("url") {
+                    self.fetched.insert(url.trim().to_owned());
+                }
+            }
+            _ => {}
         }
     }
 
@@ -189,6 +256,30 @@ impl Resources {
             parts.join(", ")
         }
     }
+}
+
+/// `path` without `.` and with `..` applied (lexically), relative to
+/// `project` when it is beneath it.
+fn normalise(project: Option<&std::path::Path>, path: &str) -> String {
+    use std::path::{Component, Path, PathBuf};
+    let mut out = PathBuf::new();
+    for component in Path::new(path).components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    if let Some(project) = project
+        && let Ok(relative) = out.strip_prefix(project)
+    {
+        return relative.display().to_string();
+    }
+    out.display().to_string()
 }
 
 fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
@@ -267,6 +358,37 @@ mod tests {
             ["old.log", "out.txt"]
         );
         assert_eq!(resources.describe(), "3 files read, 2 modified, 1 URL");
+    }
+
+    #[test]
+    fn file_tools_and_fetch_are_counted_exactly() {
+        let call = |name: &str, input: Value| ToolCall {
+            id: "c".into(),
+            name: name.into(),
+            input,
+        };
+        let mut resources = Resources::for_project(std::path::Path::new("/p"));
+        for (name, input) in [
+            ("read", json!({"file_path": "src/a.rs"})),
+            ("read", json!({"file_path": "./src/a.rs"})),
+            (
+                "read",
+                json!({"file_path": "/p/src/../src/a.rs", "offset": 3}),
+            ),
+            (
+                "edit",
+                json!({"file_path": "/p/b.rs", "old_string": "x", "new_string": "y"}),
+            ),
+            ("write", json!({"file_path": "b.rs", "content": ""})),
+            ("grep", json!({"pattern": "x", "path": "src"})),
+            ("glob", json!({"pattern": "**/*.rs", "path": "src"})),
+            ("fetch", json!({"url": "https://example.com/a"})),
+        ] {
+            resources.add_call(None, &call(name, input));
+        }
+        assert_eq!(resources.read.iter().collect::<Vec<_>>(), ["src/a.rs"]);
+        assert_eq!(resources.modified.iter().collect::<Vec<_>>(), ["b.rs"]);
+        assert_eq!(resources.describe(), "1 file read, 1 modified, 1 URL");
     }
 
     #[test]

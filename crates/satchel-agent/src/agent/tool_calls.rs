@@ -102,6 +102,7 @@ impl Agent {
                     progress: None,
                     memory_namespace: self.memory_namespace.clone(),
                     background: false,
+                    writable_roots: None,
                 };
                 self.run_one(registry, snapshot, call, ctx, sink)
             });

@@ -480,7 +480,7 @@ fn tool_call_answer(record: &Record, call: &ToolCallRecord) -> Value {
 fn stats_answer(record: &Record, usage: &[LlmCallRecord], ctx: &ToolContext) -> Value {
     let events = timeline(&record.log, &record.calls, &record.statements);
     let mut tally = ToolTally::default();
-    let mut resources = Resources::default();
+    let mut resources = Resources::for_project(&ctx.working_dir);
     for call in &record.calls {
         tally.add(&call.tool, call.output.is_error);
         if !call.output.is_error {

@@ -183,7 +183,7 @@ impl Harness {
                     &s1,
                     "c2",
                     "edit",
-                    json!({"path": "out.txt"}),
+                    json!({"file_path": "out.txt", "old_string": "a", "new_string": "b"}),
                     ToolOutput::success(ToolResults::Text("edited".into()), "edited"),
                 ),
                 call(

@@ -9,6 +9,8 @@
 mod bash;
 mod code;
 mod conversation;
+mod fetch;
+mod files;
 mod memory;
 mod policy;
 mod search;

@@ -577,3 +577,75 @@ mod dispatching {
         assert!(out.decision.is_none());
     }
 }
+
+fn builtin_spec(name: &str) -> ToolSpec {
+    builtin_registry()
+        .unwrap()
+        .get(name)
+        .unwrap()
+        .spec()
+        .clone()
+}
+
+/// The file tools' rules take paths; `write` and `edit` run without
+/// asking in `workspace` (they confine themselves) and never in
+/// `readonly`.
+#[test]
+fn file_tools_take_path_rules_and_follow_the_mode() {
+    let rules = policy(json!({"permissions": {
+        "deny": ["read(*.env)", "edit(migrations/**)"],
+        "ask": ["write(docs/*)"]
+    }}));
+    let read = builtin_spec("read");
+    let edit = builtin_spec("edit");
+    let write = builtin_spec("write");
+    for path in ["prod.env", "./prod.env", "/home/me/project/config/prod.env"] {
+        let decision = rules.decide(&read, &json!({"file_path": path}));
+        assert_eq!(decision.verdict, Verdict::Deny, "{path}");
+        assert_eq!(decision.rule_label(), "deny rule `read(*.env)`");
+    }
+    assert_eq!(
+        rules
+            .decide(&read, &json!({"file_path": "src/main.rs"}))
+            .verdict,
+        Verdict::Allow
+    );
+    assert_eq!(
+        rules
+            .decide(
+                &edit,
+                &json!({"file_path": "migrations/001.sql", "old_string": "a", "new_string": "b"})
+            )
+            .verdict,
+        Verdict::Deny
+    );
+    assert_eq!(
+        rules
+            .decide(&write, &json!({"file_path": "docs/a.md", "content": ""}))
+            .verdict,
+        Verdict::Ask
+    );
+    assert_eq!(
+        rules
+            .decide(&write, &json!({"file_path": "src/a.rs", "content": ""}))
+            .verdict,
+        Verdict::Allow
+    );
+    let readonly = policy(json!({"permissions": {"mode": "readonly"}}));
+    assert_eq!(
+        readonly
+            .decide(&write, &json!({"file_path": "a", "content": ""}))
+            .verdict,
+        Verdict::Deny
+    );
+    assert_eq!(
+        readonly.decide(&read, &json!({"file_path": "a"})).verdict,
+        Verdict::Allow
+    );
+    let wrong = satchel_tools::policy::Rule::parse(
+        satchel_tools::policy::RuleKind::Deny,
+        "memory(x)",
+        None,
+    );
+    assert!(wrong.unwrap_err().contains("a path pattern"));
+}

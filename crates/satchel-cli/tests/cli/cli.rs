@@ -425,10 +425,16 @@ fn tools_list_shows_where_each_tool_comes_from() {
         bash          Run a bash command non-interactively: no stdin, no terminal,…  builtin
         code          Run a short program and get its output ("execute": code, lan…  builtin
         conversation  Read this conversation's own record, summarised turns includ…  builtin
+        edit          Replace exact text in a file                                   builtin
+        fetch         Fetch a URL (HTTP GET) and return it readable: HTML as markd…  builtin
+        glob          Find files by path pattern (`**/*.rs`, `src/**/test_*.py`), …  builtin
+        grep          Search file contents with a regex (ripgrep's engine and defa…  builtin
         memory        Remember across conversations                                  builtin
+        read          Read a file: its lines numbered from `offset` (1-based), at …  builtin
         search        Search the web or the news: up to max_results results with t…  builtin
         sys_only      Says where it lives                                            system <dir>/libexec/sys-only
         where         Says where it lives                                            project .agents/tools/where-tool
+        write         Create a file, or replace one whole, with `content` exactly …  builtin
 
         Not tools (2):
           - project .agents/tools/notes.txt: not executable (`chmod +x` it to make it a tool)
@@ -1114,7 +1120,22 @@ fn mcp_serve_tells_clients_when_external_tools_change() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["bash", "code", "conversation", "memory", "search"]);
+    assert_eq!(
+        names,
+        [
+            "bash",
+            "code",
+            "conversation",
+            "edit",
+            "fetch",
+            "glob",
+            "grep",
+            "memory",
+            "read",
+            "search",
+            "write"
+        ]
+    );
 
     install_tool(
         &sandbox.project().join(".agents/tools"),
@@ -1137,7 +1158,20 @@ fn mcp_serve_tells_clients_when_external_tools_change() {
         .collect();
     assert_eq!(
         names,
-        ["bash", "code", "conversation", "fresh", "memory", "search"]
+        [
+            "bash",
+            "code",
+            "conversation",
+            "edit",
+            "fetch",
+            "fresh",
+            "glob",
+            "grep",
+            "memory",
+            "read",
+            "search",
+            "write"
+        ]
     );
     drop(stdin);
     assert!(child.wait().unwrap().success());
@@ -1227,7 +1261,7 @@ fn tools_prompt_shows_the_compact_text_with_its_token_count() {
     );
     let last = text.lines().last().unwrap();
     assert!(
-        last.contains("tokens for 5 tools")
+        last.contains("tokens for 11 tools")
             && last.contains("prompted for gemma3:27b (openai), counted with cl100k_base"),
         "{last}"
     );
@@ -1238,7 +1272,19 @@ fn tools_prompt_shows_the_compact_text_with_its_token_count() {
     assert_eq!(value["encoding"], "cl100k_base");
     assert_eq!(
         value["tools"],
-        json!(["bash", "code", "conversation", "memory", "search"])
+        json!([
+            "bash",
+            "code",
+            "conversation",
+            "edit",
+            "fetch",
+            "glob",
+            "grep",
+            "memory",
+            "read",
+            "search",
+            "write"
+        ])
     );
     let tokens = value["tokens"].as_u64().unwrap();
     assert!(
@@ -1305,7 +1351,20 @@ fn tools_prompt_includes_external_tools_unless_builtin() {
     let value = stdout_json(&sandbox.run(&["tools", "prompt", "--format", "prompted", "--json"]));
     assert_eq!(
         value["tools"],
-        json!(["bash", "code", "conversation", "greet", "memory", "search"])
+        json!([
+            "bash",
+            "code",
+            "conversation",
+            "edit",
+            "fetch",
+            "glob",
+            "greet",
+            "grep",
+            "memory",
+            "read",
+            "search",
+            "write"
+        ])
     );
     assert!(
         value["text"]
@@ -1316,7 +1375,19 @@ fn tools_prompt_includes_external_tools_unless_builtin() {
     let value = stdout_json(&sandbox.run(&["tools", "prompt", "--builtin", "--json"]));
     assert_eq!(
         value["tools"],
-        json!(["bash", "code", "conversation", "memory", "search"])
+        json!([
+            "bash",
+            "code",
+            "conversation",
+            "memory",
+            "search",
+            "read",
+            "write",
+            "edit",
+            "glob",
+            "grep",
+            "fetch"
+        ])
     );
 }
 
@@ -1331,7 +1402,7 @@ fn tools_prompt_compare_prints_the_table() {
     assert!(output.status.success(), "{}", stderr(&output));
     let table = String::from_utf8(output.stdout).unwrap();
     for label in [
-        "5 tools: bash, code, conversation, memory, search",
+        "11 tools: bash, code, conversation, memory, search, read, write, edit, glob, grep, fetch",
         "prompted, compact (with instruction)",
         "native, OpenAI tools JSON",
         "native, Anthropic tools JSON",

@@ -18,6 +18,7 @@ mod agent;
 mod chat;
 mod cli;
 mod config_fails_closed;
+mod files;
 mod first_hour;
 mod hostile;
 mod http_abuse;

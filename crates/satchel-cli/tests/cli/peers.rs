@@ -158,7 +158,20 @@ fn python_sdk_client_lists_and_calls_satchel_tools() {
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["bash", "code", "conversation", "memory", "search", "shout"]
+        [
+            "bash",
+            "code",
+            "conversation",
+            "edit",
+            "fetch",
+            "glob",
+            "grep",
+            "memory",
+            "read",
+            "search",
+            "shout",
+            "write"
+        ]
     );
     assert_eq!(tools[0]["inputSchema"]["required"], json!(["command"]));
     assert_eq!(tools[0]["annotations"]["destructiveHint"], true);
@@ -190,6 +203,45 @@ fn python_sdk_client_lists_and_calls_satchel_tools() {
         report["external"]["structuredContent"],
         json!({"text": "hey", "length": 3})
     );
+}
+
+/// An MCP client's roots are where its calls may write, in the
+/// `workspace` mode: `write` and `bash` write beneath the root, not in
+/// the server's project.
+#[test]
+fn python_sdk_client_roots_limit_where_write_may_go() {
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.project().join(".agents/agent.json"),
+        r#"{"permissions": {"mode": "workspace"}}"#,
+    )
+    .unwrap();
+    let root = sandbox.dir.path().join("client-root");
+    std::fs::create_dir_all(&root).unwrap();
+    let report = python_client("python_roots.py", &sandbox, &[root.to_str().unwrap()]);
+    assert!(report["asked"].as_u64().unwrap() >= 4, "{report}");
+    assert_eq!(report["in_root"]["isError"], false, "{report}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("made.txt")).unwrap(),
+        "in the root\n"
+    );
+    let refused = &report["in_project"];
+    assert_eq!(refused["isError"], true, "{report}");
+    assert_eq!(
+        refused["structuredContent"]["error_code"],
+        "PERMISSION_DENIED"
+    );
+    assert!(!sandbox.project().join("project.txt").exists());
+    assert_ne!(
+        report["bash_in_project"]["structuredContent"]["exit_code"], 0,
+        "{report}"
+    );
+    assert!(!sandbox.project().join("bash.txt").exists());
+    assert_eq!(
+        report["bash_in_root"]["structuredContent"]["exit_code"], 0,
+        "{report}"
+    );
+    assert!(root.join("bash.txt").exists());
 }
 
 #[test]

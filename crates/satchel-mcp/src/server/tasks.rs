@@ -40,6 +40,8 @@ pub(super) struct TaskCall {
     pub(super) peer: Option<String>,
     /// Whether the client declared it can ask its user (elicitation).
     pub(super) can_ask: bool,
+    /// The client's roots, when it declared them.
+    pub(super) roots: Option<Arc<[std::path::PathBuf]>>,
 }
 
 /// Most tasks the server keeps at once, running or finished: rmcp keeps a
@@ -96,6 +98,7 @@ impl SatchelServer {
             consent: TaskConsent::shared(context.clone(), call.can_ask),
             call_id: Some(format!("mcp-task-{}", context.task_id())),
             background: true,
+            roots: call.roots,
         };
         let running = self.call(&call.name, call.arguments, from);
         tokio::pin!(running);

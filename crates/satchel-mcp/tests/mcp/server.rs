@@ -184,7 +184,20 @@ async fn lists_every_tool_with_schemas_and_annotations() {
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(
             names,
-            ["bash", "code", "conversation", "echo", "memory", "search"]
+            [
+                "bash",
+                "code",
+                "conversation",
+                "echo",
+                "edit",
+                "fetch",
+                "glob",
+                "grep",
+                "memory",
+                "read",
+                "search",
+                "write"
+            ]
         );
         let bash = serde_json::to_value(tool(&tools, "bash")).unwrap();
         let spec = serde_json::to_value(fx.live.current().get("bash").unwrap().spec()).unwrap();
@@ -324,7 +337,20 @@ async fn registry_changes_notify_the_client() {
             .collect();
         assert_eq!(
             names,
-            ["bash", "code", "conversation", "echo", "memory", "search"]
+            [
+                "bash",
+                "code",
+                "conversation",
+                "echo",
+                "edit",
+                "fetch",
+                "glob",
+                "grep",
+                "memory",
+                "read",
+                "search",
+                "write"
+            ]
         );
     })
     .await;

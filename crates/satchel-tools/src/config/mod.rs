@@ -54,6 +54,7 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "externalTools",
     "search",
     "code",
+    "fetch",
     "llm",
     "memory",
     "redaction",

@@ -360,6 +360,10 @@ impl Default for Policy {
     }
 }
 
+/// Built-in tools that confine their own writes to the writable paths
+/// (an external tool can never take a built-in's name).
+const CONFINED_WRITERS: &[&str] = &["write", "edit"];
+
 /// Tool processes that may run at once unless configured.
 const DEFAULT_MAX_PROCESSES: usize = 8;
 /// How long a call waits for a process slot before it is refused.
@@ -464,7 +468,19 @@ impl Policy {
         let command = (tool == "bash")
             .then(|| input.get("command").and_then(Value::as_str))
             .flatten();
+        let path = rule::PATH_TOOLS
+            .contains(&tool)
+            .then(|| {
+                input
+                    .get("file_path")
+                    .or_else(|| input.get("path"))
+                    .and_then(Value::as_str)
+            })
+            .flatten();
         match command.map(shell::simple_commands) {
+            None if path.is_some() => {
+                judgements.push(self.judge_path(spec, input, path.unwrap_or_default()))
+            }
             None => judgements.push(self.judge(spec, input, tool, None)),
             Some(Ok(commands)) if commands.is_empty() => {
                 judgements.push(self.judge(spec, input, tool, None))
@@ -538,6 +554,36 @@ impl Policy {
         }
     }
 
+    /// A file tool's call on `path`: rules with a path pattern match it
+    /// (see [`Rule::matches_path`]), tool-wide rules match any path.
+    fn judge_path(&self, spec: &ToolSpec, input: &Value, path: &str) -> Judgement {
+        let subject = format!("{}({path})", spec.name);
+        if let Some(rule) = self
+            .rules
+            .iter()
+            .find(|rule| rule.matches_tool(&spec.name) && rule.matches_path(path))
+        {
+            let verdict = match rule.kind {
+                RuleKind::Deny => Verdict::Deny,
+                RuleKind::Ask => Verdict::Ask,
+                RuleKind::Allow => Verdict::Allow,
+            };
+            return Judgement {
+                reason: format!("`{subject}` matches the {rule}"),
+                subject,
+                verdict,
+                rule: Some(rule.clone()),
+            };
+        }
+        let (verdict, why) = self.mode_default(spec, input);
+        Judgement {
+            reason: format!("no rule matches `{subject}`; {why}"),
+            subject,
+            verdict,
+            rule: None,
+        }
+    }
+
     /// A bash script the parser could not see through: only a tool-wide
     /// deny can refuse it; otherwise the mode decides, as for any command
     /// (the sandbox contains what the parser cannot see).
@@ -583,6 +629,16 @@ impl Policy {
     fn mode_default(&self, spec: &ToolSpec, input: &Value) -> (Verdict, String) {
         if let Some(decided) = self.sandbox_default(spec, input) {
             return decided;
+        }
+        // The built-in `write` and `edit` resolve their paths against the
+        // mode's writable paths themselves (as the sandbox confines a
+        // command): in `workspace` they write only there, without asking.
+        if self.mode == Mode::Workspace && CONFINED_WRITERS.contains(&spec.name.as_str()) {
+            return (
+                Verdict::Allow,
+                "the tool writes only beneath the writable paths of the `workspace` mode"
+                    .to_owned(),
+            );
         }
         let hints = &spec.annotations;
         let read_only = hints.read_only_hint == Some(true);

@@ -6,6 +6,10 @@ use std::path::PathBuf;
 
 use super::shell::basename;
 
+/// The built-in tools whose rules take a path pattern (`edit(src/**)`,
+/// `read(.env)`), matched against the path the call names.
+pub(crate) const PATH_TOOLS: &[&str] = &["read", "write", "edit", "glob", "grep"];
+
 /// Which list a rule is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RuleKind {
@@ -65,9 +69,11 @@ impl Rule {
                 "rule `{text}`: `{tool}` is not a tool name or pattern"
             ));
         }
-        if argument.is_some() && tool != "bash" {
+        if argument.is_some() && tool != "bash" && !PATH_TOOLS.contains(&tool) {
             return Err(format!(
-                "rule `{text}`: only `bash(...)` rules take a command pattern"
+                "rule `{text}`: only `bash(...)` rules take a command pattern, and only the file tools' \
+                 ({}) a path pattern",
+                PATH_TOOLS.join(", ")
             ));
         }
         Ok(Rule {
@@ -106,6 +112,24 @@ impl Rule {
                     .strip_suffix(" *")
                     .is_some_and(|bare| glob_matches(bare, candidate))
         })
+    }
+}
+
+impl Rule {
+    /// True when the rule's path pattern matches `path`, as the call gives
+    /// it or any tail of it after a `/` (so `src/**` matches
+    /// `/home/me/project/src/a.rs` and `./src/a.rs`); a leading `./` is
+    /// ignored. Without a pattern, every path.
+    pub fn matches_path(&self, path: &str) -> bool {
+        let Some(pattern) = &self.argument else {
+            return true;
+        };
+        let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
+        let path = path.strip_prefix("./").unwrap_or(path);
+        glob_matches(pattern, path)
+            || path
+                .match_indices('/')
+                .any(|(at, _)| glob_matches(pattern, &path[at + 1..]))
     }
 }
 
