@@ -4,7 +4,7 @@
 //!
 //! They run on a task of their own so the loop does not wait for them:
 //! beside the first turn when `sideRequestTiming` says parallel, else
-//! after the first answer has arrived, one at a time, continuing the
+//! after the final answer has arrived, one at a time, continuing the
 //! request just sent (a server's prompt cache serves them). The loop
 //! collects their results when it next looks ([`Agent::apply_side`]); a
 //! statement that failed or was cancelled drops them.

@@ -90,6 +90,12 @@ pub struct FakeModel {
 impl FakeModel {
     /// Starts the server on its own thread and runtime.
     pub fn start(script: Vec<Reply>) -> FakeModel {
+        FakeModel::start_with(script, Router::new())
+    }
+
+    /// Starts the server with `extra` routes beside the chat endpoint (an
+    /// Ollama's `/api/show`, a server's `/props`).
+    pub fn start_with(script: Vec<Reply>, extra: Router) -> FakeModel {
         let inner = Arc::new(Mutex::new(Inner {
             script: script.into(),
             ..Inner::default()
@@ -106,7 +112,8 @@ impl FakeModel {
                 tx.send(listener.local_addr().unwrap()).unwrap();
                 let app = Router::new()
                     .route("/v1/chat/completions", post(answer))
-                    .with_state(state);
+                    .with_state(state)
+                    .merge(extra);
                 axum::serve(listener, app).await.unwrap();
             });
         });

@@ -21,6 +21,7 @@ mod config_fails_closed;
 mod first_hour;
 mod hostile;
 mod http_abuse;
+mod local_servers;
 mod model_server;
 mod peers;
 mod sandbox;
