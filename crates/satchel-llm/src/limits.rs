@@ -47,11 +47,11 @@ impl fmt::Display for LimitSource {
 /// The share of the window a derived output limit may take: one eighth, so
 /// a request at the compaction threshold (80 % by default) still has room
 /// for its answer.
-pub const OUTPUT_SHARE_DIVISOR: u32 = 8;
+pub(crate) const OUTPUT_SHARE_DIVISOR: u32 = 8;
 
 /// The smallest derived output limit: enough for a short answer or a tool
 /// call even in a tiny window.
-pub const MIN_DERIVED_OUTPUT: u32 = 256;
+pub(crate) const MIN_DERIVED_OUTPUT: u32 = 256;
 
 /// The largest answer to ask for when none is configured: an eighth of
 /// `window` (at least [`MIN_DERIVED_OUTPUT`]), and never more than the

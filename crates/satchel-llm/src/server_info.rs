@@ -39,7 +39,7 @@ use crate::models::model_info;
 const ASK_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// After this long, an endpoint that told nothing is asked again.
-pub const RETRY_AFTER: Duration = Duration::from_secs(30);
+pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(30);
 
 /// The context Ollama gives a model when a request does not say
 /// (`OLLAMA_CONTEXT_LENGTH` unset): what Satchel assumes when Ollama tells
