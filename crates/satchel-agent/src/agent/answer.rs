@@ -89,6 +89,30 @@ pub(super) fn read_answer(
     }
 }
 
+/// The call a prompted reply that could not be read stands for, in turn
+/// `turn`: it never runs; its preset result tells the model why.
+fn unreadable_call(turn: u32) -> ToolCall {
+    ToolCall {
+        id: format!("prompted_{turn}_0"),
+        name: super::streak::UNREADABLE_REPLY.into(),
+        input: serde_json::Value::Null,
+    }
+}
+
+/// A prompted reply cut off at the output limit before its JSON closed,
+/// as a call that never runs and tells the model to send less.
+pub(super) fn cut_off_reply(turn: u32) -> Planned {
+    Planned {
+        call: unreadable_call(turn),
+        preset: Some(ToolOutput::error(
+            ErrorCode::InvalidParams,
+            "your reply was cut off at the answer's token limit before its JSON object \
+             closed, so no tool was run. Send a shorter reply: fewer calls, shorter \
+             strings.",
+        )),
+    }
+}
+
 /// Reads a prompted-mode reply into what it says (the prose as the
 /// assistant's text) and the calls it asks for (or the reason each cannot
 /// run); `cut_at_limit` when the server stopped it at the answer limit,
@@ -124,22 +148,10 @@ fn prompted_turn(
                 },
             })
             .collect(),
+        ReplyOutcome::Invalid(_) if cut_at_limit => vec![cut_off_reply(turn)],
         ReplyOutcome::Invalid(error) => vec![Planned {
-            call: ToolCall {
-                id: id(0),
-                name: super::streak::UNREADABLE_REPLY.into(),
-                input: serde_json::Value::Null,
-            },
-            preset: Some(if cut_at_limit {
-                ToolOutput::error(
-                    ErrorCode::InvalidParams,
-                    "your reply was cut off at the answer's token limit before its JSON object \
-                     closed, so no tool was run. Send a shorter reply: fewer calls, shorter \
-                     strings.",
-                )
-            } else {
-                error.to_output()
-            }),
+            call: unreadable_call(turn),
+            preset: Some(error.to_output()),
         }],
     };
     parts.extend(

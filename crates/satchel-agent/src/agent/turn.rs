@@ -28,7 +28,7 @@ use satchel_tools::Registry;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::answer::{Answer, Planned, read_answer};
+use super::answer::{Answer, Planned, cut_off_reply, read_answer};
 use super::model::{calibrated_total, over_threshold, refuses_reply_schema, stream_answer};
 use super::recording::stop_reason_name;
 use super::side_requests::{
@@ -285,6 +285,22 @@ impl Agent {
         let mut answer = read_answer(&response, turn.prompted, turn.tools_off, turn.number, sink);
         let constrained = turn.prompted && self.constrains_replies(&turn.provider);
         let failure = reply_failure(&response, &answer, turn.prompted, constrained);
+        if turn.prompted
+            && failure == Some(Failure::CutOff)
+            && answer.calls.is_empty()
+            && !turn.last
+        {
+            // Cut before its JSON closed, yet read as prose: not an answer.
+            // The model is told, and the next turn goes as the streak says.
+            let planned = cut_off_reply(turn.number);
+            answer
+                .parts
+                .retain(|p| !matches!(p, AssistantPart::Text { .. }));
+            answer
+                .parts
+                .push(AssistantPart::ToolCall(planned.call.clone()));
+            answer.calls.push(planned);
+        }
         if answer.calls.is_empty() {
             // The final answer is out: the server is free for the side
             // requests that waited (never between turns, where the next

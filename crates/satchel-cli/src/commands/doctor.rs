@@ -217,7 +217,10 @@ async fn model_endpoint(project: &Host, offline: bool) -> Check {
         .and_then(reqwest::Response::error_for_status)
     {
         Err(error) => check("model", Status::Fail, format!("{summary}: unreachable"))
-            .details(vec![error.to_string()])
+            .details({
+                details.push(error.to_string());
+                details
+            })
             .fix(
                 "start the model server, or set llm.baseUrl (or OPENAI_BASE_URL) to where it runs",
             ),
