@@ -127,7 +127,9 @@ class Project:
         env.update(XDG_CONFIG_HOME=os.path.join(self.dir, "config"),
                    XDG_DATA_HOME=os.path.join(self.dir, "data"),
                    XDG_CACHE_HOME=os.path.join(self.dir, "cache"),
-                   TMPDIR=self.dir, NO_COLOR="1")
+                   TMPDIR=self.dir, NO_COLOR="1",
+                   # Its own temporary project: trusted, so agent.json is read.
+                   SATCHEL_TRUST_PROJECT="1")
         return env
 
     def db(self):

@@ -89,7 +89,10 @@ fn a_statement_runs_parallel_tools_with_feedback_and_later_turns_see_summaries()
             Reply::text("All done."),
             Reply::text("Second answer."),
         ],
-        json!({"toolResultMaxLength": 40}),
+        // Side requests beside the first turn, so its results' feedback
+        // has the goal and objective (on a local server they wait for the
+        // final answer).
+        json!({"toolResultMaxLength": 40, "sideRequestTiming": "parallel"}),
     );
     let (first, output) = sandbox.run("list things", None);
     assert!(output.status.success(), "{first}");
