@@ -17,7 +17,16 @@ alike:
      before and after calibration (each call calibrated only from the calls
      before it, as Satchel does).
 
+With --llama-server: llama.cpp's own `llama-server` (one slot, `-c 8192`,
+queueing requests) and Satchel's defaults for a new user (no output limit
+configured, tool calling and constrained replies as `auto` decides), N
+statements (default 8) with side requests as scheduled and N with
+`sideRequests: false`, the order alternating statement by statement:
+time to the first byte and to the answer on stdout (its last byte), wall
+time, requests per statement, and the ratios to `sideRequests: false`.
+
 Usage: bench/model-server.py [--satchel target/debug/satchel] [--statements 10]
+       bench/model-server.py --llama-server [--statements 8]
 Prints a markdown table. Nothing here touches the user's state: every
 setting gets its own temporary project, XDG directories and database.
 """
@@ -57,6 +66,28 @@ def free_port():
         return s.getsockname()[1]
 
 
+def start_llama_server(log_dir, context=8192):
+    binary = os.path.join(PEERS, "llama-server/bin/llama-server")
+    model = os.path.join(PEERS, "models/smollm2-135m.gguf")
+    for path in (binary, model):
+        if not os.path.exists(path):
+            sys.exit(f"{path} is missing: run scripts/install-model-server.sh")
+    port = free_port()
+    server = subprocess.Popen(
+        [binary, "-m", model, "--jinja", "--host", "127.0.0.1", "--port", str(port),
+         "-np", "1", "-c", str(context), "--alias", MODEL],
+        stdout=open(os.path.join(log_dir, "server.log"), "w"), stderr=subprocess.STDOUT)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2)
+            return server, f"http://127.0.0.1:{port}/v1"
+        except OSError:
+            time.sleep(0.3)
+    server.kill()
+    sys.exit("llama-server did not start")
+
+
 def start_server(log_dir):
     python = os.path.join(PEERS, "llm-venv/bin/python")
     model = os.path.join(PEERS, "models/smollm2-135m.gguf")
@@ -88,7 +119,7 @@ class Project:
         with open(os.path.join(self.dir, "project/.agents/agent.json"), "w") as f:
             json.dump(config, f)
         self.conversation = None
-        self.results = []  # (first byte s, wall s, exit code)
+        self.results = []  # (first byte s, wall s, exit code, answer on stdout s)
 
     def env(self):
         env = {k: v for k, v in os.environ.items()
@@ -96,7 +127,9 @@ class Project:
         env.update(XDG_CONFIG_HOME=os.path.join(self.dir, "config"),
                    XDG_DATA_HOME=os.path.join(self.dir, "data"),
                    XDG_CACHE_HOME=os.path.join(self.dir, "cache"),
-                   TMPDIR=self.dir, NO_COLOR="1")
+                   TMPDIR=self.dir, NO_COLOR="1",
+                   # Its own temporary project: trusted, so agent.json is read.
+                   SATCHEL_TRUST_PROJECT="1")
         return env
 
     def db(self):
@@ -113,10 +146,17 @@ class Project:
                                  stdin=subprocess.DEVNULL)
         first = child.stdout.read(1)
         first_at = time.monotonic() - start
-        child.stdout.read()
+        # The answer is on stdout when its last byte is: nothing follows it
+        # there (notices and side-request notes go to stderr).
+        last_at = first_at if first else None
+        while True:
+            chunk = child.stdout.read1(65536)
+            if not chunk:
+                break
+            last_at = time.monotonic() - start
         code = child.wait()
         wall = time.monotonic() - start
-        self.results.append((first_at if first else None, wall, code))
+        self.results.append((first_at if first else None, wall, code, last_at))
         if self.conversation is None:
             row = self.db().execute(
                 "SELECT id FROM conversations ORDER BY created_at DESC LIMIT 1").fetchone()
@@ -170,11 +210,72 @@ def estimate_errors(projects):
     return before, after
 
 
+def requests_per_statement(project):
+    rows = project.db().execute(
+        "SELECT statement_id, COUNT(*) FROM llm_calls WHERE statement_id IS NOT NULL "
+        "GROUP BY statement_id").fetchall()
+    return [count for _, count in rows]
+
+
+def llama_server_side_requests(args):
+    statements = args.statements or 8
+    prompts = (PROMPTS * (statements // len(PROMPTS) + 1))[:statements]
+    base = tempfile.mkdtemp(prefix="satchel-bench-")
+    servers = []
+    try:
+        def project(name, **extra):
+            log_dir = os.path.join(base, f"server-{name}")
+            os.makedirs(log_dir)
+            server, url = start_llama_server(log_dir)
+            servers.append(server)
+            llm = {"provider": "openai", "baseUrl": url, "model": MODEL, "temperature": 0}
+            return Project(args.satchel, base, name, {"llm": llm, **extra})
+
+        # One server each: llama.cpp keeps one prompt cache per slot.
+        side = project("side")
+        none = project("none", sideRequests=False)
+        for n, prompt in enumerate(prompts):
+            order = (side, none) if n % 2 == 0 else (none, side)
+            for p in order:
+                p.run(prompt)
+                print(".", end="", file=sys.stderr, flush=True)
+        print(file=sys.stderr)
+        print(f"Satchel's defaults against llama-server (one slot, -c 8192) + SmolLM2-135M, "
+              f"{statements} statements each way, order alternating\n")
+        print("| setting | first byte, median s | answer on stdout, median s | wall, median s "
+              "| requests per statement, median (max) | exit codes |")
+        print("|---|---:|---:|---:|---:|---|")
+        for name, p in (("side requests as scheduled", side), ("sideRequests: false", none)):
+            codes = ",".join(str(r[2]) for r in p.results)
+            per = requests_per_statement(p)
+            print(f"| {name} | {median(r[0] for r in p.results):.2f} | "
+                  f"{median(r[3] for r in p.results):.2f} | "
+                  f"{median(r[1] for r in p.results):.2f} | "
+                  f"{median(per):.0f} ({max(per) if per else 0}) | {codes} |")
+        print("\n| ratio to sideRequests: false, pair by pair | median (min-max) | "
+              "ratio of the medians |")
+        print("|---|---:|---:|")
+        for label, index in (("first byte", 0), ("answer on stdout", 3), ("wall", 1)):
+            of_medians = (median(r[index] for r in side.results)
+                          / median(r[index] for r in none.results))
+            print(f"| {label} | {spread(ratios(side, none, index))} | {of_medians:.2f} |")
+    finally:
+        for server in servers:
+            server.kill()
+            server.wait()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--satchel", default=os.path.join(ROOT, "target/debug/satchel"))
-    parser.add_argument("--statements", type=int, default=10)
+    parser.add_argument("--statements", type=int, default=None)
+    parser.add_argument("--llama-server", action="store_true",
+                        help="side-request delay on llama-server with Satchel's defaults")
     args = parser.parse_args()
+    if args.llama_server:
+        llama_server_side_requests(args)
+        return
+    args.statements = args.statements or 10
     prompts = (PROMPTS * (args.statements // len(PROMPTS) + 1))[:args.statements]
     base = tempfile.mkdtemp(prefix="satchel-bench-")
     # One server per setting: llama.cpp keeps one prompt (prefix) cache per
@@ -225,7 +326,7 @@ def main():
               "(median, min-max) | wall ÷ baseline | exit codes |")
         print("|---|---:|---:|---:|---:|---|")
         for name, project in timing.items():
-            codes = ",".join(str(c) for _, _, c in project.results)
+            codes = ",".join(str(r[2]) for r in project.results)
             print(f"| {name} | {median(r[0] for r in project.results):.2f} | "
                   f"{median(r[1] for r in project.results):.2f} | "
                   f"{spread(ratios(project, baseline, 0))} | "

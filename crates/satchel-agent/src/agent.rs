@@ -21,6 +21,7 @@ mod context;
 mod model;
 mod recording;
 mod side_requests;
+mod streak;
 mod tool_calls;
 mod turn;
 

@@ -26,6 +26,7 @@ use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
 use crate::LlmError;
+use crate::limits::{LimitSource, derived_output_limit};
 use crate::models::model_info;
 use crate::tokens::Encoding;
 
@@ -271,11 +272,19 @@ pub struct ModelConfig {
     pub request_timeout: Duration,
     /// See [`LlmConfig::connect_timeout_secs`].
     pub connect_timeout: Duration,
-    /// Largest answer to ask for; `None` lets an OpenAI-compatible server
-    /// decide (Anthropic always gets a figure).
+    /// Largest answer to ask for: configured, else derived from the
+    /// window and the model's own limit ([`derived_output_limit`]).
     pub max_output_tokens: Option<u32>,
+    /// Where `max_output_tokens` came from.
+    pub output_source: LimitSource,
     /// The context window the estimate's share is computed against.
     pub context_window: u32,
+    /// Where `context_window` came from.
+    pub window_source: LimitSource,
+    /// Ollama only: the context size every request asks for
+    /// (`options.num_ctx`), the window above; Ollama otherwise runs with its
+    /// own small default and cuts a longer prompt silently.
+    pub num_ctx: Option<u32>,
     /// The tokenizer for estimates.
     pub encoding: Encoding,
     /// Retries.
@@ -481,17 +490,27 @@ impl LlmConfig {
             .to_owned()
         });
         let info = model_info(&model);
-        let max_output_tokens = match (self.max_output_tokens, provider) {
-            (Some(max), _) => Some(max),
-            (None, ProviderKind::OpenAi) => None,
+        let (context_window, window_source) = match self.context_window {
+            Some(window) => (window, LimitSource::Configured),
+            None if info.known => (info.context_window, LimitSource::Table),
+            None => (info.context_window, LimitSource::Guessed),
+        };
+        let (max_output_tokens, output_source) = match (self.max_output_tokens, provider) {
+            (Some(max), _) => (max, LimitSource::Configured),
+            (None, ProviderKind::OpenAi) => (
+                derived_output_limit(context_window, info.max_output_tokens),
+                LimitSource::Derived,
+            ),
             (None, ProviderKind::Anthropic) => {
                 let budget = self.thinking_budget_tokens.unwrap_or(0);
-                Some(
+                (
                     info.max_output_tokens
                         .min(ANTHROPIC_DEFAULT_MAX_OUTPUT.max(budget.saturating_add(4_096))),
+                    LimitSource::Table,
                 )
             }
         };
+        let max_output_tokens = Some(max_output_tokens);
         let retry = RetryPolicy {
             max_retries: self
                 .max_retries
@@ -514,7 +533,10 @@ impl LlmConfig {
             request_timeout: Duration::from_secs(self.request_timeout_secs.unwrap_or(300).max(1)),
             connect_timeout: Duration::from_secs(self.connect_timeout_secs.unwrap_or(10).max(1)),
             max_output_tokens,
-            context_window: self.context_window.unwrap_or(info.context_window),
+            output_source,
+            context_window,
+            window_source,
+            num_ctx: None,
             encoding: info.encoding,
             retry,
             temperature: self.temperature,
@@ -551,7 +573,10 @@ mod tests {
         assert_eq!(config.model, DEFAULT_OLLAMA_MODEL);
         assert_eq!(config.api_key, None);
         assert_eq!(config.context_window, 131_072);
-        assert_eq!(config.max_output_tokens, None);
+        assert_eq!(config.window_source, LimitSource::Table);
+        // An eighth of the window, within the model's own limit.
+        assert_eq!(config.max_output_tokens, Some(8_192));
+        assert_eq!(config.output_source, LimitSource::Derived);
         assert_eq!(config.request_timeout, Duration::from_secs(300));
     }
 

@@ -50,6 +50,7 @@ mod connect;
 mod count_cache;
 mod error;
 mod http;
+mod limits;
 mod models;
 mod openai;
 mod pretokenize;
@@ -57,6 +58,7 @@ pub mod prompted;
 mod provider;
 mod request;
 mod response;
+mod server_info;
 mod sse;
 mod tokens;
 
@@ -70,9 +72,11 @@ pub use config::{
 pub use connect::{connect, native_tools_json, schema_consumer};
 pub use error::LlmError;
 pub use http::{EventStream, collect};
+pub use limits::{LimitSource, derived_output_limit};
 pub use models::{ModelInfo, UNKNOWN_MODEL, model_info};
 pub use openai::OpenAiProvider;
 pub use provider::Provider;
 pub use request::{ChatRequest, Mode, PreparedRequest, ToolChoice};
 pub use response::{AssembledToolCall, Response, StopReason, StreamEvent, Usage};
+pub use server_info::{OLLAMA_DEFAULT_NUM_CTX, ServerInfo, ServerKind, ask_server, server_info};
 pub use tokens::{Encoding, IMAGE_TOKENS, Section, SectionTokens, TokenEstimate, count_tokens};

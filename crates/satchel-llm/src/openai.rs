@@ -12,7 +12,10 @@
 //! - the largest answer is `max_completion_tokens` for api.openai.com (its
 //!   reasoning models refuse `max_tokens`) and `max_tokens` elsewhere;
 //! - `parallel_tool_calls` is sent only to turn parallel calls off, since
-//!   some servers and models reject the field.
+//!   some servers and models reject the field;
+//! - to Ollama, every request carries `options.num_ctx` (the window Satchel
+//!   counts against, [`ModelConfig::num_ctx`]): without it Ollama runs with
+//!   its own small default and cuts a longer prompt silently.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -137,6 +140,11 @@ impl Provider for OpenAiProvider {
             };
             w.key(field, false);
             w.json(&max)?;
+        }
+        if let Some(num_ctx) = config.num_ctx {
+            w.enter(Section::Framing);
+            w.key("options", false);
+            w.json(&serde_json::json!({"num_ctx": num_ctx}))?;
         }
         if let Some(temperature) = config.temperature {
             w.key("temperature", false);

@@ -39,24 +39,28 @@ pub(super) struct Answer {
     pub(super) calls: Vec<Planned>,
     /// Prompted mode: the reply as the model wrote it.
     pub(super) raw_reply: Option<String>,
-    /// The model asked for tools in its last turn; they were dropped.
+    /// The model asked for tools in a turn without them; they were dropped.
     pub(super) tools_refused: bool,
+    /// Prompted mode: why the reply could not be read, when it could not.
+    pub(super) unreadable: Option<String>,
 }
 
 /// Reads `response`, turn `turn` of a statement; in prompted mode its
-/// prose is told to `sink` (it was not streamed, being inside JSON), and a
-/// `last` turn's calls are dropped with a notice.
+/// prose is told to `sink` (it was not streamed, being inside JSON), and
+/// the calls of a turn with `tools_off` are dropped with a notice.
 pub(super) fn read_answer(
     response: &Response,
     prompted: bool,
-    last: bool,
+    tools_off: bool,
     turn: u32,
     sink: &dyn EventSink,
 ) -> Answer {
+    let mut unreadable = None;
     let (mut parts, mut calls, raw_reply) = if prompted {
         let raw = response.text();
         let cut_at_limit = response.stop_reason == StopReason::MaxTokens;
-        let (parts, calls) = prompted_turn(&raw, turn, cut_at_limit);
+        let (parts, calls, reason) = prompted_turn(&raw, turn, cut_at_limit);
+        unreadable = reason;
         let prose = text_of(&parts);
         if !prose.is_empty() {
             sink.emit(AgentEvent::TextDelta(prose));
@@ -66,7 +70,7 @@ pub(super) fn read_answer(
         let calls = response.tool_calls.iter().map(Planned::native).collect();
         (response.content.clone(), calls, None)
     };
-    let tools_refused = last && !calls.is_empty();
+    let tools_refused = tools_off && !calls.is_empty();
     if tools_refused {
         // Tools were disabled: calls asked anyway are not run, and
         // are left out so no call goes without a result.
@@ -81,14 +85,44 @@ pub(super) fn read_answer(
         calls,
         raw_reply,
         tools_refused,
+        unreadable,
+    }
+}
+
+/// The call a prompted reply that could not be read stands for, in turn
+/// `turn`: it never runs; its preset result tells the model why.
+fn unreadable_call(turn: u32) -> ToolCall {
+    ToolCall {
+        id: format!("prompted_{turn}_0"),
+        name: super::streak::UNREADABLE_REPLY.into(),
+        input: serde_json::Value::Null,
+    }
+}
+
+/// A prompted reply cut off at the output limit before its JSON closed,
+/// as a call that never runs and tells the model to send less.
+pub(super) fn cut_off_reply(turn: u32) -> Planned {
+    Planned {
+        call: unreadable_call(turn),
+        preset: Some(ToolOutput::error(
+            ErrorCode::InvalidParams,
+            "your reply was cut off at the answer's token limit before its JSON object \
+             closed, so no tool was run. Send a shorter reply: fewer calls, shorter \
+             strings.",
+        )),
     }
 }
 
 /// Reads a prompted-mode reply into what it says (the prose as the
 /// assistant's text) and the calls it asks for (or the reason each cannot
 /// run); `cut_at_limit` when the server stopped it at the answer limit,
-/// which is then why an unreadable call object is unreadable.
-fn prompted_turn(raw: &str, turn: u32, cut_at_limit: bool) -> (Vec<AssistantPart>, Vec<Planned>) {
+/// which is then why an unreadable call object is unreadable. The third
+/// value is the reason a reply could not be read.
+fn prompted_turn(
+    raw: &str,
+    turn: u32,
+    cut_at_limit: bool,
+) -> (Vec<AssistantPart>, Vec<Planned>, Option<String>) {
     let reply = parse_reply(raw);
     let mut parts = Vec::new();
     if !reply.message.trim().is_empty() {
@@ -114,22 +148,10 @@ fn prompted_turn(raw: &str, turn: u32, cut_at_limit: bool) -> (Vec<AssistantPart
                 },
             })
             .collect(),
+        ReplyOutcome::Invalid(_) if cut_at_limit => vec![cut_off_reply(turn)],
         ReplyOutcome::Invalid(error) => vec![Planned {
-            call: ToolCall {
-                id: id(0),
-                name: "(unreadable reply)".into(),
-                input: serde_json::Value::Null,
-            },
-            preset: Some(if cut_at_limit {
-                ToolOutput::error(
-                    ErrorCode::InvalidParams,
-                    "your reply was cut off at the answer's token limit before its JSON object \
-                     closed, so no tool was run. Send a shorter reply: fewer calls, shorter \
-                     strings.",
-                )
-            } else {
-                error.to_output()
-            }),
+            call: unreadable_call(turn),
+            preset: Some(error.to_output()),
         }],
     };
     parts.extend(
@@ -137,5 +159,9 @@ fn prompted_turn(raw: &str, turn: u32, cut_at_limit: bool) -> (Vec<AssistantPart
             .iter()
             .map(|p| AssistantPart::ToolCall(p.call.clone())),
     );
-    (parts, planned)
+    let unreadable = match reply.outcome {
+        ReplyOutcome::Invalid(error) => Some(error.reason),
+        _ => None,
+    };
+    (parts, planned, unreadable)
 }

@@ -8,7 +8,7 @@ use satchel_core::ToolSpec;
 use std::fmt::Write as _;
 
 use satchel_llm::{
-    Calibration, ChatRequest, Mode, Section, TokenEstimate, count_tokens, model_info,
+    Calibration, ChatRequest, LimitSource, Mode, Section, TokenEstimate, count_tokens, model_info,
 };
 
 use super::model::calibrated_total;
@@ -21,6 +21,13 @@ use crate::summary::tool_call_line;
 pub struct ContextReport {
     /// The model it would go to.
     pub model: String,
+    /// Where the window's figure came from (configured, the server, the
+    /// table, a guess).
+    pub window_source: LimitSource,
+    /// The largest answer asked for.
+    pub max_output_tokens: Option<u32>,
+    /// Where that limit came from.
+    pub output_source: LimitSource,
     /// Tokens per section, counted on the request's bytes.
     pub estimate: TokenEstimate,
     /// Of the message tokens, those of past turns' `[Tool: ...]` lines.
@@ -57,6 +64,15 @@ impl ContextReport {
             estimate.context_window,
             estimate.total as f64 * 100.0 / window as f64,
             report.threshold * 100.0
+        );
+        let _ = writeln!(
+            text,
+            "  Window: {}. Answers: up to {} tokens ({}).",
+            report.window_source,
+            report
+                .max_output_tokens
+                .map_or_else(|| "no limit".to_owned(), |max| max.to_string()),
+            report.output_source
         );
         match report.calibration {
             Some(calibration) => {
@@ -119,7 +135,7 @@ impl Agent {
     /// (without its user message).
     pub async fn context_report(&mut self) -> Result<ContextReport, AgentError> {
         let snapshot = self.config.current();
-        let provider = self.provider(&snapshot)?;
+        let provider = self.provider(&snapshot).await?;
         self.load_usage_samples(&provider).await?;
         let calibration = self.calibration();
         let registry = self.tools.current();
@@ -169,6 +185,9 @@ impl Agent {
             .sum();
         Ok(ContextReport {
             model: provider.config().model.clone(),
+            window_source: provider.config().window_source.clone(),
+            max_output_tokens: provider.config().max_output_tokens,
+            output_source: provider.config().output_source.clone(),
             estimate: prepared.estimate().clone(),
             tool_summary_tokens,
             messages: history.len(),

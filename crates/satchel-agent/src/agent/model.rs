@@ -25,8 +25,10 @@ use crate::history::Phase;
 use crate::{AgentEvent, EventSink, Snapshot};
 
 impl Agent {
-    /// The provider for `snapshot`, connected again when the config changed.
-    pub(super) fn provider(
+    /// The provider for `snapshot`, connected again when the config changed,
+    /// with the limits its server reports (asked once per endpoint and
+    /// model, see [`satchel_llm::ask_server`]).
+    pub(super) async fn provider(
         &mut self,
         snapshot: &Snapshot,
     ) -> Result<Arc<dyn Provider>, AgentError> {
@@ -41,7 +43,8 @@ impl Agent {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        let provider = satchel_llm::connect(snapshot.llm.resolve(&env)?)?;
+        let config = satchel_llm::ask_server(snapshot.llm.resolve(&env)?).await;
+        let provider = satchel_llm::connect(config)?;
         self.provider = Some((snapshot.generation, provider.clone()));
         self.schema_refused = false;
         self.usage_samples = None;
@@ -74,25 +77,36 @@ impl Agent {
         Calibration::from_pairs(self.usage_samples.as_ref()?.iter().copied())
     }
 
-    /// A turn's request, ready to send; `last` turns go without tools.
+    /// A turn's request, ready to send. A turn with `tools_off` (the
+    /// budget's last, or one that must answer) goes without tools; in
+    /// prompted mode with constrained replies it carries the answer-only
+    /// schema, so its reply is an answer. `max_output` overrides the
+    /// configured output limit for this request.
     pub(super) fn prepare(
         &mut self,
         snapshot: &Snapshot,
         provider: &Arc<dyn Provider>,
         specs: &[ToolSpec],
-        last: bool,
+        tools_off: bool,
+        max_output: Option<u32>,
     ) -> Result<PreparedRequest, AgentError> {
         let prompted = provider.config().tool_mode() == ToolMode::Prompted;
-        let schema = (prompted && !last && self.constrains_replies(provider))
-            .then(|| prompted::reply_schema(specs));
-        let history = self.turn_history(snapshot, provider, specs, last);
+        let schema = (prompted && self.constrains_replies(provider)).then(|| {
+            if tools_off {
+                prompted::reply_schema(&[])
+            } else {
+                prompted::reply_schema(specs)
+            }
+        });
+        let history = self.turn_history(snapshot, provider, specs, tools_off);
         let native_specs = if prompted { &[][..] } else { specs };
         let mut request = ChatRequest::new(&history, native_specs);
         let none = ToolChoice::None;
-        if last && !prompted {
+        if tools_off && !prompted {
             request.tool_choice = &none;
         }
         request.reply_schema = schema.as_ref();
+        request.max_output_tokens = max_output;
         let mode = if provider.config().stream {
             Mode::Stream
         } else {
@@ -102,17 +116,18 @@ impl Agent {
     }
 
     /// The messages of a turn's request as sent: the system prompt (with
-    /// the tools in prompted mode), past statements compact, this one native.
+    /// the tools in prompted mode, or the answer's shape when tools are off
+    /// and replies constrained), past statements compact, this one native.
     pub(super) fn turn_history(
         &mut self,
         snapshot: &Snapshot,
         provider: &Arc<dyn Provider>,
         specs: &[ToolSpec],
-        last: bool,
+        tools_off: bool,
     ) -> Vec<Message> {
         let prompted = provider.config().tool_mode() == ToolMode::Prompted;
-        let constrained = prompted && !last && self.constrains_replies(provider);
-        let system = match (prompted, last) {
+        let constrained = prompted && self.constrains_replies(provider);
+        let system = match (prompted, tools_off) {
             (true, false) if constrained => format!(
                 "{}\n\n{}{}\n",
                 snapshot.agent.system_prompt(),
@@ -123,6 +138,11 @@ impl Agent {
                 "{}\n\n{}",
                 snapshot.agent.system_prompt(),
                 prompted::render_tools(specs)
+            ),
+            (true, true) if constrained => format!(
+                "{}\n\n{}\n",
+                snapshot.agent.system_prompt(),
+                prompted::ANSWER_ONLY_INSTRUCTION
             ),
             _ => snapshot.agent.system_prompt().to_owned(),
         };

@@ -4,7 +4,7 @@
 //!
 //! They run on a task of their own so the loop does not wait for them:
 //! beside the first turn when `sideRequestTiming` says parallel, else
-//! after the first answer has arrived, one at a time, continuing the
+//! after the final answer has arrived, one at a time, continuing the
 //! request just sent (a server's prompt cache serves them). The loop
 //! collects their results when it next looks ([`Agent::apply_side`]); a
 //! statement that failed or was cancelled drops them.
@@ -219,7 +219,10 @@ pub(super) async fn side_request(
         }
     };
     let mut request = ChatRequest::new(&messages, &tools);
-    request.max_output_tokens = Some(kind.max_output_tokens());
+    // Never more than the main answers get (an eighth of a small window):
+    // a summary as long as the statements it replaces would not help.
+    let window_share = provider.config().context_window.div_euclid(8).max(64);
+    request.max_output_tokens = Some(kind.max_output_tokens().min(window_share));
     let prepared = match provider.prepare(&request, Mode::Whole) {
         Ok(prepared) => prepared,
         Err(error) => {

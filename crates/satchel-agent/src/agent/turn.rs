@@ -28,11 +28,15 @@ use satchel_tools::Registry;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::answer::{Answer, Planned, read_answer};
-use super::model::{over_threshold, refuses_reply_schema, stream_answer};
+use super::answer::{Answer, Planned, cut_off_reply, read_answer};
+use super::model::{calibrated_total, over_threshold, refuses_reply_schema, stream_answer};
 use super::recording::stop_reason_name;
 use super::side_requests::{
     SidePlan, SidePrefix, SideResult, side_in_parallel, spawn_side_requests,
+};
+use super::streak::{
+    Adjust, Failure, GIVE_UP_AFTER, Streak, adjustment, give_up_message, input_failure,
+    reply_failure,
 };
 use super::tool_calls::{
     CallSetting, fit_results, native_results, prompted_results, room_for_results, text_trigger,
@@ -50,6 +54,10 @@ const EMPTY_ANSWER_MARK: &str = "[no answer: the model returned neither text nor
 /// Rounds of summarising one request may take before it goes as it is.
 const MAX_COMPACTIONS: usize = 2;
 
+/// The least room a request must leave in the window for its answer;
+/// a request that leaves less is refused before it is sent.
+const MIN_ANSWER_ROOM: u64 = 128;
+
 /// A statement in progress: what its turns share.
 struct Run {
     /// The statement's row.
@@ -62,6 +70,10 @@ struct Run {
     side: Option<JoinHandle<Vec<SideResult>>>,
     /// Whether side requests may go beside a main request.
     parallel: bool,
+    /// The same failure in a row (no loops).
+    streak: Streak,
+    /// What the next turn does differently after a repeated failure.
+    adjust: Adjust,
 }
 
 /// One turn's configuration, provider and tools, fixed as it starts.
@@ -71,6 +83,11 @@ struct Turn {
     max_turns: u32,
     /// The budget's last turn: tools are off.
     last: bool,
+    /// No tools this turn: the last, or one that must answer after the
+    /// same failure twice.
+    tools_off: bool,
+    /// The output limit for this turn, when it is not the configured one.
+    max_output: Option<u32>,
     snapshot: Arc<Snapshot>,
     provider: Arc<dyn Provider>,
     registry: Arc<Registry>,
@@ -105,7 +122,7 @@ impl Agent {
             if number > 1 {
                 self.reload_config(sink);
             }
-            let turn = self.start_turn(number)?;
+            let turn = self.start_turn(number, &run.adjust).await?;
             match self.turn(&mut run, &turn, cancel, sink).await? {
                 After::NextTurn => {}
                 After::Done => break,
@@ -125,7 +142,7 @@ impl Agent {
     ) -> Result<Run, AgentError> {
         self.reload_config(sink);
         let snapshot = self.config.current();
-        let provider = self.provider(&snapshot)?;
+        let provider = self.provider(&snapshot).await?;
         self.load_usage_samples(&provider).await?;
         let conversation_id = self.ensure_conversation().await?.id.clone();
         let statement = self
@@ -179,13 +196,16 @@ impl Agent {
             side_plan,
             side,
             parallel,
+            streak: Streak::default(),
+            adjust: Adjust::None,
         })
     }
 
-    /// The configuration, provider and tools turn `number` runs with.
-    fn start_turn(&mut self, number: u32) -> Result<Turn, AgentError> {
+    /// The configuration, provider and tools turn `number` runs with, as
+    /// `adjust` changes them after a repeated failure.
+    async fn start_turn(&mut self, number: u32, adjust: &Adjust) -> Result<Turn, AgentError> {
         let snapshot = self.config.current();
-        let provider = self.provider(&snapshot)?;
+        let provider = self.provider(&snapshot).await?;
         let max_turns = snapshot.agent.max_turns;
         let registry = self.tools.current();
         let specs = crate::tool_index::offer(
@@ -196,11 +216,24 @@ impl Agent {
             provider.config().encoding,
         )
         .specs;
+        let specs = match adjust {
+            Adjust::OnlyTools(names) => specs
+                .into_iter()
+                .filter(|spec| names.contains(&spec.name))
+                .collect(),
+            _ => specs,
+        };
         let prompted = provider.config().tool_mode() == ToolMode::Prompted;
+        let last = number >= max_turns;
         Ok(Turn {
             number,
             max_turns,
-            last: number >= max_turns,
+            last,
+            tools_off: last || *adjust == Adjust::AnswerOnly,
+            max_output: match adjust {
+                Adjust::MoreOutput(max) => Some(*max),
+                _ => None,
+            },
             snapshot,
             provider,
             registry,
@@ -220,6 +253,13 @@ impl Agent {
         let prepared = self
             .prepare_within_threshold(turn, &run.statement.id, cancel, sink)
             .await?;
+        let prepared = match self.fit_answer_room(turn, prepared)? {
+            Ok(prepared) => prepared,
+            Err(message) => {
+                self.fail_statement(run, &message).await?;
+                return Ok(After::Done);
+            }
+        };
         let estimate = prepared.estimate().clone();
         sink.emit(AgentEvent::TurnStarted {
             turn: turn.number,
@@ -235,7 +275,6 @@ impl Agent {
                 return Ok(After::Done);
             }
         };
-        self.start_side_requests_after_answer(run, turn, cancel);
         if let Some(usage) = response.usage {
             add_usage(&mut run.report.usage, usage);
         }
@@ -243,7 +282,31 @@ impl Agent {
             turn: turn.number,
             usage: response.usage,
         });
-        let mut answer = read_answer(&response, turn.prompted, turn.last, turn.number, sink);
+        let mut answer = read_answer(&response, turn.prompted, turn.tools_off, turn.number, sink);
+        let constrained = turn.prompted && self.constrains_replies(&turn.provider);
+        let failure = reply_failure(&response, &answer, turn.prompted, constrained);
+        if turn.prompted
+            && failure == Some(Failure::CutOff)
+            && answer.calls.is_empty()
+            && !turn.last
+        {
+            // Cut before its JSON closed, yet read as prose: not an answer.
+            // The model is told, and the next turn goes as the streak says.
+            let planned = cut_off_reply(turn.number);
+            answer
+                .parts
+                .retain(|p| !matches!(p, AssistantPart::Text { .. }));
+            answer
+                .parts
+                .push(AssistantPart::ToolCall(planned.call.clone()));
+            answer.calls.push(planned);
+        }
+        if answer.calls.is_empty() {
+            // The final answer is out: the server is free for the side
+            // requests that waited (never between turns, where the next
+            // turn would queue behind them on a one-slot server).
+            self.start_side_requests_after_answer(run, turn, cancel);
+        }
         let text = text_of(&answer.parts);
         let thinking = response.thinking();
         self.log_answer(
@@ -253,6 +316,12 @@ impl Agent {
             &thinking,
         )
         .await?;
+        if let Some(failure) = failure.clone()
+            && run.streak.note(Some(failure)) >= GIVE_UP_AFTER
+        {
+            self.give_up(run, turn, answer).await?;
+            return Ok(After::Done);
+        }
         if answer.calls.is_empty() {
             self.end_without_tools(run, turn, answer, text, &response.stop_reason, sink)
                 .await?;
@@ -268,8 +337,23 @@ impl Agent {
             &response,
             turn.snapshot.agent.context_threshold,
         );
+        let failure = match failure {
+            Some(failure) => Some(failure),
+            None => {
+                let failure = input_failure(&records);
+                run.streak.note(failure.clone());
+                failure
+            }
+        };
         self.send_results_next(run, turn, answer, records, room, sink)
             .await?;
+        if failure.is_some() {
+            if self.after_failure(run, turn, &estimate, sink).await? {
+                return Ok(After::Done);
+            }
+        } else {
+            run.adjust = Adjust::None;
+        }
         if cancel.is_cancelled() {
             run.report.outcome = Outcome::Cancelled;
             self.log(
@@ -297,10 +381,11 @@ impl Agent {
             snapshot,
             provider,
             specs,
-            last,
+            tools_off,
+            max_output,
             ..
         } = turn;
-        let mut prepared = self.prepare(snapshot, provider, specs, *last)?;
+        let mut prepared = self.prepare(snapshot, provider, specs, *tools_off, *max_output)?;
         for _ in 0..MAX_COMPACTIONS {
             if !over_threshold(
                 prepared.estimate(),
@@ -315,9 +400,139 @@ impl Agent {
             {
                 break;
             }
-            prepared = self.prepare(snapshot, provider, specs, *last)?;
+            prepared = self.prepare(snapshot, provider, specs, *tools_off, *max_output)?;
         }
         Ok(prepared)
+    }
+
+    /// `prepared` with its output limit lowered to the room the window has
+    /// left, or the reason it cannot be sent: less than
+    /// [`MIN_ANSWER_ROOM`] would be left for the answer (the server would
+    /// refuse it, or Ollama cut it silently).
+    fn fit_answer_room(
+        &mut self,
+        turn: &Turn,
+        prepared: PreparedRequest,
+    ) -> Result<Result<PreparedRequest, String>, AgentError> {
+        let config = turn.provider.config();
+        let window = u64::from(config.context_window);
+        let prompt = calibrated_total(prepared.estimate(), self.calibration());
+        let room = window.saturating_sub(prompt);
+        if room < MIN_ANSWER_ROOM {
+            return Ok(Err(format!(
+                "the next request would not fit the model's context window: about {prompt} \
+                 tokens of a {window}-token window ({}), even after summarising what could be; \
+                 it was not sent. Start a new conversation, lower `toolResultMaxLength`, or give \
+                 the server a larger context and set `llm.contextWindow` to it.",
+                config.window_source
+            )));
+        }
+        let max_output = turn.max_output.or(config.max_output_tokens);
+        if max_output.is_some_and(|max| u64::from(max) > room) {
+            let room = u32::try_from(room).unwrap_or(u32::MAX);
+            return Ok(Ok(self.prepare(
+                &turn.snapshot,
+                &turn.provider,
+                &turn.specs,
+                turn.tools_off,
+                Some(room),
+            )?));
+        }
+        Ok(Ok(prepared))
+    }
+
+    /// Ends the statement as failed with `message`, logged as its error.
+    async fn fail_statement(&mut self, run: &mut Run, message: &str) -> Result<(), AgentError> {
+        self.log(
+            &run.statement.conversation_id,
+            &run.statement.id,
+            LogKind::Error,
+            message,
+        )
+        .await?;
+        run.report.outcome = Outcome::Failed(message.to_owned());
+        Ok(())
+    }
+
+    /// The same failure came [`GIVE_UP_AFTER`] times in a row: the turn is
+    /// kept (without calls, none of which runs) and the statement fails
+    /// with what happened and what to change.
+    async fn give_up(
+        &mut self,
+        run: &mut Run,
+        turn: &Turn,
+        answer: Answer,
+    ) -> Result<(), AgentError> {
+        let Some(failure) = run.streak.last().cloned() else {
+            return Ok(());
+        };
+        let parts = answer
+            .parts
+            .into_iter()
+            .filter(|p| !matches!(p, AssistantPart::ToolCall(_)))
+            .collect();
+        self.finish_turn(
+            &run.statement.conversation_id,
+            &run.statement.id,
+            turn.number,
+            TurnRecord {
+                assistant: parts,
+                raw_reply: answer.raw_reply,
+                ..TurnRecord::default()
+            },
+        )
+        .await?;
+        let message = give_up_message(&failure, turn.provider.config());
+        self.fail_statement(run, &message).await
+    }
+
+    /// After a turn that failed as the one before may have: the third time
+    /// in a row ends the statement (true); the second changes the next
+    /// turn ([`adjustment`]), and says so.
+    async fn after_failure(
+        &mut self,
+        run: &mut Run,
+        turn: &Turn,
+        estimate: &satchel_llm::TokenEstimate,
+        sink: &dyn EventSink,
+    ) -> Result<bool, AgentError> {
+        let Some(failure) = run.streak.last().cloned() else {
+            return Ok(false);
+        };
+        let config = turn.provider.config();
+        if run.streak.count() >= GIVE_UP_AFTER {
+            let message = give_up_message(&failure, config);
+            self.fail_statement(run, &message).await?;
+            return Ok(true);
+        }
+        if run.streak.count() < 2 {
+            run.adjust = Adjust::None;
+            return Ok(false);
+        }
+        let prompt = calibrated_total(estimate, self.calibration());
+        let room = u64::from(config.context_window).saturating_sub(prompt + MIN_ANSWER_ROOM);
+        run.adjust = adjustment(&failure, config, room);
+        let what = match &failure {
+            Failure::CutOff => "the reply was cut off at the output limit",
+            Failure::Unreadable(_) => "the reply could not be read",
+            Failure::InvalidInput { .. } => "the same tool call was refused as invalid",
+        };
+        let change = match &run.adjust {
+            Adjust::MoreOutput(max) => format!("the next reply may take {max} tokens"),
+            Adjust::AnswerOnly => "the next reply is asked for the answer alone".to_owned(),
+            Adjust::OnlyTools(names) => format!("the next turn offers only {}", names.join(", ")),
+            Adjust::None => "nothing changes".to_owned(),
+        };
+        let note = format!("{what} twice in a row: {change}; a third time ends the statement");
+        sink.emit(AgentEvent::Notice(note.clone()));
+        self.log(
+            &run.statement.conversation_id,
+            &run.statement.id,
+            LogKind::Auxiliary,
+            &note,
+        )
+        .await?;
+        Ok(false)
     }
 
     /// Sends the turn's request and streams the answer, recording the call
@@ -372,7 +587,13 @@ impl Agent {
                 sink.emit(AgentEvent::Notice(note.clone()));
                 self.log(conversation_id, statement_id, LogKind::Auxiliary, &note)
                     .await?;
-                let prepared = self.prepare(&turn.snapshot, provider, &turn.specs, turn.last)?;
+                let prepared = self.prepare(
+                    &turn.snapshot,
+                    provider,
+                    &turn.specs,
+                    turn.tools_off,
+                    turn.max_output,
+                )?;
                 let estimate = prepared.estimate().clone();
                 let started = Instant::now();
                 let result = stream_answer(
@@ -451,10 +672,11 @@ impl Agent {
         Ok(())
     }
 
-    /// The first answer is in: the server is free for the side requests
-    /// that waited, and they run while its tools do (or after the final
-    /// answer). They continue the request just sent, so a server's prompt
-    /// cache serves them and the next turn alike.
+    /// The final answer is in: the server is free for the side requests
+    /// that waited (sequential timing: a local server may have one slot,
+    /// and a turn queued behind them would delay the answer). They
+    /// continue the request just sent, so a server's prompt cache serves
+    /// them.
     fn start_side_requests_after_answer(
         &mut self,
         run: &mut Run,
@@ -465,8 +687,13 @@ impl Agent {
             return;
         };
         let prefix = SidePrefix {
-            messages: self.turn_history(&turn.snapshot, &turn.provider, &turn.specs, turn.last),
-            tools: if turn.prompted || turn.last {
+            messages: self.turn_history(
+                &turn.snapshot,
+                &turn.provider,
+                &turn.specs,
+                turn.tools_off,
+            ),
+            tools: if turn.prompted || turn.tools_off {
                 Vec::new()
             } else {
                 turn.specs.clone()
@@ -526,6 +753,15 @@ impl Agent {
                 "the model's answer was empty: no text and no tool call (stop reason: {})",
                 stop_reason_name(stop_reason)
             );
+            self.log(conversation_id, statement_id, LogKind::Error, &message)
+                .await?;
+            run.report.outcome = Outcome::Failed(message);
+            return Ok(());
+        }
+        if only_asked_for_tools && !turn.last {
+            let message = "the model asked for tools again when it was asked for the answer \
+                           alone, after the same failure twice; nothing more was run"
+                .to_owned();
             self.log(conversation_id, statement_id, LogKind::Error, &message)
                 .await?;
             run.report.outcome = Outcome::Failed(message);

@@ -108,13 +108,20 @@ pub struct FakeModel {
 impl FakeModel {
     /// Starts the server on its own thread and runtime.
     pub fn start(script: Vec<Reply>) -> FakeModel {
+        FakeModel::start_with(script, Router::new())
+    }
+
+    /// Starts the server with `extra` routes beside the chat endpoint (an
+    /// Ollama's `/api/show`, a server's `/props`).
+    pub fn start_with(script: Vec<Reply>, extra: Router) -> FakeModel {
         let inner = Arc::new(Mutex::new(Inner {
             script: script.into(),
             ..Inner::default()
         }));
         let app = Router::new()
             .route("/v1/chat/completions", post(answer))
-            .with_state(inner.clone());
+            .with_state(inner.clone())
+            .merge(extra);
         let addr = serve_on_own_thread(app);
         FakeModel { inner, addr }
     }

@@ -160,12 +160,35 @@ async fn model_endpoint(project: &Host, offline: bool) -> Check {
             );
         }
     };
+    let mut details: Vec<String> = warning.into_iter().collect();
+    let model = if offline {
+        model
+    } else {
+        satchel_llm::ask_server(model).await
+    };
     let mode = format!("{:?}", model.tool_mode()).to_lowercase();
     let summary = format!(
         "{} at {} ({mode} tool calling, {} token window)",
         model.model, model.base_url, model.context_window
     );
-    let mut details: Vec<String> = warning.into_iter().collect();
+    details.push(format!(
+        "window: {} tokens, {}",
+        model.context_window, model.window_source
+    ));
+    details.push(format!(
+        "answers: up to {} tokens, {}",
+        model
+            .max_output_tokens
+            .map_or_else(|| "no limit".to_owned(), |max| max.to_string()),
+        model.output_source
+    ));
+    if let Some(num_ctx) = model.num_ctx {
+        details.push(format!(
+            "Ollama: every request asks for num_ctx {num_ctx}; if the server ignores it \
+             (its OpenAI-compatible endpoint may), start it with OLLAMA_CONTEXT_LENGTH={num_ctx} \
+             or more"
+        ));
+    }
     if offline {
         return check("model", Status::Skip, summary).details(details);
     }
@@ -194,7 +217,10 @@ async fn model_endpoint(project: &Host, offline: bool) -> Check {
         .and_then(reqwest::Response::error_for_status)
     {
         Err(error) => check("model", Status::Fail, format!("{summary}: unreachable"))
-            .details(vec![error.to_string()])
+            .details({
+                details.push(error.to_string());
+                details
+            })
             .fix(
                 "start the model server, or set llm.baseUrl (or OPENAI_BASE_URL) to where it runs",
             ),

@@ -89,7 +89,10 @@ fn a_statement_runs_parallel_tools_with_feedback_and_later_turns_see_summaries()
             Reply::text("All done."),
             Reply::text("Second answer."),
         ],
-        json!({"toolResultMaxLength": 40}),
+        // Side requests beside the first turn, so its results' feedback
+        // has the goal and objective (on a local server they wait for the
+        // final answer).
+        json!({"toolResultMaxLength": 40, "sideRequestTiming": "parallel"}),
     );
     let (first, output) = sandbox.run("list things", None);
     assert!(output.status.success(), "{first}");
@@ -741,8 +744,8 @@ fn an_empty_answer_is_reported_not_printed_as_success() {
 }
 
 /// On a server on this machine (which may serve one request at a time),
-/// side requests never overlap a main request: they go after the first
-/// answer has arrived, while its tools run.
+/// side requests never overlap a main request, nor come between turns
+/// (the next turn would queue behind them): they go after the final answer.
 #[test]
 fn side_requests_wait_for_the_main_answer_on_a_local_server() {
     let sandbox = Sandbox::new(
@@ -757,12 +760,12 @@ fn side_requests_wait_for_the_main_answer_on_a_local_server() {
     assert!(output.status.success(), "{first}");
     assert_eq!(
         sandbox.model.order(),
-        ["main", "side", "side", "side", "main"],
-        "goal, objective and title between the turns"
+        ["main", "main", "side", "side", "side"],
+        "goal, objective and title after the final answer"
     );
-    // They continue the first request (same messages and tools, then the
-    // task), so the server's prompt cache serves them and the next turn.
-    let main = &sandbox.model.main_requests()[0];
+    // They continue the last request (same messages and tools, then the
+    // task), so the server's prompt cache serves them.
+    let main = &sandbox.model.main_requests()[1];
     for side in sandbox.model.side_requests() {
         let sent = messages(main);
         let side_messages = messages(&side);

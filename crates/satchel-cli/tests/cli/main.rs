@@ -22,6 +22,7 @@ mod files;
 mod first_hour;
 mod hostile;
 mod http_abuse;
+mod local_servers;
 mod model_server;
 mod peers;
 mod sandbox;

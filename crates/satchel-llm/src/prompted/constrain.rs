@@ -18,7 +18,14 @@ use serde_json::{Value, json};
 pub const ANSWER_INSTRUCTION: &str = "Every reply is one JSON object: the tool_calls object above, or {\"answer\": \"...\"} \
 with your final answer.";
 
-/// The schema of a reply that either answers or calls `tools`.
+/// The instruction of a request whose reply must be the final answer (the
+/// turn budget's last turn, tools off): the shape [`reply_schema`] of no
+/// tools enforces.
+pub const ANSWER_ONLY_INSTRUCTION: &str = "No tools are available now. Reply with one JSON object, {\"answer\": \"...\"}, \
+holding your final answer from what you have.";
+
+/// The schema of a reply that either answers or calls `tools`; with no
+/// tools, the answer-only schema.
 pub fn reply_schema(tools: &[ToolSpec]) -> Value {
     let answer = json!({
         "type": "object",

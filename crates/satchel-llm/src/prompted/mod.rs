@@ -33,7 +33,7 @@ mod parse;
 mod render;
 mod results;
 
-pub use constrain::{ANSWER_INSTRUCTION, reply_schema};
+pub use constrain::{ANSWER_INSTRUCTION, ANSWER_ONLY_INSTRUCTION, reply_schema};
 pub use parse::{PromptedCall, PromptedReply, ReplyError, ReplyOutcome, parse_reply};
 pub use render::{CALL_INSTRUCTION, INLINE_DEPTH, render_tool, render_tools};
 pub use results::{PromptedResult, format_results};

@@ -74,6 +74,8 @@ async fn a_streamed_request_is_the_documented_body_and_headers() {
                 {"role": "system", "content": "You are a careful assistant."},
                 {"role": "user", "content": "What is in this directory?"},
             ],
+            // No limit configured: an eighth of gpt-4o's window, within its own.
+            "max_tokens": 16000,
             "stream": true,
             "stream_options": {"include_usage": true},
         })

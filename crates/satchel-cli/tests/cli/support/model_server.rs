@@ -1,11 +1,14 @@
-//! A real OpenAI-compatible model server for the tests: llama.cpp's server
-//! from PyPI (`llama-cpp-python[server]`) serving SmolLM2-135M-Instruct on
-//! 127.0.0.1, both installed into `.peers/` by
-//! `scripts/install-model-server.sh` (which `.ci/run` calls). A missing
-//! server or model fails the test with that instruction; nothing skips.
+//! Real OpenAI-compatible model servers for the tests, serving
+//! SmolLM2-135M-Instruct on 127.0.0.1: llama.cpp's server from PyPI
+//! (`llama-cpp-python[server]`, [`ModelServer::start`]) and llama.cpp's own
+//! C++ `llama-server` ([`ModelServer::llama_server`]), all installed into
+//! `.peers/` by `scripts/install-model-server.sh` (which `scripts/test`
+//! calls). A missing server or model fails the test with that instruction;
+//! nothing skips.
 //!
-//! The server serves one request at a time, and a new request interrupts
-//! the one in progress: each test starts its own.
+//! `llama-cpp-python` serves one request at a time, and a new request
+//! interrupts the one in progress; `llama-server` with one slot queues
+//! them. Each test starts its own.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -76,6 +79,47 @@ impl ModelServer {
         server
     }
 
+    /// Starts llama.cpp's own `llama-server` with one slot and a context
+    /// of `context` tokens (its chat template through `--jinja`), and
+    /// waits until it answers.
+    pub fn llama_server(context: u32) -> ModelServer {
+        let binary = installed("llama-server/bin/llama-server");
+        let model = installed("models/smollm2-135m.gguf");
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("server.log");
+        let child = Command::new(binary)
+            .arg("-m")
+            .arg(model)
+            .args([
+                "--jinja",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+            ])
+            .args(["-np", "1", "-c", &context.to_string(), "-t", "1"])
+            .args(["--alias", MODEL])
+            .env("HOME", dir.path())
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(std::fs::File::create(dir.path().join("stderr.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let mut server = ModelServer {
+            child,
+            port,
+            log,
+            _dir: dir,
+        };
+        server.wait_until_ready();
+        server
+    }
+
     fn wait_until_ready(&mut self) {
         let started = Instant::now();
         while started.elapsed() < START_LIMIT {
@@ -98,6 +142,11 @@ impl ModelServer {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         let start = text.len().saturating_sub(2_000);
         text[text.floor_char_boundary(start)..].to_owned()
+    }
+
+    /// The port it listens on (127.0.0.1).
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// The API root to configure (`llm.baseUrl`).
