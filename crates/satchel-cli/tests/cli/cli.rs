@@ -11,23 +11,23 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 /// One isolated place to run `satchel` in.
-struct Sandbox {
-    dir: tempfile::TempDir,
+pub(crate) struct Sandbox {
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Sandbox {
-    fn new() -> Sandbox {
+    pub(crate) fn new() -> Sandbox {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("project/.agents")).unwrap();
         std::fs::create_dir_all(dir.path().join("config")).unwrap();
         Sandbox { dir }
     }
 
-    fn project(&self) -> PathBuf {
+    pub(crate) fn project(&self) -> PathBuf {
         self.dir.path().join("project")
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_satchel"));
         command
             .args(args)
@@ -55,11 +55,11 @@ impl Sandbox {
         command
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         self.command(args).stdin(Stdio::null()).output().unwrap()
     }
 
-    fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
+    pub(crate) fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
         use std::io::Write;
         let mut child = self
             .command(args)
@@ -77,12 +77,12 @@ impl Sandbox {
         child.wait_with_output().unwrap()
     }
 
-    fn write_config(&self, text: &str) {
+    pub(crate) fn write_config(&self, text: &str) {
         std::fs::write(self.project().join(".agents/agent.json"), text).unwrap();
     }
 }
 
-fn stdout_json(output: &Output) -> Value {
+pub(crate) fn stdout_json(output: &Output) -> Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
         panic!(
             "stdout is not JSON ({e}): {}",
@@ -91,7 +91,7 @@ fn stdout_json(output: &Output) -> Value {
     })
 }
 
-fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
@@ -376,7 +376,7 @@ fn send_signal(pid: u32, signal: &str) -> bool {
         .success()
 }
 
-fn install_tool(dir: &Path, file: &str, body: &str) {
+pub(crate) fn install_tool(dir: &Path, file: &str, body: &str) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(dir).unwrap();
     let path = dir.join(file);
@@ -384,7 +384,7 @@ fn install_tool(dir: &Path, file: &str, body: &str) {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-fn reporting_tool(answer: &str) -> String {
+pub(crate) fn reporting_tool(answer: &str) -> String {
     format!(
         "#!/bin/bash\nif [ \"$1\" = --schema ]; then echo '{{\"description\": \"Says where it lives.\", \"inputSchema\": {{\"type\": \"object\"}}}}'; exit 0; fi\necho '{{\"from\": \"{answer}\"}}'\n"
     )
@@ -678,223 +678,6 @@ fn audit_rows_carry_the_policy_decision() {
 }
 
 #[test]
-fn memory_commands_store_recall_list_and_forget() {
-    // No model in this sandbox's data directory: keyword recall, said once.
-    let sandbox = Sandbox::new();
-    let output = sandbox.run(&[
-        "memory",
-        "store",
-        "long",
-        "The user prefers green tea in the morning",
-        "--category",
-        "preference",
-        "--json",
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let stored = stdout_json(&output);
-    assert_eq!(stored["success"], true);
-    assert_eq!(stored["action"], "created");
-    let id = stored["memories"][0]["id"].as_str().unwrap().to_owned();
-    assert_eq!(stored["memories"][0]["category"], "preference");
-
-    // The same text again updates it, and says so.
-    let output = sandbox.run(&[
-        "memory",
-        "store",
-        "long",
-        "the user prefers green tea in the morning",
-        "--json",
-    ]);
-    let again = stdout_json(&output);
-    assert_eq!(again["action"], "updated");
-    assert_eq!(again["memories"][0]["id"], id.as_str());
-    assert!(
-        again["message"]
-            .as_str()
-            .unwrap()
-            .contains("updated instead of adding a copy")
-    );
-
-    let output = sandbox.run(&["memory", "recall", "what tea does the user drink", "--json"]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let recalled = stdout_json(&output);
-    assert_eq!(recalled["memories"][0]["id"], id.as_str());
-    assert!(recalled["memories"][0]["relevance"].as_f64().unwrap() > 0.0);
-    assert!(
-        recalled["notice"]
-            .as_str()
-            .unwrap()
-            .contains("keywords only"),
-        "{recalled}"
-    );
-
-    let output = sandbox.run(&["memory", "recall", "green tea"]);
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(text.starts_with("ID"), "{text}");
-    // Said once, not once by the memory and again by the command.
-    assert_eq!(
-        stderr(&output).matches("keywords only").count(),
-        1,
-        "{}",
-        stderr(&output)
-    );
-    assert!(text.contains("prefers green tea"), "{text}");
-
-    let output = sandbox.run(&["memory", "store", "long", "Ship it", "--category", "goal"]);
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains("belongs to the `mid` layer"),
-        "{}",
-        stderr(&output)
-    );
-
-    let output = sandbox.run(&["memory", "stats", "--json"]);
-    let stats = stdout_json(&output);
-    assert_eq!(stats["total"], 1);
-    assert_eq!(stats["semantic_recall"], false);
-
-    let output = sandbox.run(&["memory", "forget", &id, "--json"]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(stdout_json(&output)["action"], "forgotten");
-    let output = sandbox.run(&["memory", "list", "--json"]);
-    assert_eq!(stdout_json(&output)["memories"], json!([]));
-    let output = sandbox.run(&["memory", "forget", &id]);
-    assert_eq!(output.status.code(), Some(1));
-    assert!(
-        stderr(&output).contains("no memory with id"),
-        "{}",
-        stderr(&output)
-    );
-}
-
-#[test]
-fn the_memory_tool_goes_through_tools_call() {
-    let sandbox = Sandbox::new();
-    let output = sandbox.run(&[
-        "tools",
-        "call",
-        "memory",
-        r#"{"action": "store", "layer": "mid", "content": "Finish the report by Friday", "category": "goal"}"#,
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(stdout_json(&output)["action"], "created");
-    let output = sandbox.run(&["tools", "call", "memory", r#"{"action": "recall"}"#]);
-    assert_eq!(output.status.code(), Some(1));
-    assert_eq!(stdout_json(&output)["error_code"], "INVALID_PARAMS");
-}
-
-#[test]
-fn bench_memory_runs_on_a_small_locomo_file() {
-    let sandbox = Sandbox::new();
-    let dataset = sandbox.dir.path().join("tiny.json");
-    std::fs::write(
-        &dataset,
-        r#"[{"sample_id": "t1", "conversation": {"speaker_a": "Ann", "speaker_b": "Bo",
-            "session_1_date_time": "1:00 pm on 1 June, 2023",
-            "session_1": [
-                {"speaker": "Ann", "dia_id": "D1:1", "text": "I bought a red bicycle yesterday."},
-                {"speaker": "Bo", "dia_id": "D1:2", "text": "Nice! I am learning to bake sourdough bread."},
-                {"speaker": "Ann", "dia_id": "D1:3", "text": "My sister lives in Lisbon now."}]},
-            "qa": [{"question": "What did Ann buy?", "evidence": ["D1:1"], "category": 4},
-                   {"question": "Where does Ann's sister live?", "evidence": ["D:1:3"], "category": 4},
-                   {"question": "no evidence", "category": 5}]}]"#,
-    )
-    .unwrap();
-    let details = sandbox.dir.path().join("details.jsonl");
-    let output = sandbox.run(&[
-        "bench",
-        "memory",
-        "--dataset",
-        dataset.to_str().unwrap(),
-        "--details",
-        details.to_str().unwrap(),
-        "--json",
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let lines: Vec<Value> = std::fs::read_to_string(&details)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    assert_eq!(lines.len(), 2, "one line per question with evidence");
-    assert_eq!(lines[0]["question"], "What did Ann buy?");
-    let found: Vec<&Value> = lines[0]["recalled"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["evidence"] == true)
-        .collect();
-    assert_eq!(found.len(), 1, "{lines:#?}");
-    assert_eq!(found[0]["dia_id"], "D1:1");
-    assert_eq!(
-        found[0]["content"],
-        r#"Ann said, "I bought a red bicycle yesterday.""#
-    );
-    let figures = stdout_json(&output);
-    assert_eq!(figures["memories"], 3);
-    assert_eq!(figures["overall"]["questions"], 2);
-    assert_eq!(figures["overall"]["recall_at_5"], 1.0);
-    assert_eq!(figures["mode"], "keywords only (BM25)");
-    assert!(figures["recall_latency_ms"]["p50"].as_f64().unwrap() > 0.0);
-}
-
-#[test]
-fn bench_memory_times_recall_over_a_synthetic_corpus() {
-    let sandbox = Sandbox::new();
-    // Few enough rows for an exact scan by default: ask for the two-stage
-    // search, so its agreement with the exact one is measured too.
-    let config = sandbox.dir.path().join("config/satchel");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("agent.json"),
-        r#"{"memory": {"recall": {"exactScanLimit": 100}}}"#,
-    )
-    .unwrap();
-    let model = satchel_memory::testing::model_dir();
-    let output = sandbox.run(&[
-        "bench",
-        "memory",
-        "--synthetic",
-        "500",
-        "--queries",
-        "5",
-        "--model-dir",
-        model.to_str().unwrap(),
-        "--json",
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let figures = stdout_json(&output);
-    assert_eq!(figures["memories"], 500);
-    assert_eq!(figures["queries"], 5);
-    // Six pseudo-words and a number, each several word pieces.
-    let tokens = figures["query_tokens_mean"].as_f64().unwrap();
-    assert!((10.0..40.0).contains(&tokens), "{tokens}");
-    let timings = figures["timings"].as_array().unwrap();
-    assert_eq!(timings[0]["what"], "recall (hybrid, as the tool runs it)");
-    for timing in timings {
-        assert!(timing["p50_ms"].as_f64().unwrap() > 0.0, "{timing}");
-    }
-    assert_eq!(figures["recall_uses_two_stage"], true);
-    let kept = figures["recall_top_10_vs_exact_search"].as_f64().unwrap();
-    assert!((0.5..=1.0).contains(&kept), "{kept}");
-
-    let output = sandbox.run(&[
-        "bench",
-        "memory",
-        "--synthetic",
-        "500",
-        "--model-dir",
-        sandbox.dir.path().join("nowhere").to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(2), "a setup error");
-    assert!(
-        stderr(&output).contains("satchel doctor --fix"),
-        "{}",
-        stderr(&output)
-    );
-}
-
-#[test]
 fn code_runs_are_traced_and_summarised() {
     let sandbox = Sandbox::new();
     let run = |code: &str| {
@@ -1005,427 +788,4 @@ fn code_generate_with_the_configured_model() {
             .unwrap()
             .contains("print fizz")
     );
-}
-
-/// Stdout of `mcp serve` carries the protocol and nothing else, even with
-/// every log level on and a broken MCP server configured.
-#[test]
-fn mcp_serve_over_stdio_writes_only_protocol_to_stdout() {
-    use std::io::{BufRead, BufReader, Write};
-    let sandbox = Sandbox::new();
-    sandbox.write_config(r#"{"permissions": {"allow": ["bash"]}}"#);
-    std::fs::write(
-        sandbox.project().join(".agents/mcp.json"),
-        r#"{"mcpServers": {"broken": {"command": "/nonexistent/server"}}}"#,
-    )
-    .unwrap();
-    let mut child = sandbox
-        .command(&["-vvv", "mcp", "serve"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let requests = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": "echo via mcp"}}}),
-    ];
-    for request in &requests {
-        writeln!(stdin, "{request}").unwrap();
-    }
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut answers = Vec::new();
-    while answers.len() < 2 {
-        let line = lines.next().expect("stdout closed early").unwrap();
-        let message: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("stdout line is not JSON-RPC ({e}): {line}"));
-        assert_eq!(message["jsonrpc"], "2.0", "{line}");
-        if message.get("id").is_some() {
-            answers.push(message);
-        }
-    }
-    assert_eq!(answers[0]["result"]["serverInfo"]["name"], "satchel");
-    assert_eq!(
-        answers[1]["result"]["structuredContent"]["stdout"],
-        "via mcp\n"
-    );
-    drop(stdin);
-    let status = child.wait().unwrap();
-    assert!(status.success());
-    for line in lines {
-        let line = line.unwrap();
-        let message: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("stdout line is not JSON-RPC ({e}): {line}"));
-        assert_eq!(message["jsonrpc"], "2.0", "{line}");
-    }
-    let mut log = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut log).unwrap();
-    assert!(log.contains("/nonexistent/server"), "{log}");
-}
-
-/// A tool dropped into `.agents/tools` while `mcp serve` runs reaches the
-/// client as `notifications/tools/list_changed`, then in `tools/list`.
-#[test]
-fn mcp_serve_tells_clients_when_external_tools_change() {
-    use std::io::{BufRead, BufReader, Write};
-    let sandbox = Sandbox::new();
-    sandbox.write_config(r#"{"externalTools": {"watchIntervalMs": 100}}"#);
-    let mut child = sandbox
-        .command(&["mcp", "serve"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let (sender, messages) = std::sync::mpsc::channel::<Value>();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { return };
-            if sender.send(serde_json::from_str(&line).unwrap()).is_err() {
-                return;
-            }
-        }
-    });
-    let next = |what: &dyn Fn(&Value) -> bool| loop {
-        let message = messages
-            .recv_timeout(Duration::from_secs(30))
-            .expect("no message from satchel");
-        if what(&message) {
-            return message;
-        }
-    };
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}});
-    writeln!(stdin, "{initialize}").unwrap();
-    next(&|m| m["id"] == 1);
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    )
-    .unwrap();
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-    )
-    .unwrap();
-    let listed = next(&|m| m["id"] == 2);
-    let names: Vec<&str> = listed["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        names,
-        [
-            "bash",
-            "code",
-            "conversation",
-            "edit",
-            "fetch",
-            "glob",
-            "grep",
-            "memory",
-            "read",
-            "search",
-            "write"
-        ]
-    );
-
-    install_tool(
-        &sandbox.project().join(".agents/tools"),
-        "fresh",
-        &reporting_tool("project"),
-    );
-    next(&|m| m["method"] == "notifications/tools/list_changed");
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
-    )
-    .unwrap();
-    let listed = next(&|m| m["id"] == 3);
-    let names: Vec<&str> = listed["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        names,
-        [
-            "bash",
-            "code",
-            "conversation",
-            "edit",
-            "fetch",
-            "fresh",
-            "glob",
-            "grep",
-            "memory",
-            "read",
-            "search",
-            "write"
-        ]
-    );
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
-}
-
-#[test]
-fn mcp_calls_are_on_the_audit_trail() {
-    use std::io::{BufRead, BufReader, Write};
-    let sandbox = Sandbox::new();
-    // Nobody can consent over MCP: bash runs because a rule allows it.
-    sandbox.write_config(r#"{"permissions": {"allow": ["bash(echo *)"]}}"#);
-    let mut child = sandbox
-        .command(&["mcp", "serve"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut answer_to = |id: u64| loop {
-        let message: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
-        if message["id"] == id {
-            return message;
-        }
-    };
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}});
-    writeln!(stdin, "{initialize}").unwrap();
-    answer_to(1);
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    )
-    .unwrap();
-    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": "echo audited"}}});
-    writeln!(stdin, "{call}").unwrap();
-    let result = answer_to(2);
-    assert_eq!(
-        result["result"]["structuredContent"]["stdout"], "audited\n",
-        "{result}"
-    );
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
-
-    let rows = stdout_json(&sandbox.run(&["audit", "--json"]));
-    let row = &rows.as_array().unwrap()[0];
-    assert_eq!(
-        (row["source"].as_str(), row["tool"].as_str()),
-        (Some("mcp"), Some("bash"))
-    );
-    assert_eq!(row["input"]["command"], "echo audited");
-    assert_eq!(
-        row["decision"], "allow by allow rule `bash(echo *)`",
-        "{row}"
-    );
-}
-
-#[test]
-fn tools_prompt_shows_the_compact_text_with_its_token_count() {
-    let sandbox = Sandbox::new();
-    // gemma3 has no native tool calling, so `auto` means prompted.
-    sandbox.write_config(r#"{"llm": {"model": "gemma3:27b"}}"#);
-    let output = sandbox.run(&["tools", "prompt"]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let text = String::from_utf8(output.stdout).unwrap();
-    assert!(text.starts_with("## Tools\n\n### bash\n"), "{text}");
-    assert!(
-        text.contains("- `command` (string, required): The bash command to execute\n"),
-        "{text}"
-    );
-    assert!(text.contains("### search\n"), "{text}");
-    assert!(
-        text.contains("\"tool_calls\": [{\"tool\": \"NAME\""),
-        "{text}"
-    );
-    // The local Ollama (the default endpoint) takes a `json_schema`.
-    assert!(
-        text.contains("\nReplies constrained to the reply schema (")
-            && text
-                .contains("sent as response_format json_schema; `llm.constrainedReplies: auto`)"),
-        "{text}"
-    );
-    assert!(
-        text.contains(r#"or {"answer": "..."} with your final answer."#),
-        "{text}"
-    );
-    let last = text.lines().last().unwrap();
-    assert!(
-        last.contains("tokens for 11 tools")
-            && last.contains("prompted for gemma3:27b (openai), counted with cl100k_base"),
-        "{last}"
-    );
-
-    // --json carries the same text and the count of exactly that text.
-    let value = stdout_json(&sandbox.run(&["tools", "prompt", "--json"]));
-    assert_eq!(value["format"], "prompted");
-    assert_eq!(value["encoding"], "cl100k_base");
-    assert_eq!(
-        value["tools"],
-        json!([
-            "bash",
-            "code",
-            "conversation",
-            "edit",
-            "fetch",
-            "glob",
-            "grep",
-            "memory",
-            "read",
-            "search",
-            "write"
-        ])
-    );
-    let tokens = value["tokens"].as_u64().unwrap();
-    assert!(
-        last.starts_with(&format!("{tokens} tokens")),
-        "{last} vs {tokens}"
-    );
-    assert!(text.starts_with(value["text"].as_str().unwrap().trim_end()));
-    assert_eq!(value["constrained_replies"]["format"], "jsonSchema");
-    assert!(
-        value["constrained_replies"]["schema_bytes"]
-            .as_u64()
-            .unwrap()
-            > 1_000
-    );
-
-    sandbox.write_config(r#"{"llm": {"model": "gemma3:27b", "constrainedReplies": "off"}}"#);
-    let value = stdout_json(&sandbox.run(&["tools", "prompt", "--json"]));
-    assert_eq!(value["constrained_replies"], Value::Null);
-    assert!(!value["text"].as_str().unwrap().contains(r#"{"answer""#));
-}
-
-#[test]
-fn tools_prompt_native_is_the_providers_tool_json() {
-    let sandbox = Sandbox::new();
-    // An Anthropic model without a key: nothing is sent, so nothing is missing.
-    sandbox.write_config(r#"{"llm": {"model": "claude-sonnet-4-5", "toolCalling": "auto"}}"#);
-    let value = stdout_json(&sandbox.run(&["tools", "prompt", "--json"]));
-    assert_eq!(value["format"], "native");
-    assert_eq!(value["provider"], "anthropic");
-    let tools: Value = serde_json::from_str(value["text"].as_str().unwrap()).unwrap();
-    assert_eq!(tools[0]["name"], "bash");
-    assert_eq!(tools[0]["input_schema"]["required"], json!(["command"]));
-
-    // The OpenAI shape, and an explicit --format over the configured mode.
-    sandbox.write_config(
-        r#"{"llm": {"baseUrl": "http://127.0.0.1:9/v1", "model": "qwen3:8b", "toolCalling": "prompted"}}"#,
-    );
-    let value = stdout_json(&sandbox.run(&["tools", "prompt", "--format", "native", "--json"]));
-    assert_eq!(value["format"], "native");
-    let tools: Value = serde_json::from_str(value["text"].as_str().unwrap()).unwrap();
-    assert_eq!(tools[0]["type"], "function");
-    assert_eq!(tools[0]["function"]["name"], "bash");
-    let value = stdout_json(&sandbox.run(&["tools", "prompt", "--json"]));
-    assert_eq!(
-        value["format"], "prompted",
-        "toolCalling: prompted is honoured"
-    );
-}
-
-#[test]
-fn tools_prompt_includes_external_tools_unless_builtin() {
-    let sandbox = Sandbox::new();
-    let tools = sandbox.project().join(".agents/tools");
-    std::fs::create_dir_all(&tools).unwrap();
-    let script = tools.join("greet");
-    std::fs::write(
-        &script,
-        "#!/bin/sh\nif [ \"$1\" = --schema ]; then echo '{\"name\": \"greet\", \"description\": \"Say hello.\", \"inputSchema\": {\"type\": \"object\", \"properties\": {\"who\": {\"type\": \"string\"}}, \"required\": [\"who\"]}}'; exit 0; fi\necho '{}'\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-
-    let value = stdout_json(&sandbox.run(&["tools", "prompt", "--format", "prompted", "--json"]));
-    assert_eq!(
-        value["tools"],
-        json!([
-            "bash",
-            "code",
-            "conversation",
-            "edit",
-            "fetch",
-            "glob",
-            "greet",
-            "grep",
-            "memory",
-            "read",
-            "search",
-            "write"
-        ])
-    );
-    assert!(
-        value["text"]
-            .as_str()
-            .unwrap()
-            .contains("### greet\nSay hello.\nParameters:\n- `who` (string, required)\n")
-    );
-    let value = stdout_json(&sandbox.run(&["tools", "prompt", "--builtin", "--json"]));
-    assert_eq!(
-        value["tools"],
-        json!([
-            "bash",
-            "code",
-            "conversation",
-            "memory",
-            "search",
-            "read",
-            "write",
-            "edit",
-            "glob",
-            "grep",
-            "fetch"
-        ])
-    );
-}
-
-/// The issue's benchmark as a regression guard: the compact form of the
-/// built-in tools is no longer than either native form. (Its 150-per-tool
-/// target is printed, not asserted: the built-in descriptions alone take
-/// about 80 tokens per tool.)
-#[test]
-fn tools_prompt_compare_prints_the_table() {
-    let sandbox = Sandbox::new();
-    let output = sandbox.run(&["tools", "prompt", "--compare", "--builtin"]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let table = String::from_utf8(output.stdout).unwrap();
-    for label in [
-        "11 tools: bash, code, conversation, memory, search, read, write, edit, glob, grep, fetch",
-        "prompted, compact (with instruction)",
-        "native, OpenAI tools JSON",
-        "native, Anthropic tools JSON",
-        "prose description",
-        "target: compact within 150 tokens per tool",
-    ] {
-        assert!(table.contains(label), "{label} missing:\n{table}");
-    }
-
-    let value = stdout_json(&sandbox.run(&["tools", "prompt", "--compare", "--builtin", "--json"]));
-    let tokens = |form: &str| {
-        value["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|row| row["form"] == form)
-            .unwrap()["tokens"]["cl100k_base"]
-            .as_u64()
-            .unwrap()
-    };
-    let compact = tokens("prompted");
-    assert!(tokens("prompted_tools_only") < compact);
-    assert!(compact <= tokens("native_openai"), "{value:#}");
-    assert!(compact <= tokens("native_anthropic"), "{value:#}");
-    assert!(compact < tokens("prose"), "{value:#}");
 }
