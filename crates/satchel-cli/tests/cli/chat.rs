@@ -15,6 +15,9 @@ fn config(model: &FakeModel, tool_result_max_length: u32) -> String {
         "llm": {"provider": "openai", "baseUrl": model.base_url(), "model": "gpt-4o", "maxRetries": 0},
         "permissions": {"allow": ["bash"], "ask": ["bash(rm *)"]},
         "toolResultMaxLength": tool_result_max_length,
+        // Side requests beside the first turn, as for a hosted API: the
+        // history below lists them before the answer.
+        "sideRequestTiming": "parallel",
     })
     .to_string()
 }

@@ -151,7 +151,9 @@ fn forward(client: TcpStream, upstream: u16, kept: &Mutex<Vec<(String, Value)>>)
 #[test]
 fn the_window_is_read_from_llama_server_and_a_configured_one_wins() {
     let server = ModelServer::llama_server(8192);
-    let asked = project(&server.base_url(), json!({}));
+    // Two turns at most: the statement below is about the window, and a
+    // small model that keeps calling tools would otherwise take minutes.
+    let asked = project(&server.base_url(), json!({"maxTurns": 2}));
     let check = doctor_model(&asked);
     let details = check["details"].to_string();
     assert!(
