@@ -189,8 +189,9 @@ fn the_window_is_read_from_llama_server_and_a_configured_one_wins() {
     // Every request of a statement is counted against the server's window,
     // and `satchel context` says where the figure came from.
     let (transcript, output) = asked.run("say hello", None);
+    // Answered, failed, or out of its two turns: the window is the point.
     assert!(
-        output.status.code().is_some_and(|c| c == 0 || c == 1),
+        output.status.code().is_some_and(|c| matches!(c, 0 | 1 | 3)),
         "{}",
         stderr(&output)
     );
