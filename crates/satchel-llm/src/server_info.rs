@@ -197,12 +197,25 @@ async fn json(request: reqwest::RequestBuilder) -> Option<Value> {
     body(request.send().await.ok()?).await
 }
 
-/// The JSON body of `response`, when it succeeded.
-async fn body(response: reqwest::Response) -> Option<Value> {
+/// Largest answer read from a probe: a model listing or llama.cpp's
+/// `/props` (with its chat template) is tens of KB; a larger one is not
+/// read to its end.
+const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+
+/// The JSON body of `response`, when it succeeded and fits
+/// [`MAX_ANSWER_BYTES`].
+async fn body(mut response: reqwest::Response) -> Option<Value> {
     if !response.status().is_success() {
         return None;
     }
-    response.json::<Value>().await.ok()
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.ok()? {
+        if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return None;
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    serde_json::from_slice(&bytes).ok()
 }
 
 /// The server's root: the base URL without its `/v1`.
