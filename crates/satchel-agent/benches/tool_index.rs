@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use satchel_agent::tool_index::{IndexConfig, offer};
+use satchel_core::edit_forms::EditForm;
 use satchel_core::{Message, ToolOutput, ToolResults, ToolSpec};
 use satchel_llm::{ChatRequest, LlmConfig, Mode, ProviderKind, Section, connect};
 use satchel_tools::{Registry, Tool, ToolContext, ToolError, ToolSource};
@@ -224,7 +225,14 @@ fn main() {
         ];
         let mut whole_tokens = 0;
         for (label, index, loaded) in cases {
-            let offered = offer(&registry, &index, &loaded, window, encoding);
+            let offered = offer(
+                &registry,
+                &index,
+                &loaded,
+                window,
+                encoding,
+                EditForm::Satchel,
+            );
             let request = ChatRequest::new(&history, &offered.specs);
             let prepared = provider.prepare(&request, Mode::Stream).unwrap();
             let estimate = prepared.estimate();
@@ -233,7 +241,14 @@ fn main() {
                 whole_tokens = tools;
             }
             let offer_time = p50(|| {
-                black_box(offer(&registry, &index, &loaded, window, encoding));
+                black_box(offer(
+                    &registry,
+                    &index,
+                    &loaded,
+                    window,
+                    encoding,
+                    EditForm::Satchel,
+                ));
             });
             let build_time = p50(|| {
                 black_box(provider.prepare(&request, Mode::Stream).unwrap());

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeSet;
 
+use satchel_core::edit_forms::EditForm;
 use satchel_core::{ErrorCode, ToolAnnotations, ToolOutput, ToolResults, ToolSpec};
 use satchel_llm::{Encoding, count_tokens};
 use satchel_tools::{Registry, ToolSource};
@@ -62,17 +63,23 @@ fn indexable(source: &ToolSource, config: &IndexConfig) -> bool {
         if group == MCP_GROUP && !config.always_load.iter().any(|server| server == origin))
 }
 
-/// The tools to send: everything, or the index and what was loaded.
+/// The tools to send: everything, or the index and what was loaded; of
+/// the editing tools, only those of `edit_form`.
 pub fn offer(
     registry: &Registry,
     config: &IndexConfig,
     loaded: &BTreeSet<String>,
     context_window: u32,
     encoding: Encoding,
+    edit_form: EditForm,
 ) -> Offer {
     let mut whole = Vec::new();
     let mut held = Vec::new();
-    for tool in registry.names().filter_map(|name| registry.get(name)) {
+    for tool in registry
+        .names()
+        .filter(|name| edit_form.offers(name))
+        .filter_map(|name| registry.get(name))
+    {
         if indexable(&tool.source(), config) {
             held.push(tool.spec());
         } else {
@@ -86,7 +93,11 @@ pub fn offer(
     let budget = config.share.clamp(0.0, 1.0) * f64::from(context_window);
     if held.is_empty() || (cost as f64) <= budget {
         return Offer {
-            specs: registry.specs().cloned().collect(),
+            specs: registry
+                .specs()
+                .filter(|spec| edit_form.offers(&spec.name))
+                .cloned()
+                .collect(),
             indexed: 0,
         };
     }
@@ -320,6 +331,7 @@ mod tests {
             &loaded,
             10_000_000,
             Encoding::O200k,
+            EditForm::Satchel,
         );
         assert_eq!(all.indexed, 0);
         assert_eq!(all.specs.len(), registry.len());
@@ -330,6 +342,7 @@ mod tests {
             &loaded,
             8_192,
             Encoding::O200k,
+            EditForm::Satchel,
         );
         assert_eq!(small.indexed, 42);
         assert_eq!(names(&small), ["bash", TOOL_SEARCH]);
@@ -349,7 +362,14 @@ mod tests {
             always_load: vec!["notes".into()],
         };
         let loaded: BTreeSet<String> = ["github__tool_03".to_owned()].into();
-        let offered = offer(&registry, &config, &loaded, 8_192, Encoding::O200k);
+        let offered = offer(
+            &registry,
+            &config,
+            &loaded,
+            8_192,
+            Encoding::O200k,
+            EditForm::Satchel,
+        );
         assert_eq!(offered.indexed, 39);
         let mut offered_names = names(&offered);
         offered_names.sort_unstable();

@@ -63,6 +63,12 @@ pub fn builtin_tools(deps: &BuiltinDeps) -> Vec<Arc<dyn Tool>> {
         Arc::new(files::read::ReadTool::new(deps.file_stamps.clone())),
         Arc::new(files::write::WriteTool::new(deps.file_stamps.clone())),
         Arc::new(files::edit::EditTool::new(deps.file_stamps.clone())),
+        Arc::new(files::native::text_editor::TextEditorTool::new(
+            deps.file_stamps.clone(),
+        )),
+        Arc::new(files::native::apply_patch::ApplyPatchTool::new(
+            deps.file_stamps.clone(),
+        )),
         Arc::new(files::glob::GlobTool::new()),
         Arc::new(files::grep::GrepTool::new()),
         Arc::new(fetch::FetchTool::new()),

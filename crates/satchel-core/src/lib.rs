@@ -10,6 +10,7 @@
 //! `outputSchema`, `annotations`, `readOnlyHint`...) so that a spec can be
 //! served over MCP unchanged.
 
+pub mod edit_forms;
 mod error_code;
 mod message;
 mod output;

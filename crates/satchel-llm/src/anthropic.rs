@@ -19,6 +19,7 @@
 use std::sync::Arc;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use satchel_core::edit_forms::{TEXT_EDITOR, TEXT_EDITOR_TOKENS, TEXT_EDITOR_TYPE};
 use satchel_core::portable::{SchemaConsumer, schema_for};
 use satchel_core::{AssistantPart, Content, Message, ToolResult, ToolResults, ToolSpec};
 use serde::{Deserialize, Serialize};
@@ -184,11 +185,25 @@ impl Provider for AnthropicProvider {
 /// The `tools` array: name, description and input schema per tool, each
 /// schema in the form the Messages API accepts (no combinator at its root:
 /// one such tool would fail the whole request). A tool with no such form
-/// is left out; it was named in a warning when it was imported.
+/// is left out; it was named in a warning when it was imported. The text
+/// editor is declared by its type, as Claude models are trained on it.
 pub(crate) fn write_tools(w: &mut BodyWriter, tools: &[ToolSpec]) -> Result<(), LlmError> {
     w.raw("[");
     let mut first = true;
     for tool in tools {
+        if tool.name == TEXT_EDITOR {
+            if !first {
+                w.enter(Section::Framing);
+                w.raw(",");
+            }
+            first = false;
+            w.enter(Section::Tools);
+            w.declared(
+                &serde_json::json!({"type": TEXT_EDITOR_TYPE, "name": TEXT_EDITOR}),
+                TEXT_EDITOR_TOKENS,
+            )?;
+            continue;
+        }
         let input_schema = match schema_for(&tool.input_schema, SchemaConsumer::Anthropic) {
             Ok(schema) => schema,
             Err(why) => {

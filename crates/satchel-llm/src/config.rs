@@ -199,6 +199,9 @@ pub struct LlmConfig {
     /// Whether main turns stream (default true); `false` asks for whole
     /// answers, for servers whose streaming is broken.
     pub stream: Option<bool>,
+    /// `auto` (the default), `satchel` or `native`: see
+    /// [`EditToolSetting`](crate::EditToolSetting).
+    pub edit_tool: Option<crate::EditToolSetting>,
 }
 
 /// An API key read from the environment; never printed.
@@ -305,6 +308,8 @@ pub struct ModelConfig {
     pub reply_format: Option<ReplyFormat>,
     /// See [`LlmConfig::stream`].
     pub stream: bool,
+    /// As configured; [`ModelConfig::edit_form`] decides `auto`.
+    pub edit_tool: crate::EditToolSetting,
 }
 
 impl ModelConfig {
@@ -547,6 +552,7 @@ impl LlmConfig {
             constrained_replies: self.constrained_replies.unwrap_or_default(),
             reply_format: self.reply_format,
             stream: self.stream.unwrap_or(true),
+            edit_tool: self.edit_tool.unwrap_or_default(),
         })
     }
 }

@@ -48,6 +48,7 @@ mod calibrate;
 mod config;
 mod connect;
 mod count_cache;
+mod edit_tool;
 mod error;
 mod http;
 mod limits;
@@ -70,6 +71,7 @@ pub use config::{
     ReplyFormat, RetryPolicy, ToolCalling, ToolMode,
 };
 pub use connect::{connect, native_tools_json, schema_consumer};
+pub use edit_tool::EditToolSetting;
 pub use error::LlmError;
 pub use http::{EventStream, collect};
 pub use limits::{LimitSource, derived_output_limit};

@@ -211,6 +211,21 @@ impl BodyWriter {
         Ok(())
     }
 
+    /// Writes `value` (a server-defined tool's declaration) as JSON that
+    /// the estimate counts as the `tokens` the API adds for it.
+    pub(crate) fn declared<T: Serialize + ?Sized>(
+        &mut self,
+        value: &T,
+        tokens: u64,
+    ) -> Result<(), LlmError> {
+        let section = self.section;
+        self.spans
+            .mark(self.buf.len(), Span::Declared(section, tokens));
+        self.json(value)?;
+        self.spans.mark(self.buf.len(), Span::Text(section));
+        Ok(())
+    }
+
     /// What was written, as text (everything written is UTF-8 JSON).
     pub(crate) fn into_text(self) -> String {
         String::from_utf8_lossy(&self.buf).into_owned()

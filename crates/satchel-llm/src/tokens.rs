@@ -359,6 +359,10 @@ pub(crate) enum Span {
     Text(Section),
     /// Base64 image data inside a section.
     Image(Section),
+    /// A declaration the API expands into a fixed number of tokens of its
+    /// own (a server-defined tool such as Anthropic's text editor): those
+    /// tokens are counted instead of the bytes.
+    Declared(Section, u64),
 }
 
 impl Spans {
@@ -472,13 +476,23 @@ fn count(
     let mut next_checkpoint = resume_at + count_cache::CHECKPOINT_EVERY;
     let mut i = 0;
     while i < segments.len() {
-        if let Span::Image(section) = segments[i].2 {
-            if segments[i].0 >= resume_at {
-                images += 1;
-                *sections.slot(section) += IMAGE_TOKENS;
+        match segments[i].2 {
+            Span::Image(section) => {
+                if segments[i].0 >= resume_at {
+                    images += 1;
+                    *sections.slot(section) += IMAGE_TOKENS;
+                }
+                i += 1;
+                continue;
             }
-            i += 1;
-            continue;
+            Span::Declared(section, tokens) => {
+                if segments[i].0 >= resume_at {
+                    *sections.slot(section) += tokens;
+                }
+                i += 1;
+                continue;
+            }
+            Span::Text(_) => {}
         }
         // A run of text segments is split as one region, so that pieces
         // are exactly those of the whole body.

@@ -340,8 +340,11 @@ impl ServerHandler for SatchelServer {
     ) -> Result<ListToolsResult, ErrorData> {
         let registry = self.inner.live.current();
         let form = served_schema(&context);
+        // The editing tools' model-native forms are for Satchel's own
+        // requests; an MCP client gets `edit` and `write`.
         let tools = registry
             .specs()
+            .filter(|spec| !satchel_core::edit_forms::is_native_form(&spec.name))
             .filter_map(|spec| match to_mcp_tool(spec, form) {
                 Ok(tool) => Some(tool),
                 Err(why) => {

@@ -77,7 +77,16 @@ pub struct Resources {
 }
 
 /// Built-in tools whose resources are known exactly from their input.
-const EXACT: &[&str] = &["read", "write", "edit", "glob", "grep", "fetch"];
+const EXACT: &[&str] = &[
+    "read",
+    "write",
+    "edit",
+    "glob",
+    "grep",
+    "fetch",
+    satchel_core::edit_forms::TEXT_EDITOR,
+    satchel_core::edit_forms::APPLY_PATCH,
+];
 
 /// Argument names whose value is a file path.
 const PATH_KEYS: &[&str] = &["path", "file", "file_path", "filename", "paths", "files"];
@@ -189,6 +198,18 @@ impl Resources {
                     self.read.insert(path);
                 } else {
                     self.modified.insert(path);
+                }
+            }
+            name if satchel_core::edit_forms::is_native_form(name) => {
+                let pairs = satchel_core::edit_forms::native_equivalents(name, &call.input)
+                    .unwrap_or_default();
+                for (as_tool, path) in pairs {
+                    let path = normalise(self.project.as_deref(), &path);
+                    if as_tool == "read" {
+                        self.read.insert(path);
+                    } else {
+                        self.modified.insert(path);
+                    }
                 }
             }
             "fetch" => {

@@ -150,6 +150,7 @@ impl Agent {
             &conversation.loaded_tools,
             provider.config().context_window,
             provider.config().encoding,
+            provider.config().edit_form(),
         )
         .specs;
         let history = conversation.transcript.history(

@@ -214,6 +214,7 @@ impl Agent {
             &self.conversation_mut().loaded_tools,
             provider.config().context_window,
             provider.config().encoding,
+            provider.config().edit_form(),
         )
         .specs;
         let specs = match adjust {

@@ -1,5 +1,5 @@
 //! The file tools: `read`, `write`, `edit`, `glob` and `grep`, one module
-//! each, over one resolver of paths against the sandbox's writable roots
+//! each (and `edit`'s model-native forms in [`native`]), over one resolver of paths against the sandbox's writable roots
 //! ([`paths`]), one atomic writer ([`atomic`]) and the stale-file rule
 //! shared by `read`, `write` and `edit` ([`stamps`]).
 //!
@@ -11,6 +11,7 @@ pub(crate) mod atomic;
 pub mod edit;
 pub mod glob;
 pub mod grep;
+pub mod native;
 pub(crate) mod paths;
 pub mod read;
 pub(crate) mod stamps;

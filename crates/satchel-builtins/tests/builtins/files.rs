@@ -16,7 +16,7 @@ use satchel_tools::{Registry, ToolContext, ToolsConfig};
 use serde_json::{Value, json};
 
 /// A project directory beside an `outside` one, and the tools.
-struct Files {
+pub(crate) struct Files {
     _dir: tempfile::TempDir,
     project: PathBuf,
     outside: PathBuf,
@@ -24,7 +24,7 @@ struct Files {
 }
 
 impl Files {
-    fn new() -> Files {
+    pub(crate) fn new() -> Files {
         let dir = tempfile::tempdir().unwrap();
         let project = dir.path().join("project");
         let outside = dir.path().join("outside");
@@ -42,11 +42,11 @@ impl Files {
         }
     }
 
-    fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.project.join(name)
     }
 
-    fn ctx(&self, confinement: Confinement, conversation: Option<&str>) -> ToolContext {
+    pub(crate) fn ctx(&self, confinement: Confinement, conversation: Option<&str>) -> ToolContext {
         let mut ctx = ToolContext::standalone(
             "call",
             self.project.clone(),
@@ -58,7 +58,7 @@ impl Files {
         ctx
     }
 
-    async fn call_in(&self, ctx: &ToolContext, name: &str, input: Value) -> ToolOutput {
+    pub(crate) async fn call_in(&self, ctx: &ToolContext, name: &str, input: Value) -> ToolOutput {
         let call = ToolCall {
             id: "call".into(),
             name: name.into(),
@@ -68,17 +68,17 @@ impl Files {
     }
 
     /// A call in conversation `c1`, in the `workspace` mode.
-    async fn call(&self, name: &str, input: Value) -> ToolOutput {
+    pub(crate) async fn call(&self, name: &str, input: Value) -> ToolOutput {
         self.call_in(&self.ctx(Confinement::Workspace, Some("c1")), name, input)
             .await
     }
 }
 
-fn text(output: &ToolOutput) -> String {
+pub(crate) fn text(output: &ToolOutput) -> String {
     output.results.to_text()
 }
 
-fn error(output: &ToolOutput) -> String {
+pub(crate) fn error(output: &ToolOutput) -> String {
     assert!(output.is_error, "expected an error: {output:?}");
     output.results.structured().unwrap()["error"]
         .as_str()
@@ -86,7 +86,7 @@ fn error(output: &ToolOutput) -> String {
         .to_owned()
 }
 
-fn mode(path: &Path) -> u32 {
+pub(crate) fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
 

@@ -12,5 +12,6 @@ mod conversation;
 mod fetch;
 mod files;
 mod memory;
+mod native_edits;
 mod policy;
 mod search;

@@ -7,6 +7,7 @@ mod config;
 mod context;
 mod db;
 mod doctor;
+mod edit_costs;
 pub(crate) mod fetch;
 mod log;
 mod mcp;

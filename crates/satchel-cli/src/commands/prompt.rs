@@ -10,14 +10,16 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use satchel_core::ToolSpec;
+use satchel_core::edit_forms::is_native_form;
 use satchel_core::portable::SchemaConsumer;
 use satchel_llm::prompted::{ANSWER_INSTRUCTION, CALL_INSTRUCTION, render_tools, reply_schema};
 use satchel_llm::{
-    ConstrainedReplies, Encoding, LlmConfig, LlmError, ModelConfig, ProviderKind, ReplyFormat,
-    ToolMode, count_tokens, native_tools_json, schema_consumer,
+    ConstrainedReplies, EditToolSetting, Encoding, LlmConfig, LlmError, ModelConfig, ProviderKind,
+    ReplyFormat, ToolMode, count_tokens, native_tools_json, schema_consumer,
 };
 use serde_json::{Value, json};
 
+use super::edit_costs::{self, edit_costs};
 use crate::cli::{PromptArgs, PromptFormat};
 use satchel_host::{Host, read_settings};
 
@@ -28,21 +30,51 @@ pub(crate) fn run(
     project: &Host,
 ) -> anyhow::Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
+    let all = tools;
     if args.compare {
-        let rows = compare(tools);
+        // The table compares Satchel's own forms; the editing tools'
+        // native forms are counted apart, below it.
+        let tools: Vec<ToolSpec> = all
+            .iter()
+            .filter(|spec| !is_native_form(&spec.name))
+            .cloned()
+            .collect();
+        let rows = compare(&tools);
+        let costs = ENCODINGS.map(|encoding| edit_costs(all, SchemaConsumer::OpenAi, encoding));
         if args.json {
+            let mut value = comparison_json(&tools, &rows);
+            value["edit_forms"] = json!({
+                ENCODINGS[0].as_str(): edit_costs::to_json(&costs[0]),
+                ENCODINGS[1].as_str(): edit_costs::to_json(&costs[1]),
+            });
+            writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
+        } else {
+            write!(stdout, "{}", comparison_table(&tools, &rows))?;
             writeln!(
                 stdout,
-                "{}",
-                serde_json::to_string_pretty(&comparison_json(tools, &rows))?
+                "editing tools, each form (OpenAI tools JSON; the text editor is Anthropic's figure):"
             )?;
-        } else {
-            write!(stdout, "{}", comparison_table(tools, &rows))?;
+            for (encoding, costs) in ENCODINGS.iter().zip(&costs) {
+                let parts: Vec<String> = costs
+                    .iter()
+                    .map(|cost| format!("{} {}", cost.form.as_str(), cost.tokens))
+                    .collect();
+                writeln!(stdout, "  {encoding}: {}", parts.join(", "))?;
+            }
         }
         return Ok(ExitCode::SUCCESS);
     }
 
     let model = model_config(project)?;
+    let form = model.edit_form();
+    let tools: Vec<ToolSpec> = all
+        .iter()
+        .filter(|spec| form.offers(&spec.name))
+        .cloned()
+        .collect();
+    let tools = tools.as_slice();
+    let costs = edit_costs(all, schema_consumer(&model), model.encoding);
+    let editing = edit_costs::describe(form, edit_setting(model.edit_tool), &costs);
     let mode = match args.format {
         Some(PromptFormat::Prompted) => ToolMode::Prompted,
         Some(PromptFormat::Native) => ToolMode::Native,
@@ -93,13 +125,15 @@ pub(crate) fn run(
                 "format": format.as_str(),
                 "schema_bytes": schema_bytes,
             })),
+            "edit_form": form.as_str(),
+            "edit_forms": edit_costs::to_json(&costs),
         });
         writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
     } else {
         let text = text.trim_end();
         writeln!(
             stdout,
-            "{text}\n\n{constrained_line}{tokens} tokens for {} tools ({per_tool:.0} per tool): {} for {} ({}), counted with {}",
+            "{text}\n\n{constrained_line}{tokens} tokens for {} tools ({per_tool:.0} per tool): {} for {} ({}), counted with {}\n{editing}",
             tools.len(),
             mode.as_str(),
             model.model,
@@ -125,6 +159,14 @@ fn model_config(project: &Host) -> anyhow::Result<ModelConfig> {
             Ok(config.resolve(&env)?)
         }
         resolved => Ok(resolved?),
+    }
+}
+
+fn edit_setting(setting: EditToolSetting) -> &'static str {
+    match setting {
+        EditToolSetting::Auto => "auto",
+        EditToolSetting::Satchel => "satchel",
+        EditToolSetting::Native => "native",
     }
 }
 

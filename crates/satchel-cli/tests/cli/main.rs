@@ -18,6 +18,7 @@ mod agent;
 mod chat;
 mod cli;
 mod config_fails_closed;
+mod edit_forms;
 mod files;
 mod first_hour;
 mod hostile;

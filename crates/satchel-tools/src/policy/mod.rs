@@ -24,6 +24,7 @@ pub mod shell;
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use satchel_core::edit_forms::{APPLY_PATCH, TEXT_EDITOR, native_equivalents};
 use satchel_core::{ErrorCode, ToolOutput, ToolSpec};
 use serde_json::{Map, Value, json};
 use tokio::sync::OwnedSemaphorePermit;
@@ -362,7 +363,7 @@ impl Default for Policy {
 
 /// Built-in tools that confine their own writes to the writable paths
 /// (an external tool can never take a built-in's name).
-const CONFINED_WRITERS: &[&str] = &["write", "edit"];
+const CONFINED_WRITERS: &[&str] = &["write", "edit", TEXT_EDITOR, APPLY_PATCH];
 
 /// Tool processes that may run at once unless configured.
 const DEFAULT_MAX_PROCESSES: usize = 8;
@@ -477,9 +478,20 @@ impl Policy {
                     .and_then(Value::as_str)
             })
             .flatten();
+        let native = native_equivalents(tool, input);
         match command.map(shell::simple_commands) {
+            // A model-native editing call is judged as the `read`, `write`
+            // or `edit` of each file it touches.
+            None if native.is_some() => {
+                for (as_tool, path) in native.unwrap_or_default() {
+                    judgements.push(self.judge_path(spec, input, as_tool, &path));
+                }
+                if judgements.is_empty() {
+                    judgements.push(self.judge(spec, input, tool, None));
+                }
+            }
             None if path.is_some() => {
-                judgements.push(self.judge_path(spec, input, path.unwrap_or_default()))
+                judgements.push(self.judge_path(spec, input, tool, path.unwrap_or_default()))
             }
             None => judgements.push(self.judge(spec, input, tool, None)),
             Some(Ok(commands)) if commands.is_empty() => {
@@ -556,13 +568,11 @@ impl Policy {
 
     /// A file tool's call on `path`: rules with a path pattern match it
     /// (see [`Rule::matches_path`]), tool-wide rules match any path.
-    fn judge_path(&self, spec: &ToolSpec, input: &Value, path: &str) -> Judgement {
-        let subject = format!("{}({path})", spec.name);
-        if let Some(rule) = self
-            .rules
-            .iter()
-            .find(|rule| rule.matches_tool(&spec.name) && rule.matches_path(path))
-        {
+    fn judge_path(&self, spec: &ToolSpec, input: &Value, as_tool: &str, path: &str) -> Judgement {
+        let subject = format!("{as_tool}({path})");
+        if let Some(rule) = self.rules.iter().find(|rule| {
+            (rule.matches_tool(as_tool) || rule.matches_tool(&spec.name)) && rule.matches_path(path)
+        }) {
             let verdict = match rule.kind {
                 RuleKind::Deny => Verdict::Deny,
                 RuleKind::Ask => Verdict::Ask,
@@ -575,7 +585,14 @@ impl Policy {
                 rule: Some(rule.clone()),
             };
         }
-        let (verdict, why) = self.mode_default(spec, input);
+        let (verdict, why) = if as_tool == "read" && as_tool != spec.name {
+            // Viewing through a native form is judged as `read` is.
+            let mut reading = spec.clone();
+            reading.annotations.read_only_hint = Some(true);
+            self.mode_default(&reading, input)
+        } else {
+            self.mode_default(spec, input)
+        };
         Judgement {
             reason: format!("no rule matches `{subject}`; {why}"),
             subject,
