@@ -123,10 +123,20 @@ async function conversation(id) {
       contextChart(data.usage),
       el('table', {}, el('tr', {}, ['statement', 'turn', 'purpose', 'estimate', 'reported in', 'reported out'].map((h) => el('th', { text: h }))), usageRows))
     : null;
+  const res = data.resources || { read: [], modified: [], fetched: [] };
+  const resourceLists = [['Read', res.read], ['Modified', res.modified], ['Fetched', res.fetched]]
+    .filter(([, items]) => items.length)
+    .map(([label, items]) => el('div', {}, el('h3', { text: `${label} (${items.length})` }),
+      el('ul', {}, items.map((item) => el('li', {}, el('code', { text: item }))))));
+  const resources = resourceLists.length
+    ? el('details', { class: 'resources', id: 'resources' },
+      el('summary', { text: `Files and URLs: ${res.read.length} read, ${res.modified.length} modified, ${res.fetched.length} fetched` }),
+      resourceLists)
+    : null;
   show(el('h1', { text: c.title || 'Untitled conversation' }),
     el('div', { class: 'muted', text: `${c.id} · started ${when(c.created_at)} · updated ${when(c.updated_at)}` }),
     c.goal ? el('p', { class: 'goal', text: `Goal: ${c.goal}` }) : null,
-    usage, thinking, el('div', { id: 'events' }, mainEvents), sideBlocks, chatBox(c.id));
+    resources, usage, thinking, el('div', { id: 'events' }, mainEvents), sideBlocks, chatBox(c.id));
   follow(c.id, c.updated_at);
 }
 

@@ -12,6 +12,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use satchel_builtins::code::{FailureSummary, code_stats};
 use satchel_builtins::conversation::{Item, timeline};
+use satchel_core::ToolCall;
 use satchel_host::Host;
 use satchel_memory::{ListQuery, RecallQuery};
 use satchel_store::{
@@ -19,6 +20,7 @@ use satchel_store::{
     ConversationStore as _, LlmCallStore as _, LogKind, THINKING_SIDE, Timestamp,
 };
 use satchel_tools::Style;
+use satchel_tools::usage::Resources;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -217,6 +219,17 @@ pub(crate) async fn conversation(State(state): Shared, Path(id): Path<String>) -
             })
         })
         .collect();
+    // The files and URLs the conversation's calls touched: exact for the
+    // file tools and `fetch`, estimated from commands for `bash`.
+    let mut resources = Resources::for_project(&state.host.root);
+    for record in dump.tool_calls.iter().filter(|r| !r.output.is_error) {
+        let call = ToolCall {
+            id: record.call_id.clone(),
+            name: record.tool.clone(),
+            input: record.input.clone(),
+        };
+        resources.add_call(registry.get(&record.tool).map(|t| t.spec()), &call);
+    }
     let conversation = &dump.conversation;
     let errors = dump
         .log_entries
@@ -232,6 +245,9 @@ pub(crate) async fn conversation(State(state): Shared, Path(id): Path<String>) -
         "events": events,
         "thinking": thinking,
         "usage": usage,
+        "resources": {
+            "read": resources.read, "modified": resources.modified, "fetched": resources.fetched,
+        },
         "errors": errors,
     })))
 }

@@ -13,6 +13,7 @@ pub mod glob;
 pub mod grep;
 pub mod native;
 pub(crate) mod paths;
+pub(crate) mod pdf;
 pub mod read;
 pub(crate) mod stamps;
 pub mod write;

@@ -4,7 +4,8 @@
 //! of how many were shown and how to read on. The file is read as a
 //! stream, so a file of any size is read in pages in bounded memory
 //! (besides one line). A PNG, JPEG, GIF or WebP comes back as an image
-//! part; other binary files are described, never dumped; a directory is
+//! part; a PDF as its text ([`super::pdf`]), numbered and paged the same
+//! way; other binary files are described, never dumped; a directory is
 //! listed.
 
 use std::io::{BufRead, BufReader, Read};
@@ -98,6 +99,7 @@ fn spec() -> ToolSpec {
 enum Kind {
     Text,
     Image(&'static str),
+    Pdf,
     Binary(String),
 }
 
@@ -107,6 +109,7 @@ fn sniff(head: &[u8]) -> Kind {
             mime @ ("image/png" | "image/jpeg" | "image/gif" | "image/webp") => {
                 return Kind::Image(mime);
             }
+            "application/pdf" => return Kind::Pdf,
             mime if found.matcher_type() != infer::MatcherType::Text => {
                 return Kind::Binary(format!("{mime} ({})", found.extension()));
             }
@@ -267,6 +270,40 @@ fn read_file(
                 ),
             ));
         }
+        Kind::Pdf if size <= super::pdf::MAX_PDF_BYTES => {
+            let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+            reader
+                .read_to_end(&mut bytes)
+                .map_err(|e| io_failure(shown, "read", &e))?;
+            let stamp = Stamp::of(&bytes, meta);
+            return match super::pdf::text(&bytes) {
+                Ok(pdf) => {
+                    let note = format!(
+                        "Text extracted from a PDF of {} pages ({size} bytes): layout, tables and images are lost.",
+                        pdf.pages
+                    );
+                    let (output, _) =
+                        numbered(pdf.text.as_bytes(), shown, offset, limit, Some(&note))?;
+                    Ok(Outcome {
+                        output,
+                        stamp: Some(stamp),
+                    })
+                }
+                Err(why) => Ok(described(
+                    shown,
+                    &format!("a PDF of {size} bytes whose text cannot be extracted ({why})"),
+                )),
+            };
+        }
+        Kind::Pdf => {
+            return Ok(described(
+                shown,
+                &format!(
+                    "a PDF of {size} bytes, too large to extract (at most {} bytes)",
+                    super::pdf::MAX_PDF_BYTES
+                ),
+            ));
+        }
         Kind::Binary(kind) => {
             return Ok(described(
                 shown,
@@ -275,6 +312,23 @@ fn read_file(
         }
         Kind::Text => {}
     }
+    let (output, hash) = numbered(reader, shown, offset, limit, None)?;
+    Ok(Outcome {
+        output,
+        stamp: Some(Stamp::from_parts(hash, meta)),
+    })
+}
+
+/// Lines `offset..offset + limit` of `reader`'s text, numbered, under the
+/// header; the hash of all of its bytes (the file's stamp). `note` is
+/// added to the header (what the text was taken from).
+fn numbered<R: BufRead>(
+    mut reader: R,
+    shown: &str,
+    offset: usize,
+    limit: usize,
+    note: Option<&str>,
+) -> Result<(ToolOutput, u64), ToolError> {
     let mut hasher = Hasher64::default();
     let mut line = Vec::new();
     let mut number = 0usize;
@@ -314,15 +368,15 @@ fn read_file(
         last_shown = number;
     }
     let total = number;
-    let stamp = Some(Stamp::from_parts(std::hash::Hasher::finish(&hasher), meta));
+    let hash = std::hash::Hasher::finish(&hasher);
     if total == 0 {
-        return Ok(Outcome {
-            output: ToolOutput::success(
+        return Ok((
+            ToolOutput::success(
                 ToolResults::Text(format!("{shown} is empty (0 lines).")),
                 format!("read {shown}: empty"),
             ),
-            stamp,
-        });
+            hash,
+        ));
     }
     if offset > total {
         return Err(ToolError::new(
@@ -345,6 +399,10 @@ fn read_file(
         header.push_str(" (the whole file)");
     }
     header.push('.');
+    if let Some(note) = note {
+        header.push(' ');
+        header.push_str(note);
+    }
     if cut_lines > 0 {
         header.push_str(&format!(
             " {cut_lines} long lines were cut at {MAX_LINE_CHARS} characters (marked)."
@@ -357,13 +415,13 @@ fn read_file(
         header.push_str(" It is not valid UTF-8: bytes that are not were shown as �.");
     }
     let user_message = format!("read {shown}: lines {offset}-{last_shown} of {total}");
-    Ok(Outcome {
-        output: ToolOutput::success(
+    Ok((
+        ToolOutput::success(
             ToolResults::Text(format!("{header}\n{shown_lines}")),
             user_message,
         ),
-        stamp,
-    })
+        hash,
+    ))
 }
 
 /// A line cut at [`MAX_LINE_CHARS`] characters, with a marker; whether it

@@ -13,5 +13,6 @@ mod fetch;
 mod files;
 mod memory;
 mod native_edits;
+mod pdf;
 mod policy;
 mod search;

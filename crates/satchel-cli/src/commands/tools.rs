@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use satchel_builtins::{BuiltinDeps, builtin_tools};
+use satchel_core::edit_forms::is_native_form;
 use satchel_core::portable::{SchemaConsumer, rule_violations, schema_for};
 use satchel_core::{ToolCall, ToolOutput, ToolResults, ToolSpec, is_valid_tool_name};
 use satchel_tools::external::{
@@ -95,7 +96,14 @@ async fn run_with(
 }
 
 pub(crate) fn names(registry: &Registry) -> String {
-    registry.names().collect::<Vec<_>>().join(", ")
+    listed(registry).collect::<Vec<_>>().join(", ")
+}
+
+/// The tools `tools list` shows: all but the editing tools' model-native
+/// forms, which stand in for `edit` and `write` in a model's request
+/// (`llm.editTool`) and are named in a note under the list.
+fn listed(registry: &Registry) -> impl Iterator<Item = &str> {
+    registry.names().filter(|name| !is_native_form(name))
 }
 
 fn source_label(source: &ToolSource, project: &Host) -> String {
@@ -114,8 +122,7 @@ fn print_list(
 ) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        let tools: Vec<Value> = registry
-            .names()
+        let tools: Vec<Value> = listed(registry)
             .filter_map(|name| registry.get(name))
             .map(|tool| {
                 let mut value = serde_json::to_value(tool.spec()).unwrap_or(Value::Null);
@@ -134,9 +141,8 @@ fn print_list(
         writeln!(stdout, "{}", serde_json::to_string_pretty(&tools)?)?;
         return Ok(());
     }
-    let width = registry.names().map(str::len).max().unwrap_or(4).max(4);
-    let rows: Vec<(String, String, String)> = registry
-        .names()
+    let width = listed(registry).map(str::len).max().unwrap_or(4).max(4);
+    let rows: Vec<(String, String, String)> = listed(registry)
         .filter_map(|name| registry.get(name))
         .map(|tool| {
             let spec = tool.spec();
@@ -168,6 +174,15 @@ fn print_list(
         writeln!(
             stdout,
             "{name:width$}  {description:description_width$}  {source}"
+        )?;
+    }
+    let native: Vec<&str> = registry.names().filter(|n| is_native_form(n)).collect();
+    if !native.is_empty() {
+        writeln!(
+            stdout,
+            "\nAlso {}: `edit` and `write` in the forms Claude and OpenAI models are trained on \
+             (`llm.editTool`; `satchel tools prompt` shows which a model gets).",
+            native.join(" and ")
         )?;
     }
     let skipped = live.skipped();

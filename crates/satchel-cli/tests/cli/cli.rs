@@ -436,6 +436,8 @@ fn tools_list_shows_where_each_tool_comes_from() {
         where         Says where it lives                                            project .agents/tools/where-tool
         write         Create a file, or replace one whole, with `content` exactly …  builtin
 
+        Also apply_patch and str_replace_based_edit_tool: `edit` and `write` in the forms Claude and OpenAI models are trained on (`llm.editTool`; `satchel tools prompt` shows which a model gets).
+
         Not tools (2):
           - project .agents/tools/notes.txt: not executable (`chmod +x` it to make it a tool)
           - user <dir>/config/satchel/tools/where-tool: shadowed by the project tool `<dir>/project/.agents/tools/where-tool`

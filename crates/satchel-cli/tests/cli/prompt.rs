@@ -35,7 +35,7 @@ fn tools_prompt_shows_the_compact_text_with_its_token_count() {
         text.contains(r#"or {"answer": "..."} with your final answer."#),
         "{text}"
     );
-    let last = text.lines().last().unwrap();
+    let last = text.lines().find(|l| l.contains(" tokens for ")).unwrap();
     assert!(
         last.contains("tokens for 11 tools")
             && last.contains("prompted for gemma3:27b (openai), counted with cl100k_base"),
@@ -93,6 +93,23 @@ fn tools_prompt_native_is_the_providers_tool_json() {
     let tools: Value = serde_json::from_str(value["text"].as_str().unwrap()).unwrap();
     assert_eq!(tools[0]["name"], "bash");
     assert_eq!(tools[0]["input_schema"]["required"], json!(["command"]));
+    // A Claude model gets Anthropic's text editor in place of edit and
+    // write, declared by type; each form's cost is shown.
+    assert_eq!(value["edit_form"], "str_replace_based_edit_tool");
+    let tools = tools.as_array().unwrap();
+    assert!(
+        tools.contains(
+            &json!({"type": "text_editor_20250728", "name": "str_replace_based_edit_tool"})
+        )
+    );
+    assert!(
+        !tools
+            .iter()
+            .any(|t| t["name"] == "edit" || t["name"] == "write")
+    );
+    let costs = &value["edit_forms"];
+    assert_eq!(costs["str_replace_based_edit_tool"], 700);
+    assert!(costs["satchel"].as_u64().unwrap() > costs["apply_patch"].as_u64().unwrap());
 
     // The OpenAI shape, and an explicit --format over the configured mode.
     sandbox.write_config(
@@ -184,6 +201,8 @@ fn tools_prompt_compare_prints_the_table() {
         "native, Anthropic tools JSON",
         "prose description",
         "target: compact within 150 tokens per tool",
+        "editing tools, each form",
+        "str_replace_based_edit_tool 700",
     ] {
         assert!(table.contains(label), "{label} missing:\n{table}");
     }
