@@ -93,13 +93,21 @@ impl Connection {
                 match served {
                     Ok(running) => Ok(Connection::from_running(running, Some(process))),
                     Err(error) => {
-                        // Let a dying server finish writing its last words.
-                        let _ =
-                            tokio::time::timeout(Duration::from_millis(200), process.wait()).await;
-                        Err(with_stderr(
-                            format!("the MCP handshake failed: {error}"),
-                            &process,
-                        ))
+                        // A server that exited says how; let it finish
+                        // writing its last words.
+                        let exited =
+                            tokio::time::timeout(Duration::from_millis(500), process.wait()).await;
+                        let message = match exited {
+                            Ok(Ok(status)) => {
+                                format!("the server {} during the handshake", describe_exit(status))
+                            }
+                            _ => format!(
+                                "the MCP handshake failed: {}",
+                                super::describe::initialize(&error)
+                            ),
+                        };
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        Err(with_stderr(message, &process))
                     }
                 }
             }
@@ -197,6 +205,17 @@ impl Connection {
         // Let it finish writing its last words.
         tokio::time::sleep(Duration::from_millis(50)).await;
         with_stderr(format!("the server {how}"), process)
+    }
+
+    /// Ends a connection whose stdio server already exited: the service
+    /// stops at once, and what is left of the server's group is stopped
+    /// as [`ServerProcess::stop`] does (at once when nothing is).
+    pub(crate) async fn discard(mut self, grace: Duration) {
+        self.cancel.cancel();
+        self.service.abort();
+        if let Some(process) = &mut self.process {
+            process.stop(grace).await;
+        }
     }
 
     /// Shuts down in order: the transport closes (a stdio server's stdin

@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::{McpConfig, ServerConfig, TransportConfig};
 use super::connection::{Connection, Events};
+use super::describe;
 use super::elicit::{AskerSlot, ElicitationAsker};
 use super::link::{ImportedTool, Link, ServerState, ServerStatus};
 use super::naming;
@@ -308,7 +309,7 @@ async fn open(
         match connection.peer.list_all_tools().await {
             Ok(tools) => Ok((connection, tools)),
             Err(error) => {
-                let reason = format!("`tools/list` failed: {error}");
+                let reason = format!("`tools/list` failed: {}", describe::service(&error));
                 connection.shutdown(Duration::from_millis(500)).await;
                 Err(reason)
             }
@@ -377,7 +378,12 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
                             let check = link.config.startup_timeout.min(HEALTH_CHECK_TIMEOUT);
                             match tokio::time::timeout(check, peer.list_all_tools()).await {
                                 Ok(Ok(tools)) => shared.set_tools(&link, Some(tools)),
-                                Ok(Err(error)) => break Some(format!("the connection failed ({error})")),
+                                Ok(Err(error)) if !remote => {
+                                    // A stdio server that went away says how it ended.
+                                    let how = tokio::time::timeout(Duration::from_secs(1), connection.closed()).await;
+                                    break Some(how.unwrap_or_else(|_| format!("the server went away ({})", describe::service(&error))));
+                                }
+                                Ok(Err(error)) => break Some(format!("the server went away ({})", describe::service(&error))),
                                 Err(_) => break Some(format!("the server did not answer within {} s", check.as_secs_f64())),
                             }
                         }
@@ -385,14 +391,20 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
                         Some(()) = tools_changed_rx.recv() => {
                             match tokio::time::timeout(link.config.startup_timeout, peer.list_all_tools()).await {
                                 Ok(Ok(tools)) => shared.set_tools(&link, Some(tools)),
-                                Ok(Err(error)) => tracing::warn!(server = %link.config.name, %error, "re-listing tools failed"),
+                                Ok(Err(error)) => tracing::warn!(server = %link.config.name, "re-listing tools failed: {}", describe::service(&error)),
                                 Err(_) => tracing::warn!(server = %link.config.name, "re-listing tools timed out"),
                             }
                         }
                     }
                 };
                 link.set_connection(None, None);
-                connection.shutdown(grace).await;
+                if remote || ended.is_none() {
+                    connection.shutdown(grace).await;
+                } else {
+                    // A stdio server that ended has nothing left to say:
+                    // what is left of its group goes, without waiting.
+                    connection.discard(grace).await;
+                }
                 let Some(reason) = ended else {
                     link.set_state(ServerState::Stopped);
                     return;
@@ -428,10 +440,18 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
             attempt: failures,
             reason,
         });
-        let backoff = policy
-            .initial_backoff
-            .saturating_mul(1 << failures.saturating_sub(1).min(16))
-            .min(policy.max_backoff);
+        // A stdio server that crashed once is started again at once; one
+        // that keeps crashing waits, longer each time. A remote server
+        // always waits: it may be coming back on its own.
+        let backoff = if !remote && failures == 1 {
+            Duration::ZERO
+        } else {
+            let doublings = failures.saturating_sub(if remote { 1 } else { 2 });
+            policy
+                .initial_backoff
+                .saturating_mul(1 << doublings.min(16))
+                .min(policy.max_backoff)
+        };
         tokio::select! {
             () = tokio::time::sleep(backoff) => {}
             () = shared.shutdown.cancelled() => {

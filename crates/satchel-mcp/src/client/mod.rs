@@ -16,6 +16,7 @@ pub mod config;
 pub mod conformance;
 pub mod connect;
 mod connection;
+mod describe;
 mod elicit;
 mod link;
 mod manager;
@@ -27,6 +28,7 @@ pub mod remote;
 mod tool;
 
 pub use config::{McpConfig, ServerConfig, TransportConfig};
+pub use describe::scrub;
 pub use elicit::{AskerSlot, ElicitationAsker, Elicited, Question};
 pub use link::{ImportedTool, ServerState, ServerStatus};
 pub use manager::{ManagerOptions, McpManager, RestartPolicy};
