@@ -7,6 +7,8 @@ use std::time::Duration;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningServiceCancellationToken};
 use rmcp::{ClientHandler, ServiceExt};
+use futures_util::FutureExt;
+use futures_util::future::{Fuse, FusedFuture};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -66,7 +68,9 @@ impl ClientHandler for Events {
 pub(crate) struct Connection {
     pub(crate) peer: Peer<RoleClient>,
     cancel: RunningServiceCancellationToken,
-    service: JoinHandle<()>,
+    /// Fused: [`Connection::closed`] may see it end and be asked again.
+    service: Fuse<JoinHandle<()>>,
+    abort: tokio::task::AbortHandle,
     process: Option<ServerProcess>,
 }
 
@@ -166,10 +170,13 @@ impl Connection {
         let service = tokio::spawn(async move {
             let _ = running.waiting().await;
         });
+        let abort = service.abort_handle();
+        let service = service.fuse();
         Connection {
             peer,
             cancel,
             service,
+            abort,
             process,
         }
     }
@@ -188,7 +195,7 @@ impl Connection {
             service, process, ..
         } = self;
         let Some(process) = process else {
-            let _ = service.await;
+            let _ = (&mut *service).await;
             return "the connection closed".to_owned();
         };
         let status = tokio::select! {
@@ -212,7 +219,7 @@ impl Connection {
     /// as [`ServerProcess::stop`] does (at once when nothing is).
     pub(crate) async fn discard(mut self, grace: Duration) {
         self.cancel.cancel();
-        self.service.abort();
+        self.abort.abort();
         if let Some(process) = &mut self.process {
             process.stop(grace).await;
         }
@@ -223,7 +230,9 @@ impl Connection {
     /// SIGKILL (see [`ServerProcess::stop`]).
     pub(crate) async fn shutdown(mut self, grace: Duration) {
         self.cancel.cancel();
-        let _ = tokio::time::timeout(grace, &mut self.service).await;
+        if !self.service.is_terminated() {
+            let _ = tokio::time::timeout(grace, &mut self.service).await;
+        }
         if let Some(process) = &mut self.process {
             process.stop(grace).await;
         }

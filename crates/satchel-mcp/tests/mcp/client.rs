@@ -303,7 +303,7 @@ async fn a_crashed_server_is_restarted_and_its_tools_keep_working() {
             .as_str()
             .unwrap()
             .to_owned();
-        assert!(message.contains("failed during `crash`"), "{message}");
+        assert!(message.contains("went away during `crash`"), "{message}");
 
         wait_until("the server restarted", || {
             let st = status(&manager, "sh");
