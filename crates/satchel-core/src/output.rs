@@ -173,9 +173,39 @@ impl Content {
                 "[{mime_type} image, about {} bytes: not shown, this request carries text only]",
                 data.len() / 4 * 3
             ),
-            Content::Json { json } => json.to_string(),
+            Content::Json { json } => Content::json_for_model(json).to_string(),
         }
     }
+
+    /// A JSON part's value as a model is shown it: an MCP embedded
+    /// resource's binary blob replaced by what it was (the part itself
+    /// keeps it, for callers that pass it on).
+    pub fn json_for_model(json: &Value) -> std::borrow::Cow<'_, Value> {
+        match without_blob(json) {
+            Some(described) => std::borrow::Cow::Owned(described),
+            None => std::borrow::Cow::Borrowed(json),
+        }
+    }
+}
+
+/// An MCP embedded resource with a binary `blob`, the blob replaced by
+/// what it was: a model reading text gets the resource's URI and type,
+/// and why its bytes are not there. `None` for anything else.
+fn without_blob(json: &Value) -> Option<Value> {
+    if json.get("type").and_then(Value::as_str) != Some("resource") {
+        return None;
+    }
+    let blob = json.get("resource")?.get("blob")?.as_str()?;
+    let mime = json["resource"]
+        .get("mimeType")
+        .and_then(Value::as_str)
+        .unwrap_or("binary data");
+    let mut described = json.clone();
+    described["resource"]["blob"] = Value::String(format!(
+        "[{mime}, about {} bytes: left out, this request carries text only]",
+        blob.len() / 4 * 3
+    ));
+    Some(described)
 }
 
 #[cfg(test)]

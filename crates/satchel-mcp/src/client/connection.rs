@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
+use futures_util::FutureExt;
+use futures_util::future::{Fuse, FusedFuture};
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningServiceCancellationToken};
 use rmcp::{ClientHandler, ServiceExt};
-use futures_util::FutureExt;
-use futures_util::future::{Fuse, FusedFuture};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 

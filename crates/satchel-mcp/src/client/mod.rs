@@ -10,7 +10,8 @@
 //! (discovery, registration, the browser or headless redirect, step-up,
 //! the token store); `connect` is what `satchel mcp connect` does with one,
 //! and `conformance` drives it for the official conformance suite's client
-//! scenarios.
+//! scenarios. `import` reads the servers other clients (Claude Desktop,
+//! Claude Code, Cursor, VS Code, Codex) were given, for `satchel mcp import`.
 
 pub mod config;
 pub mod conformance;
@@ -18,6 +19,7 @@ pub mod connect;
 mod connection;
 mod describe;
 mod elicit;
+pub mod import;
 mod link;
 mod manager;
 pub mod naming;

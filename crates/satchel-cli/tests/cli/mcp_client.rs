@@ -1,0 +1,232 @@
+//! Satchel as an MCP client, end to end through the binary (issue #42):
+//! what an imported tool returns reaches `tools call --json` and a client
+//! of `mcp serve` (the official Python SDK) intact, and every error the
+//! client shows (`mcp servers`, `tools list`, `doctor`, a failed call)
+//! is words, never a Rust type name.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use base64::Engine;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use crate::cli::{Sandbox, stderr, stdout_json};
+use crate::peers_dir::peer;
+
+fn everything() -> PathBuf {
+    peer("node_modules/.bin/mcp-server-everything")
+}
+
+/// The Python SDK server of `satchel-mcp`'s fault tests (`die` mode
+/// exits at start with a message on stderr).
+fn crashy_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../satchel-mcp/tests/support/crashy_server.py")
+}
+
+/// `sandbox` with a trusted project and `servers` as its mcp.json.
+fn with_servers(servers: Value) -> Sandbox {
+    let sandbox = Sandbox::new();
+    sandbox.write_config(r#"{"permissions": {"mode": "trust"}}"#);
+    std::fs::write(
+        sandbox.project().join(".agents/mcp.json"),
+        json!({ "mcpServers": servers }).to_string(),
+    )
+    .unwrap();
+    sandbox
+}
+
+/// A resource block's timestamp (the reference server writes the time
+/// into each resource) masked, so two calls compare.
+fn masked(block: &Value) -> Value {
+    let mut block = block.clone();
+    if let Some(text) = block["resource"]["text"].as_str() {
+        block["resource"]["text"] = json!(text.split(" at ").next().unwrap_or_default());
+    }
+    if let Some(blob) = block["resource"]["blob"].as_str() {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(blob)
+            .unwrap();
+        let text = String::from_utf8(bytes).unwrap();
+        block["resource"]["blob"] = json!(text.split(" at ").next().unwrap_or_default());
+    }
+    block
+}
+
+/// The embedded resource of a `get-resource-reference` result's content.
+fn resource_block(content: &Value) -> Value {
+    content
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|block| block["type"] == "resource")
+        .unwrap_or_else(|| panic!("no resource block in {content}"))
+        .clone()
+}
+
+#[test]
+fn embedded_resources_reach_tools_call_json_and_mcp_serve_clients_intact() {
+    let sandbox = with_servers(json!({
+        "everything": {"command": everything(), "args": ["stdio"]},
+    }));
+
+    // `tools call --json`: the blob itself, not its size.
+    for kind in ["Text", "Blob"] {
+        let output = sandbox.run(&[
+            "tools",
+            "call",
+            "everything__get-resource-reference",
+            &json!({"resourceType": kind, "resourceId": 1}).to_string(),
+            "--json",
+        ]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let whole = stdout_json(&output);
+        let parts = whole["results"].as_array().unwrap();
+        let block = parts
+            .iter()
+            .find(|part| part["type"] == "json" && part["json"]["type"] == "resource")
+            .unwrap_or_else(|| panic!("{whole}"))["json"]
+            .clone();
+        let resource = &block["resource"];
+        assert_eq!(
+            resource["uri"],
+            format!("demo://resource/dynamic/{}/1", kind.to_lowercase()),
+            "{block}"
+        );
+        assert_eq!(resource["mimeType"], "text/plain", "{block}");
+        if kind == "Blob" {
+            let blob = resource["blob"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{block}"));
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(blob)
+                .unwrap();
+            let text = String::from_utf8(bytes).unwrap();
+            assert!(
+                text.starts_with("Resource 1: This is a base64 blob created at "),
+                "{text}"
+            );
+        } else {
+            assert!(
+                resource["text"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("Resource 1: This is a plaintext resource"),
+                "{block}"
+            );
+        }
+    }
+
+    // Through `mcp serve` to the Python SDK: the same blocks the server
+    // sends a client that calls it directly.
+    let env: serde_json::Map<String, Value> = [
+        ("XDG_CONFIG_HOME", sandbox.dir.path().join("config")),
+        ("XDG_DATA_HOME", sandbox.dir.path().join("data")),
+        ("XDG_CACHE_HOME", sandbox.dir.path().join("cache")),
+        ("SATCHEL_LIBEXEC_DIR", sandbox.dir.path().join("libexec")),
+        ("TMPDIR", sandbox.dir.path().to_path_buf()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), json!(v)))
+    .chain([
+        ("SATCHEL_TRUST_PROJECT".to_owned(), json!("1")),
+        ("SATCHEL_MODEL_FETCH".to_owned(), json!("never")),
+        (
+            "PATH".to_owned(),
+            json!(std::env::var("PATH").unwrap_or_default()),
+        ),
+    ])
+    .collect();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/python_passthrough.py");
+    let output = Command::new(peer("venv/bin/python"))
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_satchel"))
+        .arg(sandbox.project())
+        .arg(Value::Object(env).to_string())
+        .arg(everything())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = stdout_json(&output);
+    for kind in ["Text", "Blob"] {
+        let direct = &report["direct"][kind];
+        let served = &report["served"][kind];
+        assert_ne!(served["isError"], true, "{served}");
+        let (direct, served) = (
+            resource_block(&direct["content"]),
+            resource_block(&served["content"]),
+        );
+        assert_eq!(masked(&served), masked(&direct));
+        // The blob is base64 of the same length: nothing cut or re-encoded.
+        if kind == "Blob" {
+            assert_eq!(
+                served["resource"]["blob"].as_str().unwrap().len(),
+                direct["resource"]["blob"].as_str().unwrap().len()
+            );
+        }
+    }
+}
+
+/// A `::`-qualified name (`rmcp::transport::…`), which no person should read.
+fn type_names(text: &str) -> Vec<&str> {
+    text.split(|c: char| c.is_whitespace() || c == '"' || c == '`' || c == '\'')
+        .filter(|word| {
+            word.split("::").count() > 1
+                && word.split("::").all(|part| {
+                    part.chars()
+                        .next()
+                        .is_some_and(|c| c.is_alphanumeric() || c == '_')
+                })
+        })
+        .collect()
+}
+
+#[test]
+fn client_errors_are_words_without_type_names() {
+    let refused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = refused.local_addr().unwrap().port();
+    drop(refused);
+    let sandbox = with_servers(json!({
+        "refused": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")},
+        "dies": {"command": peer("venv/bin/python"), "args": [crashy_script(), "die"]},
+        "crashy": {"command": peer("venv/bin/python"), "args": [crashy_script(), "stdio"]},
+    }));
+    let mut seen = Vec::new();
+    for args in [
+        &["mcp", "servers"][..],
+        &["mcp", "servers", "--json"],
+        &["tools", "list"],
+        &["doctor"],
+        &["tools", "call", "crashy__crash", r#"{"after": 0.2}"#],
+        &[
+            "tools",
+            "call",
+            "crashy__crash",
+            r#"{"after": 0.2}"#,
+            "--json",
+        ],
+    ] {
+        let output = sandbox.run(args);
+        let text = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            stderr(&output)
+        );
+        assert_eq!(
+            type_names(&text),
+            Vec::<&str>::new(),
+            "`satchel {}`:\n{text}",
+            args.join(" ")
+        );
+        seen.push(text);
+    }
+    let servers = &seen[0];
+    assert!(servers.contains("connection refused"), "{servers}");
+    assert!(
+        servers.contains("exited with status 3") && servers.contains("cannot open the database"),
+        "{servers}"
+    );
+    let crashed = &seen[4];
+    assert!(crashed.contains("went away"), "{crashed}");
+}
