@@ -10,6 +10,7 @@ mod doctor;
 pub(crate) mod fetch;
 mod log;
 mod mcp;
+mod mcp_import;
 mod mcp_remote;
 mod memory;
 mod policy;

@@ -230,3 +230,110 @@ fn client_errors_are_words_without_type_names() {
     let crashed = &seen[4];
     assert!(crashed.contains("went away"), "{crashed}");
 }
+
+/// `mcp import` reads every client's list, shows what it would add, then
+/// writes the user's mcp.json with references kept (no secret written
+/// out), and the imported reference server starts from it.
+#[test]
+fn mcp_import_brings_other_clients_servers_with_references_kept() {
+    let sandbox = Sandbox::new();
+    let home = sandbox.dir.path().join("home");
+    let write = |path: PathBuf, text: String| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        sandbox
+            .dir
+            .path()
+            .join("config/Claude/claude_desktop_config.json"),
+        json!({"mcpServers": {"everything": {"command": everything(), "args": ["stdio"],
+            "env": {"EVERYTHING_API_KEY": "sk-literal-secret"}}}})
+        .to_string(),
+    );
+    write(
+        sandbox.project().join(".mcp.json"),
+        json!({"mcpServers": {"docs": {"type": "http", "url": "https://docs.example/mcp",
+            "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}}}})
+        .to_string(),
+    );
+    write(
+        home.join(".cursor/mcp.json"),
+        json!({"mcpServers": {"docs": {"url": "https://other.example/mcp"},
+            "search": {"url": "https://search.example/mcp", "headers": {"X-Api-Key": "${env:SEARCH_KEY}"}}}})
+        .to_string(),
+    );
+    write(
+        sandbox.project().join(".vscode/mcp.json"),
+        json!({"inputs": [{"id": "pat", "type": "promptString"}],
+            "servers": {"gh": {"type": "stdio", "command": "gh-mcp", "env": {"GH_TOKEN": "${input:pat}"}}}})
+        .to_string(),
+    );
+    write(
+        home.join(".codex/config.toml"),
+        "[mcp_servers.notes]\nurl = \"https://notes.example/mcp\"\nbearer_token_env_var = \"NOTES_TOKEN\"\n".into(),
+    );
+    let run = |args: &[&str]| {
+        sandbox
+            .command(args)
+            .env("HOME", &home)
+            .env_remove("CODEX_HOME")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+
+    let shown = run(&["mcp", "import", "--dry-run"]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let text = String::from_utf8_lossy(&shown.stdout).into_owned();
+    for name in ["everything", "docs", "search", "gh", "notes"] {
+        assert!(text.contains(name), "{name} missing:\n{text}");
+    }
+    assert!(text.contains("would add 5 servers"), "{text}");
+    assert!(text.contains("set EVERYTHING_API_KEY"), "{text}");
+    let target = sandbox.dir.path().join("config/satchel/mcp.json");
+    assert!(!target.exists(), "--dry-run wrote {}", target.display());
+
+    let added = run(&["mcp", "import"]);
+    assert!(added.status.success(), "{}", stderr(&added));
+    let written = std::fs::read_to_string(&target).unwrap();
+    assert!(!written.contains("sk-literal-secret"), "{written}");
+    let servers = &serde_json::from_str::<Value>(&written).unwrap()["mcpServers"];
+    assert_eq!(
+        servers["everything"]["env"]["EVERYTHING_API_KEY"],
+        "${EVERYTHING_API_KEY}"
+    );
+    // The project's Claude Code list is read first: its `docs` wins.
+    assert_eq!(servers["docs"]["url"], "https://docs.example/mcp");
+    assert_eq!(
+        servers["docs"]["headers"]["Authorization"],
+        "Bearer ${DOCS_TOKEN}"
+    );
+    assert_eq!(servers["search"]["headers"]["X-Api-Key"], "${SEARCH_KEY}");
+    assert_eq!(servers["gh"]["env"]["GH_TOKEN"], "${GH_PAT}");
+    assert_eq!(
+        servers["notes"]["headers"]["Authorization"],
+        "Bearer ${NOTES_TOKEN}"
+    );
+
+    // Again: nothing new.
+    let again = run(&["mcp", "import"]);
+    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to add"));
+
+    // The imported reference server runs from the written file.
+    let listed = sandbox
+        .command(&["mcp", "servers", "--json"])
+        .env("HOME", &home)
+        .env("EVERYTHING_API_KEY", "x")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let statuses = stdout_json(&listed);
+    let everything = statuses
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "everything")
+        .unwrap();
+    assert_eq!(everything["state"], "running", "{everything}");
+}
