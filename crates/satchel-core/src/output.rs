@@ -230,6 +230,30 @@ mod tests {
     }
 
     #[test]
+    fn a_resource_blob_is_described_to_a_model_and_kept_in_the_part() {
+        let block = json!({"type": "resource", "resource": {"uri": "demo://b/1", "mimeType": "image/png", "blob": "AAAABBBB"}});
+        let part = Content::Json {
+            json: block.clone(),
+        };
+        let text = part.to_text();
+        assert!(!text.contains("AAAABBBB"), "{text}");
+        assert!(
+            text.contains("image/png, about 6 bytes: left out"),
+            "{text}"
+        );
+        assert!(text.contains("demo://b/1"), "{text}");
+        assert_eq!(part, Content::Json { json: block });
+        let plain = json!({"type": "resource", "resource": {"uri": "u", "text": "t"}});
+        assert_eq!(
+            Content::Json {
+                json: plain.clone()
+            }
+            .to_text(),
+            plain.to_string()
+        );
+    }
+
+    #[test]
     fn results_serialise_as_string_or_typed_parts() {
         let text = ToolResults::Text("hi".into());
         assert_eq!(serde_json::to_value(&text).unwrap(), json!("hi"));
