@@ -160,11 +160,27 @@ pub async fn start_mcp_servers(live: &Arc<LiveRegistry>, host: &Host) -> McpMana
 /// Starts mcp.json's servers without waiting; their tools join `live` as
 /// they come up.
 pub fn start_mcp_in_background(live: &Arc<LiveRegistry>, host: &Host) -> McpManager {
-    McpManager::start(
-        live.clone(),
-        load_mcp_config(host),
-        ManagerOptions::default(),
-    )
+    let options = ManagerOptions {
+        roots: mcp_roots(host),
+        ..ManagerOptions::default()
+    };
+    McpManager::start(live.clone(), load_mcp_config(host), options)
+}
+
+/// The roots MCP servers are given: the project, then the sandbox's
+/// writable paths (agent.json's `exec.writable`; its warnings are the
+/// tool settings' to give).
+fn mcp_roots(host: &Host) -> Vec<std::path::PathBuf> {
+    let mut roots = vec![host.root.clone()];
+    if let Ok(settings) = read_settings(&host.root, &host.paths, &host.env) {
+        let (config, _) = ToolsConfig::from_settings(&settings);
+        for path in config.sandbox.writable {
+            if !roots.contains(&path) {
+                roots.push(path);
+            }
+        }
+    }
+    roots
 }
 
 #[cfg(test)]

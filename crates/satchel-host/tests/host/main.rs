@@ -11,6 +11,9 @@
 #[path = "../../../satchel-agent/tests/support/fake_model.rs"]
 #[allow(missing_docs)]
 mod fake_model;
+#[path = "../../../satchel-agent/tests/support/peers.rs"]
+mod peers_dir;
+mod sampling;
 
 use std::sync::{Arc, Mutex};
 

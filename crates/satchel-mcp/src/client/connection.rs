@@ -25,6 +25,29 @@ pub(crate) struct Events {
     pub(crate) tools_changed: mpsc::Sender<()>,
     /// Who answers the server's questions, when anyone can.
     pub(crate) asker: super::elicit::AskerSlot,
+    /// The directories the server may work in, for `roots/list`.
+    pub(crate) roots: RootsSlot,
+    /// Who answers the server's sampling requests, when anyone can.
+    pub(crate) sampler: super::sample::SamplerSlot,
+}
+
+/// The roots every server is given, shared with the manager, which may
+/// change them.
+pub(crate) type RootsSlot = std::sync::Arc<std::sync::RwLock<Vec<std::path::PathBuf>>>;
+
+/// `paths` as MCP roots: `file://` URIs named after their last component.
+#[allow(deprecated)] // Roots left the newest revision (SEP-2577); older servers ask.
+fn roots_of(paths: &[std::path::PathBuf]) -> rmcp::model::ListRootsResult {
+    let roots = paths
+        .iter()
+        .filter_map(|path| {
+            let uri = url::Url::from_directory_path(path).ok()?;
+            let mut root = rmcp::model::Root::new(uri.as_str().trim_end_matches('/'));
+            root.name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            Some(root)
+        })
+        .collect();
+    rmcp::model::ListRootsResult::new(roots)
 }
 
 impl ClientHandler for Events {
@@ -35,6 +58,13 @@ impl ClientHandler for Events {
         elicitation.form = Some(Default::default());
         let mut capabilities = ClientCapabilities::default();
         capabilities.elicitation = Some(elicitation);
+        // The project and the writable paths, told again when they change.
+        let mut roots = rmcp::model::RootsCapabilities::default();
+        roots.list_changed = Some(true);
+        capabilities.roots = Some(roots);
+        // Sampling too: answered where a person agrees (the REPL), refused
+        // with the reason elsewhere.
+        capabilities.sampling = Some(Default::default());
         ClientConfig::new(
             capabilities,
             Implementation::new("satchel", env!("CARGO_PKG_VERSION")),
@@ -47,6 +77,24 @@ impl ClientHandler for Events {
         _context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
         super::elicit::answer(&self.asker, &self.server, request).await
+    }
+
+    #[allow(deprecated)] // Sampling left the newest revision; older servers ask.
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        super::sample::answer(&self.sampler, &self.server, params).await
+    }
+
+    #[allow(deprecated)] // Roots left the newest revision; older servers ask.
+    async fn list_roots(
+        &self,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        let paths = self.roots.read().unwrap_or_else(|p| p.into_inner()).clone();
+        Ok(roots_of(&paths))
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

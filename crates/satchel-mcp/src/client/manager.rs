@@ -14,6 +14,7 @@
 //! listed meanwhile (calls fail fast, saying it is reconnecting).
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,12 +28,13 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{McpConfig, ServerConfig, TransportConfig};
-use super::connection::{Connection, Events};
+use super::connection::{Connection, Events, RootsSlot};
 use super::describe;
 use super::elicit::{AskerSlot, ElicitationAsker};
 use super::link::{ImportedTool, Link, ServerState, ServerStatus};
 use super::naming;
 use super::offers::{Offers, OffersTool};
+use super::sample::{Sampler, SamplerSlot};
 use super::tool::{GROUP, McpTool};
 use crate::convert::from_mcp_tool;
 
@@ -75,6 +77,9 @@ pub struct ManagerOptions {
     /// Each step of a stdio server's shutdown (exit after stdin closes,
     /// after SIGTERM) gets this long.
     pub shutdown_grace: Duration,
+    /// The directories servers are told they may work in (MCP roots): the
+    /// project and the writable paths.
+    pub roots: Vec<PathBuf>,
 }
 
 impl Default for ManagerOptions {
@@ -82,6 +87,7 @@ impl Default for ManagerOptions {
         ManagerOptions {
             restart: RestartPolicy::default(),
             shutdown_grace: Duration::from_secs(2),
+            roots: Vec::new(),
         }
     }
 }
@@ -95,6 +101,10 @@ struct Shared {
     shutdown: CancellationToken,
     /// Who answers servers' questions (none until a front end says).
     asker: AskerSlot,
+    /// The roots servers are given.
+    roots: RootsSlot,
+    /// Who answers servers' sampling requests (none until a front end says).
+    sampler: SamplerSlot,
 }
 
 /// The MCP servers of a configuration, started and supervised.
@@ -124,13 +134,16 @@ impl McpManager {
                 .map(|server| Arc::new(Link::new(server)))
                 .collect(),
         );
+        let roots: RootsSlot = Arc::new(std::sync::RwLock::new(options.roots.clone()));
         let shared = Arc::new(Shared {
             live,
             options,
+            roots,
             links,
             imported: Mutex::new(BTreeMap::new()),
             shutdown: CancellationToken::new(),
             asker: AskerSlot::default(),
+            sampler: SamplerSlot::default(),
         });
         let mut tasks = Vec::new();
         for link in shared.links.iter() {
@@ -152,6 +165,35 @@ impl McpManager {
     /// they are refused with the reason).
     pub fn set_asker(&self, asker: Option<Arc<dyn ElicitationAsker>>) {
         *self.shared.asker.write().unwrap_or_else(|p| p.into_inner()) = asker;
+    }
+
+    /// Who answers the servers' sampling requests from now on (`None`:
+    /// nobody; they are refused with the reason).
+    pub fn set_sampler(&self, sampler: Option<Arc<dyn Sampler>>) {
+        *self
+            .shared
+            .sampler
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = sampler;
+    }
+
+    /// Changes the roots servers are given, and tells every running
+    /// server (`notifications/roots/list_changed`).
+    pub async fn set_roots(&self, roots: Vec<PathBuf>) {
+        {
+            let mut slot = self.shared.roots.write().unwrap_or_else(|p| p.into_inner());
+            if *slot == roots {
+                return;
+            }
+            *slot = roots;
+        }
+        for link in self.shared.links.iter() {
+            if let Some(peer) = link.peer()
+                && let Err(error) = peer.notify_roots_list_changed().await
+            {
+                tracing::debug!(server = %link.config.name, "roots change not told: {}", describe::service(&error));
+            }
+        }
     }
 
     /// The resources and prompts of the running servers.
@@ -338,6 +380,8 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
             server: link.config.name.clone(),
             tools_changed,
             asker: shared.asker.clone(),
+            roots: shared.roots.clone(),
+            sampler: shared.sampler.clone(),
         };
         let opened = tokio::select! {
             opened = open(&link.config, events) => opened,

@@ -131,6 +131,7 @@ pub(crate) fn fast() -> ManagerOptions {
             stable_after: Duration::from_secs(60),
         },
         shutdown_grace: Duration::from_millis(300),
+        roots: Vec::new(),
     }
 }
 
