@@ -173,7 +173,10 @@ impl Content {
                 "[{mime_type} image, about {} bytes: not shown, this request carries text only]",
                 data.len() / 4 * 3
             ),
-            Content::Json { json } => Content::json_for_model(json).to_string(),
+            Content::Json { json } => match Content::json_for_model(json) {
+                std::borrow::Cow::Owned(Value::String(text)) => text,
+                shown => shown.to_string(),
+            },
         }
     }
 
@@ -181,6 +184,12 @@ impl Content {
     /// resource's binary blob replaced by what it was (the part itself
     /// keeps it, for callers that pass it on).
     pub fn json_for_model(json: &Value) -> std::borrow::Cow<'_, Value> {
+        // An MCP text block kept whole for its annotations: its text.
+        if json.get("type").and_then(Value::as_str) == Some("text")
+            && let Some(text) = json.get("text").and_then(Value::as_str)
+        {
+            return std::borrow::Cow::Owned(Value::String(text.to_owned()));
+        }
         match without_blob(json) {
             Some(described) => std::borrow::Cow::Owned(described),
             None => std::borrow::Cow::Borrowed(json),
@@ -243,6 +252,8 @@ mod tests {
         );
         assert!(text.contains("demo://b/1"), "{text}");
         assert_eq!(part, Content::Json { json: block });
+        let annotated = json!({"type": "text", "text": "hi", "annotations": {"priority": 1.0}});
+        assert_eq!(Content::Json { json: annotated }.to_text(), "hi");
         let plain = json!({"type": "resource", "resource": {"uri": "u", "text": "t"}});
         assert_eq!(
             Content::Json {

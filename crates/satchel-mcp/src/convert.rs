@@ -211,6 +211,13 @@ fn pretty(value: &Value) -> String {
 
 pub(crate) fn content_part(block: &ContentBlock) -> Content {
     match block {
+        // Text with annotations or `_meta` is kept whole, so they reach the
+        // caller (a model is shown its text, see `Content::to_text`).
+        ContentBlock::Text(text) if text.annotations.is_some() || text.meta.is_some() => {
+            Content::Json {
+                json: serde_json::to_value(block).unwrap_or(Value::Null),
+            }
+        }
         ContentBlock::Text(text) => Content::Text {
             text: text.text.clone(),
         },
@@ -243,6 +250,9 @@ pub(crate) fn content_part(block: &ContentBlock) -> Content {
 fn passed_block(json: &Value) -> Option<ContentBlock> {
     match json.get("type").and_then(Value::as_str) {
         Some("resource" | "resource_link") => serde_json::from_value(json.clone()).ok(),
+        Some("text") if json.get("annotations").is_some() || json.get("_meta").is_some() => {
+            serde_json::from_value(json.clone()).ok()
+        }
         _ => None,
     }
 }

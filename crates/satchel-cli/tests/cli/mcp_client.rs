@@ -149,6 +149,13 @@ fn embedded_resources_reach_tools_call_json_and_mcp_serve_clients_intact() {
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let report = stdout_json(&output);
+    // Annotations and resource links arrive as the server sent them.
+    for key in ["annotated", "links"] {
+        assert_eq!(
+            report["served"][key]["content"], report["direct"][key]["content"],
+            "{key}"
+        );
+    }
     for kind in ["Text", "Blob"] {
         let direct = &report["direct"][kind];
         let served = &report["served"][kind];

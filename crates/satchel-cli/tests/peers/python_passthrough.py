@@ -4,7 +4,8 @@ directly, and through `satchel mcp serve` (which imports the same server).
 
 Usage: python_passthrough.py SATCHEL PROJECT ENV_JSON EVERYTHING
 Prints {"direct": {...}, "served": {...}}, each keyed by resource type
-with the result's content blocks as the SDK parsed them.
+(and `annotated`, `links`: an annotated message, resource links) with the
+result as the SDK parsed it.
 """
 
 import asyncio
@@ -36,6 +37,12 @@ async def calls(params, name):
                         break
                     await asyncio.sleep(0.2)
                 seen[kind] = result
+            # Annotations on a text block, and a resource link.
+            prefix = name[: -len("get-resource-reference")]
+            seen["annotated"] = dump(
+                await session.call_tool(prefix + "get-annotated-message", {"messageType": "error"})
+            )
+            seen["links"] = dump(await session.call_tool(prefix + "get-resource-links", {"count": 2}))
     return seen
 
 
