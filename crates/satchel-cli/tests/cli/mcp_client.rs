@@ -344,3 +344,54 @@ fn mcp_import_brings_other_clients_servers_with_references_kept() {
         .unwrap();
     assert_eq!(everything["state"], "running", "{everything}");
 }
+
+/// Under `mcp serve`, a stdio server that exits mid-call: the client's
+/// call ends saying the server went away, and the server's tools answer
+/// again as soon as it has restarted (issue #42 saw 15 s and more).
+#[test]
+fn mcp_serve_brings_back_a_stdio_server_that_crashed_mid_call() {
+    let sandbox = with_servers(json!({
+        "crashy": {"command": peer("venv/bin/python"), "args": [crashy_script(), "stdio"]},
+    }));
+    let env: serde_json::Map<String, Value> = [
+        ("XDG_CONFIG_HOME", sandbox.dir.path().join("config")),
+        ("XDG_DATA_HOME", sandbox.dir.path().join("data")),
+        ("XDG_CACHE_HOME", sandbox.dir.path().join("cache")),
+        ("SATCHEL_LIBEXEC_DIR", sandbox.dir.path().join("libexec")),
+        ("TMPDIR", sandbox.dir.path().to_path_buf()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), json!(v)))
+    .chain([
+        ("SATCHEL_TRUST_PROJECT".to_owned(), json!("1")),
+        ("SATCHEL_MODEL_FETCH".to_owned(), json!("never")),
+    ])
+    .collect();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/python_crash.py");
+    let output = Command::new(peer("venv/bin/python"))
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_satchel"))
+        .arg(sandbox.project())
+        .arg(Value::Object(env).to_string())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = stdout_json(&output);
+    assert_ne!(report["first"]["isError"], true, "{report}");
+    let crash = &report["crash"];
+    assert_eq!(crash["isError"], true, "{report}");
+    assert!(crash.to_string().contains("went away"), "{report}");
+    assert_ne!(report["hello"]["isError"], true, "{report}");
+    assert!(
+        report["hello"].to_string().contains("hello again"),
+        "{report}"
+    );
+    // Generous for a loaded machine: bench/mcp-faults.sh measures it.
+    let back_after = report["back_after"].as_f64().unwrap();
+    assert!(
+        back_after < 10.0,
+        "callable again only after {back_after} s"
+    );
+    eprintln!("callable again {back_after:.2} s after the crashed call");
+}
