@@ -107,7 +107,7 @@ pub enum RemoteError {
     #[error(transparent)]
     OAuth(#[from] OAuthError),
     /// The MCP handshake failed.
-    #[error("cannot connect to {url}: {}", super::describe::initialize(error))]
+    #[error("{}", connect_words(url, error))]
     Connect {
         /// The endpoint.
         url: String,
@@ -117,6 +117,16 @@ pub enum RemoteError {
     /// A request failed.
     #[error("{}", super::describe::service(.0))]
     Service(#[from] ServiceError),
+}
+
+/// Why the handshake with `url` failed, naming the URL once.
+fn connect_words(url: &str, error: &ClientInitializeError) -> String {
+    let words = super::describe::initialize(error);
+    if words.contains(url) {
+        words
+    } else {
+        format!("cannot connect to {url}: {words}")
+    }
 }
 
 impl RemoteError {
