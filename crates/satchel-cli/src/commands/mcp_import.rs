@@ -36,11 +36,11 @@ pub(crate) fn run(args: ImportArgs, project: &Host) -> anyhow::Result<ExitCode> 
         if !args.from.is_empty() && !args.from.contains(&candidate.source) {
             continue;
         }
-        let text = match satchel_tools::config::read_config_file(&candidate.path) {
+        let text = match read_other(&candidate.path) {
             Ok(Some(text)) => text,
             Ok(None) => continue,
             Err(error) => {
-                problems.push(error.to_string());
+                problems.push(format!("{}: {error}", candidate.path.display()));
                 continue;
             }
         };
@@ -137,6 +137,35 @@ pub(crate) fn run(args: ImportArgs, project: &Host) -> anyhow::Result<ExitCode> 
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The most of another client's file that is read: `~/.claude.json`
+/// keeps Claude Code's history too and outgrows agent.json's 1 MiB.
+const MAX_OTHER_BYTES: u64 = 64 << 20;
+
+/// Another client's file: `None` when it is not there; only a regular
+/// file of at most [`MAX_OTHER_BYTES`] is read (a FIFO would block).
+fn read_other(path: &Path) -> Result<Option<String>, String> {
+    use std::io::Read;
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(format!("cannot read it: {error}")),
+    };
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > MAX_OTHER_BYTES {
+        return Err(format!(
+            "larger than {} MiB: not read",
+            MAX_OTHER_BYTES >> 20
+        ));
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_OTHER_BYTES).read_to_string(&mut text))
+        .map_err(|error| format!("cannot read it: {error}"))?;
+    Ok(Some(text))
 }
 
 /// Whether `server` is the one of its name that was added (the first
