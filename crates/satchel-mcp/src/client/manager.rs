@@ -180,20 +180,30 @@ impl McpManager {
     /// Changes the roots servers are given, and tells every running
     /// server (`notifications/roots/list_changed`).
     pub async fn set_roots(&self, roots: Vec<PathBuf>) {
-        {
-            let mut slot = self.shared.roots.write().unwrap_or_else(|p| p.into_inner());
-            if *slot == roots {
-                return;
+        self.shared.set_roots(roots).await;
+    }
+
+    /// Asks `source` for the roots every `every` (it should be cheap: the
+    /// host's answers from a cache of agent.json) and tells the running
+    /// servers when they change, until shutdown.
+    pub fn follow_roots(
+        &self,
+        source: impl Fn() -> Vec<PathBuf> + Send + Sync + 'static,
+        every: Duration,
+    ) {
+        let shared = self.shared.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(every) => shared.set_roots(source()).await,
+                    () = shared.shutdown.cancelled() => return,
+                }
             }
-            *slot = roots;
-        }
-        for link in self.shared.links.iter() {
-            if let Some(peer) = link.peer()
-                && let Err(error) = peer.notify_roots_list_changed().await
-            {
-                tracing::debug!(server = %link.config.name, "roots change not told: {}", describe::service(&error));
-            }
-        }
+        });
+        self.tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(task);
     }
 
     /// The resources and prompts of the running servers.
@@ -244,6 +254,24 @@ impl Drop for McpManager {
 }
 
 impl Shared {
+    /// Changes the roots and tells every running server, when they differ.
+    async fn set_roots(&self, roots: Vec<PathBuf>) {
+        {
+            let mut slot = self.roots.write().unwrap_or_else(|p| p.into_inner());
+            if *slot == roots {
+                return;
+            }
+            *slot = roots;
+        }
+        for link in self.links.iter() {
+            if let Some(peer) = link.peer()
+                && let Err(error) = peer.notify_roots_list_changed().await
+            {
+                tracing::debug!(server = %link.config.name, "roots change not told: {}", describe::service(&error));
+            }
+        }
+    }
+
     /// Records `link`'s tools (`None` removes them) and republishes.
     fn set_tools(&self, link: &Link, tools: Option<Vec<RemoteTool>>) {
         {
