@@ -91,8 +91,12 @@ fn init_tracing(verbose: u8) {
         2 => "debug",
         _ => "trace",
     };
+    // rmcp's own logs name its types and report, as warnings and errors,
+    // what Satchel handles and reports itself in words (a stream resumed,
+    // an authorization challenge answered, a server gone): off unless
+    // RUST_LOG asks for them.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{default},rmcp=off")));
     // rmcp's OAuth module logs the authorization code (and token
     // responses) at debug: never below warn there, whatever RUST_LOG says.
     let filter = match "rmcp::transport::auth=warn".parse() {

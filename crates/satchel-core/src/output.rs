@@ -173,9 +173,48 @@ impl Content {
                 "[{mime_type} image, about {} bytes: not shown, this request carries text only]",
                 data.len() / 4 * 3
             ),
-            Content::Json { json } => json.to_string(),
+            Content::Json { json } => match Content::json_for_model(json) {
+                std::borrow::Cow::Owned(Value::String(text)) => text,
+                shown => shown.to_string(),
+            },
         }
     }
+
+    /// A JSON part's value as a model is shown it: an MCP embedded
+    /// resource's binary blob replaced by what it was (the part itself
+    /// keeps it, for callers that pass it on).
+    pub fn json_for_model(json: &Value) -> std::borrow::Cow<'_, Value> {
+        // An MCP text block kept whole for its annotations: its text.
+        if json.get("type").and_then(Value::as_str) == Some("text")
+            && let Some(text) = json.get("text").and_then(Value::as_str)
+        {
+            return std::borrow::Cow::Owned(Value::String(text.to_owned()));
+        }
+        match without_blob(json) {
+            Some(described) => std::borrow::Cow::Owned(described),
+            None => std::borrow::Cow::Borrowed(json),
+        }
+    }
+}
+
+/// An MCP embedded resource with a binary `blob`, the blob replaced by
+/// what it was: a model reading text gets the resource's URI and type,
+/// and why its bytes are not there. `None` for anything else.
+fn without_blob(json: &Value) -> Option<Value> {
+    if json.get("type").and_then(Value::as_str) != Some("resource") {
+        return None;
+    }
+    let blob = json.get("resource")?.get("blob")?.as_str()?;
+    let mime = json["resource"]
+        .get("mimeType")
+        .and_then(Value::as_str)
+        .unwrap_or("binary data");
+    let mut described = json.clone();
+    described["resource"]["blob"] = Value::String(format!(
+        "[{mime}, about {} bytes: left out, this request carries text only]",
+        blob.len() / 4 * 3
+    ));
+    Some(described)
 }
 
 #[cfg(test)]
@@ -196,6 +235,32 @@ mod tests {
             Some(
                 &json!({"error": "no tool named `bsh`", "error_code": "TOOL_NOT_FOUND", "available": ["bash"]})
             )
+        );
+    }
+
+    #[test]
+    fn a_resource_blob_is_described_to_a_model_and_kept_in_the_part() {
+        let block = json!({"type": "resource", "resource": {"uri": "demo://b/1", "mimeType": "image/png", "blob": "AAAABBBB"}});
+        let part = Content::Json {
+            json: block.clone(),
+        };
+        let text = part.to_text();
+        assert!(!text.contains("AAAABBBB"), "{text}");
+        assert!(
+            text.contains("image/png, about 6 bytes: left out"),
+            "{text}"
+        );
+        assert!(text.contains("demo://b/1"), "{text}");
+        assert_eq!(part, Content::Json { json: block });
+        let annotated = json!({"type": "text", "text": "hi", "annotations": {"priority": 1.0}});
+        assert_eq!(Content::Json { json: annotated }.to_text(), "hi");
+        let plain = json!({"type": "resource", "resource": {"uri": "u", "text": "t"}});
+        assert_eq!(
+            Content::Json {
+                json: plain.clone()
+            }
+            .to_text(),
+            plain.to_string()
         );
     }
 

@@ -198,6 +198,26 @@ impl Host {
         }
     }
 
+    /// Who may let the configured model answer the MCP servers' sampling
+    /// requests: the REPL passes its prompt; elsewhere nobody does and
+    /// they are refused with the reason. A project whose settings cannot
+    /// be read gets no sampler (requests are refused).
+    pub fn set_mcp_sampling_consent(
+        &self,
+        consent: Option<Arc<dyn crate::sampling::SamplingConsent>>,
+    ) {
+        let Some((_, servers)) = self.shared.get() else {
+            return;
+        };
+        let sampler = consent.and_then(|consent| {
+            let settings = read_settings(&self.root, &self.paths, &self.env).ok()?;
+            let sampler: Arc<dyn satchel_mcp::client::Sampler> =
+                Arc::new(crate::sampling::ModelSampler::new(settings, consent));
+            Some(sampler)
+        });
+        servers.set_sampler(sampler);
+    }
+
     /// The resources and prompts the MCP servers of the shared tools offer
     /// (`None` before [`Host::shared_tools`]).
     pub fn mcp_offers(&self) -> Option<satchel_mcp::client::Offers> {

@@ -41,6 +41,7 @@ pub mod memory;
 pub mod model;
 mod paths;
 pub mod resources;
+pub mod sampling;
 pub mod store;
 pub mod trust;
 

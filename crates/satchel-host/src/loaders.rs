@@ -160,11 +160,49 @@ pub async fn start_mcp_servers(live: &Arc<LiveRegistry>, host: &Host) -> McpMana
 /// Starts mcp.json's servers without waiting; their tools join `live` as
 /// they come up.
 pub fn start_mcp_in_background(live: &Arc<LiveRegistry>, host: &Host) -> McpManager {
-    McpManager::start(
-        live.clone(),
-        load_mcp_config(host),
-        ManagerOptions::default(),
-    )
+    let options = ManagerOptions {
+        roots: mcp_roots(host),
+        ..ManagerOptions::default()
+    };
+    let manager = McpManager::start(live.clone(), load_mcp_config(host), options);
+    // Servers hear of a change of the writable paths when agent.json changes.
+    let reader = (host.root.clone(), host.paths.clone(), host.env.clone());
+    let roots = reloading(
+        &host.root,
+        config_paths(&host.root, &host.paths),
+        ("MCP roots", "the project alone"),
+        move |_| Ok(Arc::new(roots_from(&reader.0, &reader.1, &reader.2))),
+        |project| Arc::new(vec![project.to_path_buf()]),
+    );
+    manager.follow_roots(move || roots().as_ref().clone(), ROOTS_CHECK);
+    manager
+}
+
+/// How often agent.json is looked at (its size and time) for new roots.
+const ROOTS_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The roots MCP servers are given: the project, then the sandbox's
+/// writable paths (agent.json's `exec.writable`; its warnings are the
+/// tool settings' to give).
+fn mcp_roots(host: &Host) -> Vec<std::path::PathBuf> {
+    roots_from(&host.root, &host.paths, &host.env)
+}
+
+fn roots_from(
+    root: &Path,
+    paths: &crate::HostPaths,
+    env: &std::collections::BTreeMap<String, String>,
+) -> Vec<PathBuf> {
+    let mut roots = vec![root.to_path_buf()];
+    if let Ok(settings) = read_settings(root, paths, env) {
+        let (config, _) = ToolsConfig::from_settings(&settings);
+        for path in config.sandbox.writable {
+            if !roots.contains(&path) {
+                roots.push(path);
+            }
+        }
+    }
+    roots
 }
 
 #[cfg(test)]

@@ -317,9 +317,9 @@ fn write_blocks(w: &mut BodyWriter, parts: &[Content]) -> Result<(), LlmError> {
         }
         match part {
             Content::Text { text } => w.json(&TextBlock { kind: "text", text })?,
-            Content::Json { json } => w.json(&TextBlock {
+            Content::Json { .. } => w.json(&TextBlock {
                 kind: "text",
-                text: &json.to_string(),
+                text: &part.to_text(),
             })?,
             Content::Image { mime_type, data } => {
                 w.raw("{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":");

@@ -8,8 +8,7 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolResult, ContentBlock, JsonObject, ResourceContents, Tool as McpTool,
-    ToolAnnotations as McpAnnotations,
+    CallToolResult, ContentBlock, JsonObject, Tool as McpTool, ToolAnnotations as McpAnnotations,
 };
 use satchel_core::portable::{SchemaConsumer, Unportable, schema_for};
 use satchel_core::{Content, ErrorCode, ToolAnnotations, ToolOutput, ToolResults, ToolSpec};
@@ -133,7 +132,9 @@ fn content_block(part: &Content) -> ContentBlock {
     match part {
         Content::Text { text } => ContentBlock::text(text.clone()),
         Content::Image { mime_type, data } => ContentBlock::image(data.clone(), mime_type.clone()),
-        Content::Json { json } => ContentBlock::text(json.to_string()),
+        Content::Json { json } => {
+            passed_block(json).unwrap_or_else(|| ContentBlock::text(json.to_string()))
+        }
     }
 }
 
@@ -210,6 +211,13 @@ fn pretty(value: &Value) -> String {
 
 pub(crate) fn content_part(block: &ContentBlock) -> Content {
     match block {
+        // Text with annotations or `_meta` is kept whole, so they reach the
+        // caller (a model is shown its text, see `Content::to_text`).
+        ContentBlock::Text(text) if text.annotations.is_some() || text.meta.is_some() => {
+            Content::Json {
+                json: serde_json::to_value(block).unwrap_or(Value::Null),
+            }
+        }
         ContentBlock::Text(text) => Content::Text {
             text: text.text.clone(),
         },
@@ -226,28 +234,26 @@ pub(crate) fn content_part(block: &ContentBlock) -> Content {
                 audio.data.len() / 4 * 3
             ),
         },
-        ContentBlock::Resource(embedded) => match &embedded.resource {
-            ResourceContents::TextResourceContents { uri, text, .. } => Content::Json {
-                json: json!({"resource": uri, "text": text}),
-            },
-            ResourceContents::BlobResourceContents {
-                uri,
-                mime_type,
-                blob,
-                ..
-            } => Content::Json {
-                json: json!({"resource": uri, "mimeType": mime_type, "bytesBase64": blob.len()}),
-            },
-            _ => Content::Json {
-                json: serde_json::to_value(&embedded.resource).unwrap_or(Value::Null),
-            },
-        },
-        ContentBlock::ResourceLink(link) => Content::Json {
-            json: serde_json::to_value(link).unwrap_or(Value::Null),
-        },
+        // Embedded resources (text and blob), resource links and any block
+        // Satchel has no part for reach the caller as the server sent them,
+        // annotations and `_meta` included (`mcp serve` sends them on as
+        // the same blocks; a model is shown a blob's description, see
+        // `Content::to_text`).
         _ => Content::Json {
             json: serde_json::to_value(block).unwrap_or(Value::Null),
         },
+    }
+}
+
+/// An MCP content block kept whole in a JSON part (see [`content_part`]):
+/// the block again, for `mcp serve` to pass on unchanged.
+fn passed_block(json: &Value) -> Option<ContentBlock> {
+    match json.get("type").and_then(Value::as_str) {
+        Some("resource" | "resource_link") => serde_json::from_value(json.clone()).ok(),
+        Some("text") if json.get("annotations").is_some() || json.get("_meta").is_some() => {
+            serde_json::from_value(json.clone()).ok()
+        }
+        _ => None,
     }
 }
 

@@ -14,7 +14,8 @@ Examples:
   satchel mcp serve --http 127.0.0.1:8765
   satchel mcp servers --json
   satchel mcp connect https://mcp.example.com/mcp
-  satchel mcp login docs";
+  satchel mcp login docs
+  satchel mcp import --dry-run";
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum McpCommand {
@@ -57,6 +58,49 @@ pub(crate) enum McpCommand {
     Login(LoginArgs),
     /// Forget a remote MCP server's stored tokens and registration.
     Logout(LogoutArgs),
+    /// Add the MCP servers other clients were given to mcp.json.
+    ///
+    /// Reads Claude Code (the project's .mcp.json, ~/.claude.json),
+    /// Cursor (.cursor/mcp.json, ~/.cursor/mcp.json), VS Code
+    /// (.vscode/mcp.json), Claude Desktop (claude_desktop_config.json) and
+    /// Codex ($CODEX_HOME/config.toml), shows what it would add, and adds
+    /// it to the user's mcp.json (--to-project: the project's). Environment
+    /// variables and headers stay references (`${VAR}`); a secret written
+    /// out in those files is replaced by a reference, and the variable to
+    /// set is named. A server mcp.json already has is left alone.
+    #[command(after_help = IMPORT_EXAMPLES)]
+    Import(ImportArgs),
+}
+
+const IMPORT_EXAMPLES: &str = "\
+Examples:
+  satchel mcp import --dry-run
+  satchel mcp import --from claude-code --from cursor
+  satchel mcp import --to-project";
+
+#[derive(Debug, Args)]
+pub(crate) struct ImportArgs {
+    /// Only this client (repeatable): claude-desktop, claude-code, cursor,
+    /// vscode, codex. Default: all of them.
+    #[arg(long = "from", value_name = "CLIENT", value_parser = parse_source)]
+    pub(crate) from: Vec<satchel_mcp::client::import::Source>,
+    /// Write the project's .agents/mcp.json instead of the user's.
+    #[arg(long)]
+    pub(crate) to_project: bool,
+    /// Show what would be added; write nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+    /// Print what was found (and added) as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+fn parse_source(name: &str) -> Result<satchel_mcp::client::import::Source, String> {
+    satchel_mcp::client::import::Source::parse(name).ok_or_else(|| {
+        format!(
+            "unknown client `{name}`: one of claude-desktop, claude-code, cursor, vscode, codex"
+        )
+    })
 }
 
 const CONNECT_EXAMPLES: &str = "\

@@ -31,6 +31,7 @@ pub(crate) async fn run(command: McpCommand, project: &Arc<Host>) -> anyhow::Res
             let config = satchel_host::loaders::load_mcp_config(project);
             super::mcp_remote::logout(args, &config, data)
         }
+        McpCommand::Import(args) => super::mcp_import::run(args, project),
     }
 }
 

@@ -11,6 +11,7 @@ mod edit_costs;
 pub(crate) mod fetch;
 mod log;
 mod mcp;
+mod mcp_import;
 mod mcp_remote;
 mod memory;
 mod policy;

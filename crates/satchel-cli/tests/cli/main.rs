@@ -24,6 +24,7 @@ mod first_hour;
 mod hostile;
 mod http_abuse;
 mod local_servers;
+mod mcp_client;
 mod mcp_serve;
 mod memory;
 mod model_server;

@@ -11,6 +11,9 @@
 #[path = "../../../satchel-agent/tests/support/fake_model.rs"]
 #[allow(missing_docs)]
 mod fake_model;
+mod mcp_peers;
+#[path = "../../../satchel-agent/tests/support/peers.rs"]
+mod peers_dir;
 
 use std::sync::{Arc, Mutex};
 

@@ -83,7 +83,7 @@ fn value_of(results: &ToolResults) -> Value {
 fn part_value(part: &Content) -> Value {
     match part {
         Content::Text { text } => text_value(text),
-        Content::Json { json } => json.clone(),
+        Content::Json { json } => Content::json_for_model(json).into_owned(),
         Content::Image { .. } => Value::String(part.to_text()),
     }
 }

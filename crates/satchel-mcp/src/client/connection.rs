@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use futures_util::FutureExt;
+use futures_util::future::{Fuse, FusedFuture};
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningServiceCancellationToken};
 use rmcp::{ClientHandler, ServiceExt};
@@ -23,6 +25,29 @@ pub(crate) struct Events {
     pub(crate) tools_changed: mpsc::Sender<()>,
     /// Who answers the server's questions, when anyone can.
     pub(crate) asker: super::elicit::AskerSlot,
+    /// The directories the server may work in, for `roots/list`.
+    pub(crate) roots: RootsSlot,
+    /// Who answers the server's sampling requests, when anyone can.
+    pub(crate) sampler: super::sample::SamplerSlot,
+}
+
+/// The roots every server is given, shared with the manager, which may
+/// change them.
+pub(crate) type RootsSlot = std::sync::Arc<std::sync::RwLock<Vec<std::path::PathBuf>>>;
+
+/// `paths` as MCP roots: `file://` URIs named after their last component.
+#[allow(deprecated)] // Roots left the newest revision (SEP-2577); older servers ask.
+fn roots_of(paths: &[std::path::PathBuf]) -> rmcp::model::ListRootsResult {
+    let roots = paths
+        .iter()
+        .filter_map(|path| {
+            let uri = url::Url::from_directory_path(path).ok()?;
+            let mut root = rmcp::model::Root::new(uri.as_str().trim_end_matches('/'));
+            root.name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            Some(root)
+        })
+        .collect();
+    rmcp::model::ListRootsResult::new(roots)
 }
 
 impl ClientHandler for Events {
@@ -33,6 +58,13 @@ impl ClientHandler for Events {
         elicitation.form = Some(Default::default());
         let mut capabilities = ClientCapabilities::default();
         capabilities.elicitation = Some(elicitation);
+        // The project and the writable paths, told again when they change.
+        let mut roots = rmcp::model::RootsCapabilities::default();
+        roots.list_changed = Some(true);
+        capabilities.roots = Some(roots);
+        // Sampling too: answered where a person agrees (the REPL), refused
+        // with the reason elsewhere.
+        capabilities.sampling = Some(Default::default());
         ClientConfig::new(
             capabilities,
             Implementation::new("satchel", env!("CARGO_PKG_VERSION")),
@@ -45,6 +77,24 @@ impl ClientHandler for Events {
         _context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
         super::elicit::answer(&self.asker, &self.server, request).await
+    }
+
+    #[allow(deprecated)] // Sampling left the newest revision; older servers ask.
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        super::sample::answer(&self.sampler, &self.server, params).await
+    }
+
+    #[allow(deprecated)] // Roots left the newest revision; older servers ask.
+    async fn list_roots(
+        &self,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        let paths = self.roots.read().unwrap_or_else(|p| p.into_inner()).clone();
+        Ok(roots_of(&paths))
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -66,7 +116,9 @@ impl ClientHandler for Events {
 pub(crate) struct Connection {
     pub(crate) peer: Peer<RoleClient>,
     cancel: RunningServiceCancellationToken,
-    service: JoinHandle<()>,
+    /// Fused: [`Connection::closed`] may see it end and be asked again.
+    service: Fuse<JoinHandle<()>>,
+    abort: tokio::task::AbortHandle,
     process: Option<ServerProcess>,
 }
 
@@ -93,13 +145,21 @@ impl Connection {
                 match served {
                     Ok(running) => Ok(Connection::from_running(running, Some(process))),
                     Err(error) => {
-                        // Let a dying server finish writing its last words.
-                        let _ =
-                            tokio::time::timeout(Duration::from_millis(200), process.wait()).await;
-                        Err(with_stderr(
-                            format!("the MCP handshake failed: {error}"),
-                            &process,
-                        ))
+                        // A server that exited says how; let it finish
+                        // writing its last words.
+                        let exited =
+                            tokio::time::timeout(Duration::from_millis(500), process.wait()).await;
+                        let message = match exited {
+                            Ok(Ok(status)) => {
+                                format!("the server {} during the handshake", describe_exit(status))
+                            }
+                            _ => format!(
+                                "the MCP handshake failed: {}",
+                                super::describe::initialize(&error)
+                            ),
+                        };
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        Err(with_stderr(message, &process))
                     }
                 }
             }
@@ -158,10 +218,13 @@ impl Connection {
         let service = tokio::spawn(async move {
             let _ = running.waiting().await;
         });
+        let abort = service.abort_handle();
+        let service = service.fuse();
         Connection {
             peer,
             cancel,
             service,
+            abort,
             process,
         }
     }
@@ -180,7 +243,7 @@ impl Connection {
             service, process, ..
         } = self;
         let Some(process) = process else {
-            let _ = service.await;
+            let _ = (&mut *service).await;
             return "the connection closed".to_owned();
         };
         let status = tokio::select! {
@@ -199,12 +262,25 @@ impl Connection {
         with_stderr(format!("the server {how}"), process)
     }
 
+    /// Ends a connection whose stdio server already exited: the service
+    /// stops at once, and what is left of the server's group is stopped
+    /// as [`ServerProcess::stop`] does (at once when nothing is).
+    pub(crate) async fn discard(mut self, grace: Duration) {
+        self.cancel.cancel();
+        self.abort.abort();
+        if let Some(process) = &mut self.process {
+            process.stop(grace).await;
+        }
+    }
+
     /// Shuts down in order: the transport closes (a stdio server's stdin
     /// closes), then the process gets `grace` to exit, then SIGTERM, then
     /// SIGKILL (see [`ServerProcess::stop`]).
     pub(crate) async fn shutdown(mut self, grace: Duration) {
         self.cancel.cancel();
-        let _ = tokio::time::timeout(grace, &mut self.service).await;
+        if !self.service.is_terminated() {
+            let _ = tokio::time::timeout(grace, &mut self.service).await;
+        }
         if let Some(process) = &mut self.process {
             process.stop(grace).await;
         }

@@ -109,6 +109,9 @@ pub(crate) struct Link {
     /// Told when a call finds the connection gone: a remote server that
     /// went away closes no pipe, so its supervisor learns it from a call.
     pub(super) lost: watch::Sender<u64>,
+    /// The current connection's number (`None` while there is none), so
+    /// a call in flight on a connection that ended ends with it.
+    current: watch::Sender<Option<u64>>,
 }
 
 impl Link {
@@ -130,7 +133,15 @@ impl Link {
             status: Mutex::new(status),
             state: watch::Sender::new(ServerState::Starting),
             lost: watch::Sender::new(0),
+            current: watch::Sender::new(None),
         }
+    }
+
+    /// Resolves once connection number `connection` is no longer the
+    /// server's connection (it ended, or another replaced it).
+    pub(crate) async fn ended(&self, connection: u64) {
+        let mut current = self.current.subscribe();
+        let _ = current.wait_for(|now| *now != Some(connection)).await;
     }
 
     /// A call through connection number `connection` failed on the way:
@@ -208,7 +219,9 @@ impl Link {
                 + 1;
             (peer, number)
         });
+        let number = numbered.as_ref().map(|(_, number)| *number);
         *self.peer.write().unwrap_or_else(|p| p.into_inner()) = numbered;
+        self.current.send_replace(number);
         self.status().pid = pid;
     }
 }

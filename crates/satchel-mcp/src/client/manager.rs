@@ -14,6 +14,7 @@
 //! listed meanwhile (calls fail fast, saying it is reconnecting).
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,11 +28,13 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{McpConfig, ServerConfig, TransportConfig};
-use super::connection::{Connection, Events};
+use super::connection::{Connection, Events, RootsSlot};
+use super::describe;
 use super::elicit::{AskerSlot, ElicitationAsker};
 use super::link::{ImportedTool, Link, ServerState, ServerStatus};
 use super::naming;
 use super::offers::{Offers, OffersTool};
+use super::sample::{Sampler, SamplerSlot};
 use super::tool::{GROUP, McpTool};
 use crate::convert::from_mcp_tool;
 
@@ -74,6 +77,9 @@ pub struct ManagerOptions {
     /// Each step of a stdio server's shutdown (exit after stdin closes,
     /// after SIGTERM) gets this long.
     pub shutdown_grace: Duration,
+    /// The directories servers are told they may work in (MCP roots): the
+    /// project and the writable paths.
+    pub roots: Vec<PathBuf>,
 }
 
 impl Default for ManagerOptions {
@@ -81,6 +87,7 @@ impl Default for ManagerOptions {
         ManagerOptions {
             restart: RestartPolicy::default(),
             shutdown_grace: Duration::from_secs(2),
+            roots: Vec::new(),
         }
     }
 }
@@ -94,6 +101,10 @@ struct Shared {
     shutdown: CancellationToken,
     /// Who answers servers' questions (none until a front end says).
     asker: AskerSlot,
+    /// The roots servers are given.
+    roots: RootsSlot,
+    /// Who answers servers' sampling requests (none until a front end says).
+    sampler: SamplerSlot,
 }
 
 /// The MCP servers of a configuration, started and supervised.
@@ -123,13 +134,16 @@ impl McpManager {
                 .map(|server| Arc::new(Link::new(server)))
                 .collect(),
         );
+        let roots: RootsSlot = Arc::new(std::sync::RwLock::new(options.roots.clone()));
         let shared = Arc::new(Shared {
             live,
             options,
+            roots,
             links,
             imported: Mutex::new(BTreeMap::new()),
             shutdown: CancellationToken::new(),
             asker: AskerSlot::default(),
+            sampler: SamplerSlot::default(),
         });
         let mut tasks = Vec::new();
         for link in shared.links.iter() {
@@ -151,6 +165,45 @@ impl McpManager {
     /// they are refused with the reason).
     pub fn set_asker(&self, asker: Option<Arc<dyn ElicitationAsker>>) {
         *self.shared.asker.write().unwrap_or_else(|p| p.into_inner()) = asker;
+    }
+
+    /// Who answers the servers' sampling requests from now on (`None`:
+    /// nobody; they are refused with the reason).
+    pub fn set_sampler(&self, sampler: Option<Arc<dyn Sampler>>) {
+        *self
+            .shared
+            .sampler
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = sampler;
+    }
+
+    /// Changes the roots servers are given, and tells every running
+    /// server (`notifications/roots/list_changed`).
+    pub async fn set_roots(&self, roots: Vec<PathBuf>) {
+        self.shared.set_roots(roots).await;
+    }
+
+    /// Asks `source` for the roots every `every` (it should be cheap: the
+    /// host's answers from a cache of agent.json) and tells the running
+    /// servers when they change, until shutdown.
+    pub fn follow_roots(
+        &self,
+        source: impl Fn() -> Vec<PathBuf> + Send + Sync + 'static,
+        every: Duration,
+    ) {
+        let shared = self.shared.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(every) => shared.set_roots(source()).await,
+                    () = shared.shutdown.cancelled() => return,
+                }
+            }
+        });
+        self.tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(task);
     }
 
     /// The resources and prompts of the running servers.
@@ -201,6 +254,24 @@ impl Drop for McpManager {
 }
 
 impl Shared {
+    /// Changes the roots and tells every running server, when they differ.
+    async fn set_roots(&self, roots: Vec<PathBuf>) {
+        {
+            let mut slot = self.roots.write().unwrap_or_else(|p| p.into_inner());
+            if *slot == roots {
+                return;
+            }
+            *slot = roots;
+        }
+        for link in self.links.iter() {
+            if let Some(peer) = link.peer()
+                && let Err(error) = peer.notify_roots_list_changed().await
+            {
+                tracing::debug!(server = %link.config.name, "roots change not told: {}", describe::service(&error));
+            }
+        }
+    }
+
     /// Records `link`'s tools (`None` removes them) and republishes.
     fn set_tools(&self, link: &Link, tools: Option<Vec<RemoteTool>>) {
         {
@@ -308,7 +379,7 @@ async fn open(
         match connection.peer.list_all_tools().await {
             Ok(tools) => Ok((connection, tools)),
             Err(error) => {
-                let reason = format!("`tools/list` failed: {error}");
+                let reason = format!("`tools/list` failed: {}", describe::service(&error));
                 connection.shutdown(Duration::from_millis(500)).await;
                 Err(reason)
             }
@@ -337,6 +408,8 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
             server: link.config.name.clone(),
             tools_changed,
             asker: shared.asker.clone(),
+            roots: shared.roots.clone(),
+            sampler: shared.sampler.clone(),
         };
         let opened = tokio::select! {
             opened = open(&link.config, events) => opened,
@@ -377,7 +450,12 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
                             let check = link.config.startup_timeout.min(HEALTH_CHECK_TIMEOUT);
                             match tokio::time::timeout(check, peer.list_all_tools()).await {
                                 Ok(Ok(tools)) => shared.set_tools(&link, Some(tools)),
-                                Ok(Err(error)) => break Some(format!("the connection failed ({error})")),
+                                Ok(Err(error)) if !remote => {
+                                    // A stdio server that went away says how it ended.
+                                    let how = tokio::time::timeout(Duration::from_secs(1), connection.closed()).await;
+                                    break Some(how.unwrap_or_else(|_| format!("the server went away ({})", describe::service(&error))));
+                                }
+                                Ok(Err(error)) => break Some(format!("the server went away ({})", describe::service(&error))),
                                 Err(_) => break Some(format!("the server did not answer within {} s", check.as_secs_f64())),
                             }
                         }
@@ -385,14 +463,20 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
                         Some(()) = tools_changed_rx.recv() => {
                             match tokio::time::timeout(link.config.startup_timeout, peer.list_all_tools()).await {
                                 Ok(Ok(tools)) => shared.set_tools(&link, Some(tools)),
-                                Ok(Err(error)) => tracing::warn!(server = %link.config.name, %error, "re-listing tools failed"),
+                                Ok(Err(error)) => tracing::warn!(server = %link.config.name, "re-listing tools failed: {}", describe::service(&error)),
                                 Err(_) => tracing::warn!(server = %link.config.name, "re-listing tools timed out"),
                             }
                         }
                     }
                 };
                 link.set_connection(None, None);
-                connection.shutdown(grace).await;
+                if remote || ended.is_none() {
+                    connection.shutdown(grace).await;
+                } else {
+                    // A stdio server that ended has nothing left to say:
+                    // what is left of its group goes, without waiting.
+                    connection.discard(grace).await;
+                }
                 let Some(reason) = ended else {
                     link.set_state(ServerState::Stopped);
                     return;
@@ -428,10 +512,18 @@ async fn supervise(shared: Arc<Shared>, link: Arc<Link>) {
             attempt: failures,
             reason,
         });
-        let backoff = policy
-            .initial_backoff
-            .saturating_mul(1 << failures.saturating_sub(1).min(16))
-            .min(policy.max_backoff);
+        // A stdio server that crashed once is started again at once; one
+        // that keeps crashing waits, longer each time. A remote server
+        // always waits: it may be coming back on its own.
+        let backoff = if !remote && failures == 1 {
+            Duration::ZERO
+        } else {
+            let doublings = failures.saturating_sub(if remote { 1 } else { 2 });
+            policy
+                .initial_backoff
+                .saturating_mul(1 << doublings.min(16))
+                .min(policy.max_backoff)
+        };
         tokio::select! {
             () = tokio::time::sleep(backoff) => {}
             () = shared.shutdown.cancelled() => {

@@ -11,12 +11,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::http::{HeaderName, HeaderValue};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ProtocolVersion};
 use rmcp::service::{ClientInitializeError, Peer, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::auth::{AuthClient, WWWAuthenticateParams};
+use rmcp::transport::common::client_side_sse::SseRetryPolicy;
 use rmcp::transport::streamable_http_client::{
     AuthRequiredError, InsufficientScopeError, StreamableHttpClientTransportConfig,
 };
@@ -104,7 +107,7 @@ pub enum RemoteError {
     #[error(transparent)]
     OAuth(#[from] OAuthError),
     /// The MCP handshake failed.
-    #[error("cannot connect to {url}: {error}")]
+    #[error("{}", connect_words(url, error))]
     Connect {
         /// The endpoint.
         url: String,
@@ -112,8 +115,18 @@ pub enum RemoteError {
         error: Box<ClientInitializeError>,
     },
     /// A request failed.
-    #[error(transparent)]
+    #[error("{}", super::describe::service(.0))]
     Service(#[from] ServiceError),
+}
+
+/// Why the handshake with `url` failed, naming the URL once.
+fn connect_words(url: &str, error: &ClientInitializeError) -> String {
+    let words = super::describe::initialize(error);
+    if words.contains(url) {
+        words
+    } else {
+        format!("cannot connect to {url}: {words}")
+    }
 }
 
 impl RemoteError {
@@ -140,8 +153,10 @@ impl<H: ClientHandler + Clone> Remote<H> {
         authorizer: Option<Authorizer>,
     ) -> Result<Remote<H>, RemoteError> {
         crate::ensure_crypto_provider();
-        let transport_config = StreamableHttpClientTransportConfig::with_uri(config.url.as_str())
-            .custom_headers(header_map(&config.headers)?);
+        let mut transport_config =
+            StreamableHttpClientTransportConfig::with_uri(config.url.as_str())
+                .custom_headers(header_map(&config.headers)?);
+        transport_config.retry_config = Arc::new(BriefResume);
         let authorizer = authorizer.filter(|_| !config.has_authorization_header());
         let Some(authorizer) = authorizer else {
             let transport = StreamableHttpClientTransport::from_config(transport_config);
@@ -246,6 +261,27 @@ impl<H: ClientHandler> Remote<H> {
     /// Ends the connection (closing a 2025-11-25 session).
     pub async fn close(self) {
         let _ = self.running.cancel().await;
+    }
+}
+
+/// Waits between tries to resume a broken event stream: the server gets
+/// about 2 s to come back, then the stream is given up and a call waiting
+/// on it ends (rmcp's default tries for ever, doubling the wait, so a call
+/// to a server that died waited for its timeout).
+const RESUME_DELAYS: [Duration; 4] = [
+    Duration::from_millis(250),
+    Duration::from_millis(250),
+    Duration::from_millis(500),
+    Duration::from_millis(1000),
+];
+
+/// rmcp's retry policy for event streams: [`RESUME_DELAYS`], then stop.
+#[derive(Debug)]
+struct BriefResume;
+
+impl SseRetryPolicy for BriefResume {
+    fn retry(&self, times: usize) -> Option<Duration> {
+        RESUME_DELAYS.get(times).copied()
     }
 }
 

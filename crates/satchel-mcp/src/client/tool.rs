@@ -21,6 +21,7 @@ use satchel_core::{ErrorCode, ToolOutput, ToolSpec};
 use satchel_tools::{Tool, ToolContext, ToolError, ToolSource};
 use serde_json::Value;
 
+use super::describe;
 use super::link::Link;
 use crate::convert::from_call_tool_result;
 
@@ -97,8 +98,12 @@ impl Tool for McpTool {
             .await
             .map_err(|error| self.service_error(error, connection))?;
         let id = handle.id.clone();
+        // A connection that ends (a stdio server that exited, a remote
+        // one found gone) ends the call with it, whatever rmcp makes of
+        // its pending request.
         let response = tokio::select! {
             response = handle.await_response() => response,
+            () = self.link.ended(connection) => Err(ServiceError::TransportClosed),
             () = ctx.cancel.cancelled() => {
                 let notice = CancelledNotificationParam::new(Some(id), Some("cancelled by the caller".into()));
                 let _ = peer.notify_cancelled(notice).await;
@@ -130,6 +135,18 @@ impl Tool for McpTool {
 }
 
 impl McpTool {
+    /// The error for a call whose server went away while it ran: its
+    /// effect is unknown.
+    fn went_away(&self, how: &str) -> ToolError {
+        ToolError::new(
+            ErrorCode::ToolCrashed,
+            format!(
+                "MCP server `{}` went away during `{}` ({how}), so whether the call took effect is unknown: check before repeating anything it changes. Satchel is reconnecting; try again shortly or use another tool",
+                self.link.config.name, self.remote
+            ),
+        )
+    }
+
     /// The model-facing error for a failed request.
     fn service_error(&self, error: ServiceError, connection: u64) -> ToolError {
         let server = &self.link.config.name;
@@ -158,20 +175,32 @@ impl McpTool {
                     ),
                 )
             }
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+            ServiceError::TransportClosed => {
                 // The supervisor checks the connection, and reconnects if
                 // the server is gone (one failed request may not mean that).
+                self.link.connection_lost(connection);
+                self.went_away("the connection ended before it answered")
+            }
+            ServiceError::TransportSend(error) if !describe::unreached(&error) => {
+                self.link.connection_lost(connection);
+                self.went_away(&describe::transport(&error))
+            }
+            ServiceError::TransportSend(error) => {
                 self.link.connection_lost(connection);
                 ToolError::new(
                     ErrorCode::ToolCrashed,
                     format!(
-                        "the connection to MCP server `{server}` failed during `{remote}`; Satchel is checking it and reconnects if the server is gone: try again shortly or use another tool"
+                        "cannot reach MCP server `{server}` to call `{remote}` ({}), so the call was not made. Satchel is checking the connection and reconnects if the server is gone; try again shortly or use another tool",
+                        describe::transport(&error)
                     ),
                 )
             }
             other => ToolError::new(
                 ErrorCode::ToolCrashed,
-                format!("calling `{remote}` on MCP server `{server}` failed: {other}"),
+                format!(
+                    "calling `{remote}` on MCP server `{server}` failed: {}",
+                    describe::service(&other)
+                ),
             ),
         }
     }

@@ -246,3 +246,117 @@ async fn a_servers_questions_reach_the_person_or_are_refused_with_the_reason() {
     })
     .await;
 }
+
+/// The reference server asks for the roots Satchel declares: the
+/// project (and the writable paths) as `file://` URIs, and the new list
+/// after a change Satchel tells it of.
+#[tokio::test]
+async fn roots_reach_a_server_that_asks_and_changes_are_told() {
+    bounded(async {
+        let fx = Fixture::new().await;
+        let project = fx.dir.path().join("project");
+        let extra = fx.dir.path().join("scratch space");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::create_dir_all(&extra).unwrap();
+        let mut options = fast();
+        options.roots = vec![project.clone()];
+        let manager = fx.start(vec![stdio_everything(&fx)], options);
+        manager.ready().await;
+        let listed = fx.call("everything__get-roots-list", json!({})).await;
+        assert!(!listed.is_error, "{listed:?}");
+        let text = listed.results.to_text();
+        let uri = url::Url::from_directory_path(&project).unwrap();
+        assert!(text.contains(uri.as_str().trim_end_matches('/')), "{text}");
+        assert!(text.contains("project"), "{text}");
+
+        manager
+            .set_roots(vec![project.clone(), extra.clone()])
+            .await;
+        let extra_uri = url::Url::from_directory_path(&extra).unwrap();
+        let extra_uri = extra_uri.as_str().trim_end_matches('/').to_owned();
+        let start = Instant::now();
+        loop {
+            let text = fx
+                .call("everything__get-roots-list", json!({}))
+                .await
+                .results
+                .to_text();
+            if text.contains(&extra_uri) {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "never told: {text}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        manager.shutdown().await;
+    })
+    .await;
+}
+
+/// A model scripted for the test: answers every request with one line
+/// naming what it was asked.
+struct ScriptedModel {
+    asked: std::sync::Mutex<Vec<satchel_mcp::client::SampleRequest>>,
+}
+
+#[async_trait::async_trait]
+impl satchel_mcp::client::Sampler for ScriptedModel {
+    async fn sample(
+        &self,
+        request: satchel_mcp::client::SampleRequest,
+    ) -> Result<satchel_mcp::client::Sampled, String> {
+        let last = request
+            .messages
+            .last()
+            .map(|m| m.text.clone())
+            .unwrap_or_default();
+        self.asked.lock().unwrap().push(request);
+        Ok(satchel_mcp::client::Sampled {
+            model: "scripted".into(),
+            text: format!("scripted answer to: {last}"),
+        })
+    }
+}
+
+/// The reference server's `sampling/createMessage`: refused with the
+/// reason while nobody can agree, answered by the model once a front end
+/// puts one in place.
+#[tokio::test]
+async fn a_servers_sampling_request_is_refused_or_answered_by_the_model() {
+    bounded(async {
+        let fx = Fixture::new().await;
+        let manager = fx.start(vec![stdio_everything(&fx)], fast());
+        manager.ready().await;
+        let input = json!({"prompt": "name a colour", "maxTokens": 20});
+
+        let refused = fx
+            .call("everything__trigger-sampling-request", input.clone())
+            .await;
+        assert!(refused.is_error, "{refused:?}");
+        assert!(
+            refused
+                .results
+                .to_text()
+                .contains("only where a person can agree"),
+            "{refused:?}"
+        );
+
+        let model = std::sync::Arc::new(ScriptedModel {
+            asked: Default::default(),
+        });
+        manager.set_sampler(Some(model.clone()));
+        let answered = fx.call("everything__trigger-sampling-request", input).await;
+        assert!(!answered.is_error, "{answered:?}");
+        let text = answered.results.to_text();
+        assert!(text.contains("scripted answer to:"), "{text}");
+        assert!(text.contains("name a colour"), "{text}");
+        let asked = model.asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].server, "everything");
+        assert_eq!(asked[0].max_tokens, 20);
+        manager.shutdown().await;
+    })
+    .await;
+}

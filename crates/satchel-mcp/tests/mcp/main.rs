@@ -11,6 +11,7 @@ mod client;
 mod everything;
 #[path = "../support/everything_http.rs"]
 mod everything_http;
+mod faults;
 #[path = "../../../satchel-agent/tests/support/peers.rs"]
 mod peers_dir;
 mod server;

@@ -1,10 +1,12 @@
 //! A server's question at the REPL's prompt (`elicitation/create`): its
 //! message, then one line per value it asks for (typed as its schema says,
 //! the default offered), then send, decline or cancel. Ctrl-C cancels.
+//! A server's sampling request: what it asks the model, then yes or no.
 
 use async_trait::async_trait;
 use rustyline::error::ReadlineError;
-use satchel_mcp::client::{ElicitationAsker, Elicited, Question};
+use satchel_host::sampling::SamplingConsent;
+use satchel_mcp::client::{ElicitationAsker, Elicited, Question, SampleRequest};
 use serde_json::{Map, Value};
 
 use super::LineEditor;
@@ -174,6 +176,40 @@ impl ElicitationAsker for TerminalAsker {
         };
         self.screen.lock().resume();
         answer
+    }
+}
+
+/// A server's sampling request at the prompt: what it asks the model,
+/// then whether the model may answer.
+#[async_trait]
+impl SamplingConsent for TerminalAsker {
+    async fn agree(&self, request: &SampleRequest) -> bool {
+        let _one = self.one_at_a_time.lock().await;
+        self.screen.lock().pause();
+        let mut intro = format!(
+            "MCP server `{}` asks the model to answer (up to {} tokens):",
+            request.server, request.max_tokens
+        );
+        if let Some(system) = &request.system_prompt {
+            intro.push_str(&format!("\n  system: {}", printable(system)));
+        }
+        for message in &request.messages {
+            intro.push_str(&format!(
+                "\n  {}: {}",
+                message.role,
+                printable(&message.text)
+            ));
+        }
+        self.screen.lock().line(&intro);
+        let yes = matches!(
+            self.line("Let the model answer? [y] yes  [n] no: ".to_owned())
+                .await
+                .as_deref()
+                .map(str::trim),
+            Some("y" | "Y" | "yes")
+        );
+        self.screen.lock().resume();
+        yes
     }
 }
 

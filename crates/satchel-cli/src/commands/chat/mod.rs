@@ -73,11 +73,11 @@ pub(crate) async fn run(args: ChatArgs, project: &Host) -> anyhow::Result<ExitCo
             resume: args.resume,
         })
         .await?;
-    // The MCP servers' questions come to this prompt too.
-    project.set_mcp_asker(Some(Arc::new(elicit::TerminalAsker::new(
-        editor.clone(),
-        screen.clone(),
-    ))));
+    // The MCP servers' questions come to this prompt too, and their
+    // sampling requests, which the model answers if the user agrees.
+    let asker = Arc::new(elicit::TerminalAsker::new(editor.clone(), screen.clone()));
+    project.set_mcp_asker(Some(asker.clone()));
+    project.set_mcp_sampling_consent(Some(asker));
     let spinner = screen.spawn_spinner();
     greet(&agent, &screen);
     loop {
