@@ -57,6 +57,7 @@ fn tools_prompt_shows_the_compact_text_with_its_token_count() {
             "glob",
             "grep",
             "memory",
+            "process",
             "read",
             "search",
             "write"
@@ -137,6 +138,7 @@ fn tools_prompt_includes_external_tools_unless_builtin() {
             "greet",
             "grep",
             "memory",
+            "process",
             "read",
             "search",
             "write"
@@ -162,7 +164,8 @@ fn tools_prompt_includes_external_tools_unless_builtin() {
             "edit",
             "glob",
             "grep",
-            "fetch"
+            "fetch",
+            "process"
         ])
     );
 }

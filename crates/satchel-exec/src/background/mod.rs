@@ -109,8 +109,15 @@ impl ProcessTable {
                 live,
             });
         }
-        let spawned = spawn::spawn(request, tty)?;
         let id = format!("p{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
+        let marker = format!("{}{id}", tree::owner_prefix());
+        let mut request = request.clone();
+        request
+            .env
+            .push((tree::MARKER.into(), marker.clone().into()));
+        // Output as it is printed, not when a buffer fills.
+        request.env.push(("PYTHONUNBUFFERED".into(), "1".into()));
+        let spawned = spawn::spawn(&request, tty)?;
         let log = log::OutputLog::new(
             config.stdout.limit_bytes,
             config.spill.clone(),
@@ -124,6 +131,7 @@ impl ProcessTable {
             log,
             kill_grace: config.kill_grace,
             record_dir: self.record_dir.clone(),
+            marker,
         })
         .ok_or_else(|| {
             StartError::Exec(ExecError::Wait(std::io::Error::other(
@@ -144,6 +152,14 @@ impl ProcessTable {
         lock(&self.entries)
             .iter()
             .find(|e| e.owner == owner && e.process.id() == id)
+            .map(|e| e.process.clone())
+    }
+
+    /// The process `id` whoever owns it (the REPL's `/kill`, for its user).
+    pub fn find(&self, id: &str) -> Option<Arc<BackgroundProcess>> {
+        lock(&self.entries)
+            .iter()
+            .find(|e| e.process.id() == id)
             .map(|e| e.process.clone())
     }
 

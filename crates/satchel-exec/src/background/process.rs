@@ -143,6 +143,7 @@ pub struct BackgroundProcess {
     shared: Arc<Shared>,
     input: tokio::sync::Mutex<Option<Box<dyn AsyncWrite + Send + Unpin>>>,
     kill_grace: Duration,
+    marker: String,
 }
 
 /// What a started process needs to become a [`BackgroundProcess`].
@@ -154,6 +155,8 @@ pub(crate) struct Parts {
     pub(crate) log: OutputLog,
     pub(crate) kill_grace: Duration,
     pub(crate) record_dir: Option<PathBuf>,
+    /// The value of [`tree::MARKER`] its processes carry.
+    pub(crate) marker: String,
 }
 
 impl BackgroundProcess {
@@ -167,6 +170,7 @@ impl BackgroundProcess {
             log,
             kill_grace,
             record_dir,
+            marker,
         } = parts;
         let mut child = spawned.child;
         let pid = child.id().and_then(|id| i32::try_from(id).ok())?;
@@ -182,13 +186,17 @@ impl BackgroundProcess {
         });
         let mut reader = tokio::spawn(pump(spawned.output, shared.clone()));
         let waiter_shared = shared.clone();
+        let waiter_marker = marker.clone();
         tokio::spawn(async move {
             let exit = match child.wait().await {
                 Ok(status) => exit_of(status),
                 Err(_) => Exit::Unknown,
             };
-            // Whatever it left in its group ends with it.
+            // Whatever it left (in its group, or marked) ends with it.
             tree::signal_group(pid, Signal::KILL);
+            for stray in tree::marked(&waiter_marker) {
+                tree::signal(stray, Signal::KILL);
+            }
             if tokio::time::timeout(DRAIN, &mut reader).await.is_err() {
                 reader.abort();
             }
@@ -214,6 +222,7 @@ impl BackgroundProcess {
             shared,
             input: tokio::sync::Mutex::new(Some(spawned.input)),
             kill_grace,
+            marker,
         }))
     }
 
@@ -364,13 +373,13 @@ impl BackgroundProcess {
         if !self.state().is_running() {
             return self.state();
         }
-        let mut family = tree::family(self.pid);
+        let mut family = self.family();
         tree::signal_group(self.pid, Signal::TERM);
         for &pid in &family {
             tree::signal(pid, Signal::TERM);
         }
         if !self.wait_end(self.kill_grace).await {
-            family.extend(tree::family(self.pid));
+            family.extend(self.family());
             tree::signal_group(self.pid, Signal::KILL);
             tree::signal(self.pid, Signal::KILL);
             for &pid in &family {
@@ -379,14 +388,26 @@ impl BackgroundProcess {
             self.wait_end(REAP + DRAIN).await;
         }
         // A descendant that had left the group and survived its TERM.
+        family.extend(tree::marked(&self.marker));
         for pid in family {
             tree::signal(pid, Signal::KILL);
         }
         self.state()
     }
 
+    /// Its descendants, the members of its group and session, and every
+    /// process that carries its marker.
+    fn family(&self) -> Vec<i32> {
+        let mut family = tree::family(self.pid);
+        family.extend(tree::marked(&self.marker));
+        family.retain(|pid| *pid != self.pid);
+        family.sort_unstable();
+        family.dedup();
+        family
+    }
+
     /// Waits up to `limit` for the end; true once it ended.
-    async fn wait_end(&self, limit: Duration) -> bool {
+    pub async fn wait_end(&self, limit: Duration) -> bool {
         let mut changes = self.shared.changed.subscribe();
         let deadline = tokio::time::Instant::now() + limit;
         loop {

@@ -98,9 +98,20 @@ pub fn sweep_orphans(dir: &Path) -> usize {
             continue;
         }
         ended += end_orphan(record);
+        ended += end_marked(&format!("{}.{}.", record.owner_pid, record.owner_start));
         let _ = fs::remove_file(&path);
     }
     ended
+}
+
+/// SIGKILLs every process that carries the marker of a dead Satchel
+/// (descendants that left the group and the session, or whose parent died).
+fn end_marked(prefix: &str) -> usize {
+    let victims = tree::marked(prefix);
+    for &pid in &victims {
+        tree::signal(pid, Signal::KILL);
+    }
+    victims.len()
 }
 
 /// SIGKILLs what is left of one recorded process: the process itself when

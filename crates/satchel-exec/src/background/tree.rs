@@ -76,6 +76,38 @@ pub(crate) fn family(root: i32) -> Vec<i32> {
     found.into_iter().collect()
 }
 
+/// The variable every background process and its descendants carry:
+/// `OWNERPID.OWNERSTART.ID` (its Satchel's PID and start time, its id).
+/// Children inherit it whatever they do to their group or session, so
+/// it finds what a dead Satchel left.
+pub(crate) const MARKER: &str = "SATCHEL_BACKGROUND_ID";
+
+/// This Satchel's marker prefix, `PID.START.`.
+pub(crate) fn owner_prefix() -> String {
+    let me = std::process::id() as i32;
+    let start = stat(me).map_or(0, |s| s.start);
+    format!("{me}.{start}.")
+}
+
+/// Processes whose environment has [`MARKER`] starting with `prefix`.
+pub(crate) fn marked(prefix: &str) -> Vec<i32> {
+    let needle = format!("{MARKER}={prefix}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+                environ
+                    .split(|b| *b == 0)
+                    .any(|var| var.starts_with(needle.as_bytes()))
+            })
+        })
+        .collect()
+}
+
 /// Sends `signal` to one process; one already gone is fine.
 pub(crate) fn signal(pid: i32, signal: Signal) {
     if let Some(pid) = Pid::from_raw(pid) {
