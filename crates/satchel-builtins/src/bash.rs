@@ -210,6 +210,12 @@ impl Tool for BashTool {
             .timeout
             .unwrap_or(DEFAULT_TIMEOUT_SECS)
             .min(MAX_TIMEOUT_SECS);
+        let mut sandbox = satchel_tools::sandbox::spec_for(ctx);
+        if let Some(spec) = sandbox.as_mut().filter(|spec| !spec.network) {
+            // The conversation's own loopback: a server one command starts
+            // is reachable by the next, and nothing outside is.
+            spec.loopback = self.processes.loopback(&crate::process::owner_of(ctx));
+        }
         let request = ExecRequest {
             program: "bash".into(),
             args: vec!["-c".into(), input.command.clone().into()],
@@ -218,7 +224,7 @@ impl Tool for BashTool {
             env: Vec::new(),
             timeout: Duration::from_secs(timeout_secs),
             clear_env: false,
-            sandbox: satchel_tools::sandbox::spec_for(ctx),
+            sandbox,
         };
         if input.background {
             return crate::process::start_in_background(

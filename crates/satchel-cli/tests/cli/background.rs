@@ -2,8 +2,9 @@
 //! `process` tool, through `satchel mcp serve` with the official Python
 //! SDK client (trust mode: no namespaces, so groups, sessions and the
 //! orphan sweep do the work) and through `satchel run` with a scripted
-//! model (the default sandbox, with `exec.network` for the server). What
-//! is left on the machine is checked in `/proc`, not in a namespace.
+//! model (the default sandbox: no network but the conversation's own
+//! loopback, which its background server and foreground `curl` share).
+//! What is left on the machine is checked in `/proc`, not in a namespace.
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -281,7 +282,6 @@ fn run_with_a_scripted_model_drives_a_server_in_the_sandbox() {
         "llm": {"provider": "openai", "baseUrl": model.base_url(), "model": "gpt-4o",
                 "maxRetries": 0, "requestTimeoutSecs": 20},
         "permissions": {"allow": ["bash"]},
-        "exec": {"network": true},
         "sideRequests": false
     }));
     let (transcript, output) = project.run("serve the directory and check it", None);
@@ -295,7 +295,8 @@ fn run_with_a_scripted_model_drives_a_server_in_the_sandbox() {
     assert!(result(2).contains("Serving HTTP"), "{}", result(2));
     assert!(result(3).contains("200"), "{}", result(3));
     assert!(result(4).contains("killed by SIGTERM"), "{}", result(4));
-    TcpListener::bind(("127.0.0.1", port)).expect("the port is free again");
+    // The server listened on the conversation's loopback, not the machine's.
+    TcpListener::bind(("127.0.0.1", port)).expect("the machine's port is free");
     // `satchel run` ended the process it left running.
     assert_eq!(
         none_left(&format!("sleep 991.{mark}")),

@@ -20,6 +20,7 @@ mod record;
 mod spawn;
 mod tree;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -50,6 +51,9 @@ pub enum StartError {
     Exec(#[from] ExecError),
 }
 
+/// An owner's loopback network, or why it could not be made.
+type Loopback = Result<Arc<crate::sandbox::LoopbackNet>, String>;
+
 struct Entry {
     owner: String,
     process: Arc<BackgroundProcess>,
@@ -59,6 +63,7 @@ struct Entry {
 #[derive(Default)]
 pub struct ProcessTable {
     entries: Mutex<Vec<Entry>>,
+    nets: Mutex<HashMap<String, Loopback>>,
     next: AtomicU64,
     record_dir: Option<PathBuf>,
 }
@@ -110,7 +115,14 @@ impl ProcessTable {
             });
         }
         let id = format!("p{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
-        let marker = format!("{}{id}", tree::owner_prefix());
+        // Unique in this Satchel (tables are many in tests), and ended
+        // by a dot so that no marker is the prefix of another.
+        static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+        let marker = format!(
+            "{}{}.",
+            tree::owner_prefix(),
+            SEQUENCE.fetch_add(1, Ordering::Relaxed)
+        );
         let mut request = request.clone();
         request
             .env
@@ -153,6 +165,21 @@ impl ProcessTable {
             .iter()
             .find(|e| e.owner == owner && e.process.id() == id)
             .map(|e| e.process.clone())
+    }
+
+    /// The loopback-only network namespace `owner`'s sandboxed commands
+    /// share (made on first use, ended with the owner); `None` where the
+    /// system cannot make one (they then have no network).
+    pub fn loopback(&self, owner: &str) -> Option<Arc<crate::sandbox::LoopbackNet>> {
+        let mut nets = lock(&self.nets);
+        let net = nets.entry(owner.to_owned()).or_insert_with(|| {
+            crate::sandbox::LoopbackNet::new()
+                .map(Arc::new)
+                .inspect_err(|reason| {
+                    tracing::warn!("{reason}; sandboxed commands have no network")
+                })
+        });
+        net.as_ref().ok().cloned()
     }
 
     /// The process `id` whoever owns it (the REPL's `/kill`, for its user).
@@ -201,6 +228,7 @@ impl ProcessTable {
             *entries = others;
             mine.into_iter().map(|e| e.process).collect()
         };
+        lock(&self.nets).remove(owner);
         end(processes).await;
     }
 

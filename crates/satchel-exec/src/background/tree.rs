@@ -77,7 +77,8 @@ pub(crate) fn family(root: i32) -> Vec<i32> {
 }
 
 /// The variable every background process and its descendants carry:
-/// `OWNERPID.OWNERSTART.ID` (its Satchel's PID and start time, its id).
+/// `OWNERPID.OWNERSTART.N.` (its Satchel's PID and start time, and a
+/// number unique in that Satchel).
 /// Children inherit it whatever they do to their group or session, so
 /// it finds what a dead Satchel left.
 pub(crate) const MARKER: &str = "SATCHEL_BACKGROUND_ID";

@@ -277,3 +277,65 @@ async fn a_pipe_input_interrupts_and_ends() {
         .await;
     assert!(end.output.text.contains("done"), "{end:?}");
 }
+
+#[tokio::test]
+async fn a_server_on_the_shared_loopback_is_reached_by_a_later_command_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = ProcessTable::new(None);
+    let net = table.loopback("c1").expect("a loopback namespace");
+    let spec = SandboxSpec {
+        loopback: Some(net),
+        ..SandboxSpec::new(vec![dir.path().to_path_buf()])
+    };
+    // A server on the machine's own loopback, which the sandbox must not reach.
+    let outside = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let outside_port = outside.local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = bash(
+        &format!("exec python3 -m http.server {port} --bind 127.0.0.1"),
+        dir.path(),
+    );
+    server.sandbox = Some(spec.clone());
+    let process = table
+        .start("c1", "server", &server, false, &config(dir.path()))
+        .unwrap();
+    let serving = process
+        .read(Duration::from_secs(20), Regex::new("Serving HTTP").ok())
+        .await;
+    assert_eq!(serving.matched, Some(true), "{serving:?}");
+    // Not on the machine's loopback: the port there is still free.
+    std::net::TcpListener::bind(("127.0.0.1", port)).expect("the machine's port is free");
+
+    let mut curl = bash(
+        &format!(
+            "curl -s -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{port}/; echo; \
+             curl -s -m 2 http://127.0.0.1:{outside_port}/ || echo outside refused; \
+             curl -s -m 2 http://1.1.1.1/ || echo internet unreachable"
+        ),
+        dir.path(),
+    );
+    curl.sandbox = Some(spec);
+    curl.timeout = Duration::from_secs(20);
+    let outcome = satchel_exec::run(
+        &curl,
+        &config(dir.path()),
+        &tokio_util::sync::CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        outcome.stdout.text, "200\noutside refused\ninternet unreachable\n",
+        "{outcome:?}"
+    );
+    assert!(
+        outcome.sandbox.describe().contains("loopback only"),
+        "{:?}",
+        outcome.sandbox
+    );
+    process.kill().await;
+    drop(outside);
+}
