@@ -353,7 +353,7 @@ impl BackgroundProcess {
         }
         let mut rest = text;
         while let Some(at) = rest.find(['\u{3}', '\u{4}']) {
-            write_all(pipe, rest[..at].as_bytes()).await?;
+            write_all(pipe, &rest.as_bytes()[..at]).await?;
             if rest[at..].starts_with('\u{3}') {
                 tree::signal_group(self.pid, Signal::INT);
                 rest = &rest[at + 1..];
