@@ -304,3 +304,44 @@ fn run_with_a_scripted_model_drives_a_server_in_the_sandbox() {
     );
     assert!(processes_with(&format!("http.server {port}")).is_empty());
 }
+
+#[test]
+fn the_repl_lists_kills_and_at_exit_ends_background_processes() {
+    let mark = mark();
+    let model = FakeModel::start(vec![
+        Reply::call(
+            "bash",
+            json!({"command": format!("sleep 990.{mark}"), "background": true, "wait": 0}),
+        ),
+        Reply::text("Started one."),
+        Reply::call(
+            "bash",
+            json!({"command": format!("sleep 989.{mark}"), "background": true, "wait": 0}),
+        ),
+        Reply::text("Started another."),
+    ]);
+    let project = Project::new(&json!({
+        "llm": {"provider": "openai", "baseUrl": model.base_url(), "model": "gpt-4o", "maxRetries": 0},
+        "permissions": {"allow": ["bash"]},
+        "sideRequests": false
+    }));
+    let mut command = project.command(&["chat"]);
+    command.env("TERM", "xterm");
+    let mut repl = rexpect::session::spawn_command(command, Some(30_000)).unwrap();
+    repl.exp_string("/help for commands").unwrap();
+    repl.send_line("start a sleeper").unwrap();
+    repl.exp_string("Started one.").unwrap();
+    repl.send_line("/ps").unwrap();
+    repl.exp_string(&format!("sleep 990.{mark}")).unwrap();
+    repl.send_line("/kill p1").unwrap();
+    repl.exp_string("killed by SIGTERM").unwrap();
+    assert_eq!(none_left(&format!("sleep 990.{mark}")), Vec::<String>::new());
+    repl.send_line("/kill p9").unwrap();
+    repl.exp_string("no background process `p9`").unwrap();
+    repl.send_line("start another").unwrap();
+    repl.exp_string("Started another.").unwrap();
+    assert_eq!(processes_with(&format!("sleep 989.{mark}")).len(), 1);
+    repl.send_line("/exit").unwrap();
+    repl.exp_eof().unwrap();
+    assert_eq!(none_left(&format!("sleep 989.{mark}")), Vec::<String>::new());
+}

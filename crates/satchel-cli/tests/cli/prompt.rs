@@ -37,7 +37,7 @@ fn tools_prompt_shows_the_compact_text_with_its_token_count() {
     );
     let last = text.lines().last().unwrap();
     assert!(
-        last.contains("tokens for 11 tools")
+        last.contains("tokens for 12 tools")
             && last.contains("prompted for gemma3:27b (openai), counted with cl100k_base"),
         "{last}"
     );
@@ -181,7 +181,7 @@ fn tools_prompt_compare_prints_the_table() {
     assert!(output.status.success(), "{}", stderr(&output));
     let table = String::from_utf8(output.stdout).unwrap();
     for label in [
-        "11 tools: bash, code, conversation, memory, search, read, write, edit, glob, grep, fetch",
+        "12 tools: bash, code, conversation, memory, search, read, write, edit, glob, grep, fetch, process",
         "prompted, compact (with instruction)",
         "native, OpenAI tools JSON",
         "native, Anthropic tools JSON",

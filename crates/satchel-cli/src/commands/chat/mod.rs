@@ -40,7 +40,7 @@ Commands:
   /goal [TEXT]       show or set the conversation goal
   /context           tokens of the next request, by section
   /history [N]       the last N events (default 20) as the conversation tool sees them
-  /new [TITLE]       start a new conversation
+  /new [TITLE]       start a new conversation (the old one's background processes end)
   /codestats         what the code tool has run (last 7 days)
   /codefailures [N]  the last N failed code runs
   /newsession [NAME] end the memory session and start a new one
@@ -371,6 +371,10 @@ async fn slash(
             screen.lock().line(report.render().trim_end());
         }
         "new" => {
+            // The old conversation's background processes end with it.
+            if let Some(old) = agent.conversation_id().map(str::to_owned) {
+                project.processes.end_owner(&old).await;
+            }
             agent.new_conversation();
             consent.forget();
             if !rest.is_empty() {
