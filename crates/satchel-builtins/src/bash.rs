@@ -135,8 +135,8 @@ fn spec() -> ToolSpec {
                     "description": "With `background`: give it a pseudo-terminal (REPLs, programs that need one)"
                 },
                 "wait": {
-                    "type": "number", "minimum": 0, "maximum": 600, "default": 1,
-                    "description": "With `background`: seconds to wait before returning with what it printed"
+                    "type": "number", "default": 1,
+                    "description": "With `background`: seconds (0 to 600) to wait before returning with what it printed"
                 }
             },
             "required": ["command"],
@@ -226,6 +226,18 @@ impl Tool for BashTool {
             clear_env: false,
             sandbox,
         };
+        if input
+            .wait
+            .is_some_and(|wait| !(0.0..=crate::process::MAX_WAIT_SECS).contains(&wait))
+        {
+            return Err(ToolError::new(
+                ErrorCode::InvalidParams,
+                format!(
+                    "`wait` must be seconds from 0 to {}",
+                    crate::process::MAX_WAIT_SECS
+                ),
+            ));
+        }
         if input.background {
             return crate::process::start_in_background(
                 &self.processes,

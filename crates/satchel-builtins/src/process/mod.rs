@@ -89,9 +89,11 @@ fn spec() -> ToolSpec {
                 "process_id": {"type": "string", "minLength": 1,
                                "description": "The process (output, input, kill), e.g. p1"},
                 "text": {"type": "string", "description": "What to write to its stdin (input)"},
-                "wait": {"type": "number", "minimum": 0, "maximum": MAX_WAIT_SECS,
-                         "description": "Seconds to wait for new output (output, input); with `until`, for a match (default 30)"},
-                "until": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN_BYTES,
+                // No bounds in the schema: constrained decoding expands them
+                // into large grammars. Checked in code instead.
+                "wait": {"type": "number",
+                         "description": "Seconds to wait for new output, 0 to 600 (output, input); with `until`, for a match (default 30)"},
+                "until": {"type": "string", "minLength": 1,
                           "description": "A regex: return as soon as a line of output matches it (output, input)"}
             },
             "required": ["action"],
@@ -145,11 +147,22 @@ fn required<'a>(
     })
 }
 
-fn wait_of(input: &ProcessInput, default: f64) -> Duration {
-    Duration::from_secs_f64(input.wait.unwrap_or(default).clamp(0.0, MAX_WAIT_SECS))
+fn wait_of(input: &ProcessInput, default: f64) -> Result<Duration, ToolError> {
+    let wait = input.wait.unwrap_or(default);
+    if !(0.0..=MAX_WAIT_SECS).contains(&wait) {
+        return Err(invalid(format!(
+            "`wait` is {wait}: give seconds from 0 to {MAX_WAIT_SECS}"
+        )));
+    }
+    Ok(Duration::from_secs_f64(wait))
 }
 
 fn pattern(until: Option<&str>) -> Result<Option<regex::Regex>, ToolError> {
+    if until.is_some_and(|source| source.len() > MAX_PATTERN_BYTES) {
+        return Err(invalid(format!(
+            "`until` is longer than {MAX_PATTERN_BYTES} bytes; use a shorter pattern"
+        )));
+    }
     until
         .map(|source| {
             regex::RegexBuilder::new(source)
@@ -226,7 +239,7 @@ impl Tool for ProcessTool {
                 } else {
                     DEFAULT_INPUT_WAIT_SECS
                 };
-                let reading = process.read(wait_of(&input, default), until).await;
+                let reading = process.read(wait_of(&input, default)?, until).await;
                 let mut output = reading_output(id, &reading, None);
                 output.user_message = format!(
                     "wrote {} bytes to background process {id}; {} new bytes, {}",
@@ -243,7 +256,7 @@ impl Tool for ProcessTool {
                 } else {
                     0.0
                 };
-                let reading = process.read(wait_of(&input, default), until).await;
+                let reading = process.read(wait_of(&input, default)?, until).await;
                 let mut output = reading_output(id, &reading, None);
                 output.user_message = format!(
                     "read {} new bytes of background process {id}: {}",

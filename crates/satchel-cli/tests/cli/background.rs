@@ -335,7 +335,10 @@ fn the_repl_lists_kills_and_at_exit_ends_background_processes() {
     repl.exp_string(&format!("sleep 990.{mark}")).unwrap();
     repl.send_line("/kill p1").unwrap();
     repl.exp_string("killed by SIGTERM").unwrap();
-    assert_eq!(none_left(&format!("sleep 990.{mark}")), Vec::<String>::new());
+    assert_eq!(
+        none_left(&format!("sleep 990.{mark}")),
+        Vec::<String>::new()
+    );
     repl.send_line("/kill p9").unwrap();
     repl.exp_string("no background process `p9`").unwrap();
     repl.send_line("start another").unwrap();
@@ -343,5 +346,8 @@ fn the_repl_lists_kills_and_at_exit_ends_background_processes() {
     assert_eq!(processes_with(&format!("sleep 989.{mark}")).len(), 1);
     repl.send_line("/exit").unwrap();
     repl.exp_eof().unwrap();
-    assert_eq!(none_left(&format!("sleep 989.{mark}")), Vec::<String>::new());
+    assert_eq!(
+        none_left(&format!("sleep 989.{mark}")),
+        Vec::<String>::new()
+    );
 }
