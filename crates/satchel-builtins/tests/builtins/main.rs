@@ -13,4 +13,5 @@ mod fetch;
 mod files;
 mod memory;
 mod policy;
+mod process;
 mod search;
