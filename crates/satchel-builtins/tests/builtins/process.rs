@@ -3,6 +3,7 @@
 //! another conversation not found, and `bash` `background: true` refusing
 //! out-of-range input. The processes themselves are tested in
 //! `satchel-exec` and end to end in `satchel-cli`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 use std::sync::Arc;
 
