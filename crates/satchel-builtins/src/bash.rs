@@ -1,12 +1,14 @@
 //! The `bash` tool: one command, run non-interactively through the process
 //! runner, with its output kept within limits.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use satchel_core::{
     Capabilities, ErrorCode, Resource, ToolAnnotations, ToolOutput, ToolResults, ToolSpec,
 };
+use satchel_exec::background::ProcessTable;
 use satchel_exec::{Captured, ExecError, ExecOutcome, ExecRequest, Exit};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -28,6 +30,7 @@ const COMMAND_PREVIEW_CHARS: usize = 80;
 /// Runs bash commands; see the module docs.
 pub struct BashTool {
     spec: ToolSpec,
+    processes: Arc<ProcessTable>,
 }
 
 impl Default for BashTool {
@@ -37,9 +40,18 @@ impl Default for BashTool {
 }
 
 impl BashTool {
-    /// The tool with its spec.
+    /// The tool with its spec and a process table of its own.
     pub fn new() -> BashTool {
-        BashTool { spec: spec() }
+        BashTool::with_processes(Arc::default())
+    }
+
+    /// The tool starting background processes in `processes` (the table
+    /// the `process` tool reads).
+    pub fn with_processes(processes: Arc<ProcessTable>) -> BashTool {
+        BashTool {
+            spec: spec(),
+            processes,
+        }
     }
 }
 
@@ -48,6 +60,11 @@ struct BashInput {
     command: String,
     timeout: Option<u64>,
     working_dir: Option<String>,
+    #[serde(default)]
+    background: bool,
+    #[serde(default)]
+    tty: bool,
+    wait: Option<f64>,
 }
 
 /// Words of stderr that mean a connection failed, which the sandbox
@@ -84,7 +101,10 @@ fn spec() -> ToolSpec {
             saved to a file named in the response. Every process the command starts ends with it. \
             Commands run in a sandbox: they read anywhere but write only in the project and /tmp, \
             with no network unless configured. If a command needs more, call again with \
-            `sandbox: \"none\"` and a `justification`; the user decides."
+            `sandbox: \"none\"` and a `justification`; the user decides. For a dev server, a long \
+            build or a REPL, pass `background: true` (and `tty: true` for a program that needs a \
+            terminal): it returns a `process_id` at once (or after `wait` seconds) and the `process` \
+            tool reads, writes and kills it."
             .into(),
         input_schema: json!({
             "type": "object",
@@ -105,6 +125,18 @@ fn spec() -> ToolSpec {
                 "justification": {
                     "type": "string",
                     "description": "Why the command needs to leave the sandbox, shown to the user"
+                },
+                "background": {
+                    "type": "boolean", "default": false,
+                    "description": "Keep it running after this call (no timeout); manage it with the `process` tool"
+                },
+                "tty": {
+                    "type": "boolean", "default": false,
+                    "description": "With `background`: give it a pseudo-terminal (REPLs, programs that need one)"
+                },
+                "wait": {
+                    "type": "number", "default": 1,
+                    "description": "With `background`: seconds (0 to 600) to wait before returning with what it printed"
                 }
             },
             "required": ["command"],
@@ -120,9 +152,12 @@ fn spec() -> ToolSpec {
                 "truncated": {"type": "boolean"},
                 "timed_out": {"type": "boolean"},
                 "duration_ms": {"type": "integer"},
-                "sandbox": {"type": "string", "description": "readonly, workspace or none"}
-            },
-            "required": ["stdout", "stderr", "exit_code", "truncated", "timed_out", "duration_ms"]
+                "sandbox": {"type": "string", "description": "readonly, workspace or none"},
+                "process_id": {"type": "string", "description": "With `background`: its id for the `process` tool"},
+                "pid": {"type": "integer"},
+                "state": {"type": "string", "description": "With `background`: running, exited N or killed by SIGNAL"},
+                "output": {"type": "string", "description": "With `background`: what it printed so far (stdout and stderr)"}
+            }
         })),
         annotations: ToolAnnotations {
             read_only_hint: Some(false),
@@ -175,6 +210,12 @@ impl Tool for BashTool {
             .timeout
             .unwrap_or(DEFAULT_TIMEOUT_SECS)
             .min(MAX_TIMEOUT_SECS);
+        let mut sandbox = satchel_tools::sandbox::spec_for(ctx);
+        if let Some(spec) = sandbox.as_mut().filter(|spec| !spec.network) {
+            // The conversation's own loopback: a server one command starts
+            // is reachable by the next, and nothing outside is.
+            spec.loopback = self.processes.loopback(&crate::process::owner_of(ctx));
+        }
         let request = ExecRequest {
             program: "bash".into(),
             args: vec!["-c".into(), input.command.clone().into()],
@@ -183,8 +224,37 @@ impl Tool for BashTool {
             env: Vec::new(),
             timeout: Duration::from_secs(timeout_secs),
             clear_env: false,
-            sandbox: satchel_tools::sandbox::spec_for(ctx),
+            sandbox,
         };
+        if input
+            .wait
+            .is_some_and(|wait| !(0.0..=crate::process::MAX_WAIT_SECS).contains(&wait))
+        {
+            return Err(ToolError::new(
+                ErrorCode::InvalidParams,
+                format!(
+                    "`wait` must be seconds from 0 to {}",
+                    crate::process::MAX_WAIT_SECS
+                ),
+            ));
+        }
+        if input.background {
+            return crate::process::start_in_background(
+                &self.processes,
+                &input.command,
+                &request,
+                input.tty,
+                input.wait,
+                ctx,
+            )
+            .await;
+        }
+        if input.tty {
+            return Err(ToolError::new(
+                ErrorCode::InvalidParams,
+                "`tty` needs `background: true` (a terminal is for a process driven with the `process` tool)",
+            ));
+        }
         // A caller that can show progress hears how long the command has
         // run and how much it printed so far, every second.
         let meter = satchel_exec::OutputMeter::default();
@@ -196,20 +266,7 @@ impl Tool for BashTool {
         let outcome =
             satchel_exec::run_metered(&request, &ctx.config.runner, &ctx.cancel, &meter).await;
         drop(ticker);
-        let outcome = outcome.map_err(|error| match error {
-                ExecError::MissingWorkingDir { path } => ToolError::new(
-                    ErrorCode::InvalidParams,
-                    format!(
-                        "working_dir `{requested_dir}` does not exist (resolved to `{}`); use an existing directory",
-                        path.display()
-                    ),
-                ),
-                ExecError::SandboxUnavailable { reason } => ToolError::new(
-                    ErrorCode::PermissionDenied,
-                    format!("{reason}. Call again with `sandbox: \"none\"` and a `justification` to ask the user to run it unsandboxed."),
-                ),
-                other => ToolError::new(ErrorCode::ToolCrashed, other.to_string()),
-            })?;
+        let outcome = outcome.map_err(|error| exec_error(error, requested_dir))?;
         let mut output = output_of(
             &input.command,
             timeout_secs,
@@ -231,7 +288,12 @@ impl Tool for BashTool {
                 ));
             }
         }
-        Ok(output)
+        let owner = crate::process::owner_of(ctx);
+        Ok(crate::process::with_ended_notice(
+            output,
+            &self.processes,
+            &owner,
+        ))
     }
 
     fn format_use(&self, input: &Value, style: Style) -> String {
@@ -323,6 +385,26 @@ fn human_duration(ms: u64) -> String {
         format!("{ms} ms")
     } else {
         format!("{:.1} s", ms as f64 / 1000.0)
+    }
+}
+
+/// The runner's refusal as the model reads it.
+pub(crate) fn exec_error(error: ExecError, requested_dir: &str) -> ToolError {
+    match error {
+        ExecError::MissingWorkingDir { path } => ToolError::new(
+            ErrorCode::InvalidParams,
+            format!(
+                "working_dir `{requested_dir}` does not exist (resolved to `{}`); use an existing directory",
+                path.display()
+            ),
+        ),
+        ExecError::SandboxUnavailable { reason } => ToolError::new(
+            ErrorCode::PermissionDenied,
+            format!(
+                "{reason}. Call again with `sandbox: \"none\"` and a `justification` to ask the user to run it unsandboxed."
+            ),
+        ),
+        other => ToolError::new(ErrorCode::ToolCrashed, other.to_string()),
     }
 }
 

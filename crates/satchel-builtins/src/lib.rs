@@ -1,6 +1,6 @@
 //! Satchel's built-in tools: `bash`, `code`, `conversation`, `memory`,
-//! `search`, the file tools (`read`, `write`, `edit`, `glob`, `grep`) and
-//! `fetch`, built on the runtime of `satchel-tools`.
+//! `search`, the file tools (`read`, `write`, `edit`, `glob`, `grep`),
+//! `fetch` and `process`, built on the runtime of `satchel-tools`.
 //!
 //! The tools that keep records (`code`'s traces and jobs, `memory`,
 //! `conversation`) reach the store and the memory service through handles
@@ -21,6 +21,7 @@ pub mod conversation;
 pub mod fetch;
 pub mod files;
 pub mod memory;
+pub mod process;
 pub mod search;
 
 /// What built-in tools need from their host.
@@ -40,13 +41,16 @@ pub struct BuiltinDeps {
     /// What the model last saw of each file, per conversation, shared by
     /// `read`, `write` and `edit` (the stale-file rule).
     pub file_stamps: Arc<files::FileStamps>,
+    /// The background processes `bash` starts and `process` manages; the
+    /// host ends them with their conversations and at exit.
+    pub processes: Arc<satchel_exec::background::ProcessTable>,
 }
 
 /// Every built-in tool, built once; share them between registries so their
 /// state (search cache, running jobs) is shared too.
 pub fn builtin_tools(deps: &BuiltinDeps) -> Vec<Arc<dyn Tool>> {
     vec![
-        Arc::new(bash::BashTool::new()),
+        Arc::new(bash::BashTool::with_processes(deps.processes.clone())),
         Arc::new(
             code::CodeTool::with_jobs(
                 deps.code_store.clone(),
@@ -72,6 +76,7 @@ pub fn builtin_tools(deps: &BuiltinDeps) -> Vec<Arc<dyn Tool>> {
         Arc::new(files::glob::GlobTool::new()),
         Arc::new(files::grep::GrepTool::new()),
         Arc::new(fetch::FetchTool::new()),
+        Arc::new(process::ProcessTool::new(deps.processes.clone())),
     ]
 }
 
@@ -134,7 +139,7 @@ mod tests {
     #[test]
     fn every_builtin_schema_compiles() {
         let tools = builtin_tools(&BuiltinDeps::default());
-        assert_eq!(tools.len(), 13);
+        assert_eq!(tools.len(), 14);
         let mut registry = Registry::new();
         for tool in tools {
             let name = tool.spec().name.clone();

@@ -31,6 +31,9 @@ pub struct RunnerConfig {
     /// head and tail or spilled: the model, the spill file and every
     /// record downstream see `[redacted]`.
     pub redactor: Redactor,
+    /// Most background processes alive at once per owner (a conversation,
+    /// an MCP session); exited ones do not count.
+    pub max_background: usize,
 }
 
 impl Default for RunnerConfig {
@@ -49,6 +52,7 @@ impl Default for RunnerConfig {
             collapse_carriage_returns: true,
             spill: SpillConfig::default(),
             redactor: Redactor::none(),
+            max_background: 8,
         }
     }
 }

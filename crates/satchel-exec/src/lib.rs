@@ -10,11 +10,12 @@
 //! whatever the child prints, and spilled in full to a file when cut.
 //!
 //! What lives here: [`run`] and its request, configuration and outcome
-//! types. What does not: tools, JSON, models. This crate knows nothing about
+//! types, and [`background`]: processes that outlive a call. What does not: tools, JSON, models. This crate knows nothing about
 //! them.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod background;
 mod capture;
 mod config;
 mod error;

@@ -21,7 +21,7 @@ use crate::{Captured, ExecError, ExecOutcome, Exit, RunnerConfig};
 
 /// Variables added to the inherited environment so that nothing waits for
 /// a person: no pager, no colour, no credential prompt.
-const NON_INTERACTIVE_ENV: [(&str, &str); 5] = [
+pub(crate) const NON_INTERACTIVE_ENV: [(&str, &str); 5] = [
     ("TERM", "dumb"),
     ("NO_COLOR", "1"),
     ("PAGER", "cat"),
@@ -297,7 +297,7 @@ async fn spawn(request: &ExecRequest) -> Result<(Child, SandboxReport), ExecErro
 
 /// Keeps variables named like secrets out of a sandboxed child, unless
 /// the spec passes them or the request sets them itself.
-fn hide_secrets(command: &mut Command, request: &ExecRequest, spec: &SandboxSpec) {
+pub(crate) fn hide_secrets(command: &mut Command, request: &ExecRequest, spec: &SandboxSpec) {
     if request.clear_env {
         return;
     }
@@ -373,7 +373,7 @@ async fn stop(child: &mut Child, pgid: Pid, grace: Duration) -> Exit {
     }
 }
 
-fn exit_of(status: ExitStatus) -> Exit {
+pub(crate) fn exit_of(status: ExitStatus) -> Exit {
     match (status.code(), status.signal()) {
         (Some(code), _) => Exit::Code(code),
         (None, Some(signal)) => Exit::Signal(signal),

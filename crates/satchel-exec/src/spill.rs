@@ -84,6 +84,16 @@ impl SpillWriter {
         }
     }
 
+    /// Where the file is.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes written so far.
+    pub(crate) fn written(&self) -> u64 {
+        self.written
+    }
+
     /// Closes the file and describes it.
     pub(crate) fn finish(self) -> SpillFile {
         SpillFile {

@@ -65,6 +65,11 @@ pub struct Host {
     /// What each conversation's model last saw of each file (the file
     /// tools' stale-file rule), shared by every registry this host builds.
     pub file_stamps: Arc<satchel_builtins::files::FileStamps>,
+    /// The background processes of every conversation (`bash` with
+    /// `background: true`), ended with their conversation and by
+    /// [`Host::close`]; recorded under `data/processes` so that the next
+    /// host ends those a killed Satchel left.
+    pub processes: Arc<satchel_exec::background::ProcessTable>,
     /// What was wrong with the configuration ([`Host::log_warnings`] logs it).
     pub warnings: Vec<String>,
     /// The `memory` tool's memory (the `memory` section, with the model
@@ -127,7 +132,17 @@ impl Host {
             _ => None,
         };
         let store = Arc::new(LazyStore::new(db.clone(), redactor.clone()).with_env(&env));
+        let process_records = paths.data.as_ref().map(|dir| dir.join("processes"));
+        if let Some(dir) = &process_records {
+            let ended = satchel_exec::background::sweep_orphans(dir);
+            if ended > 0 {
+                warnings.push(format!(
+                    "ended {ended} background processes left running by a Satchel that was killed"
+                ));
+            }
+        }
         Ok(Host {
+            processes: Arc::new(satchel_exec::background::ProcessTable::new(process_records)),
             root: root.to_path_buf(),
             model_generator,
             code_jobs: JobTracker::default(),
@@ -240,10 +255,12 @@ impl Host {
         }
     }
 
-    /// Ends what this host started: stops the MCP servers, waits for
+    /// Ends what this host started: ends the background processes, stops
+    /// the MCP servers, waits for
     /// memory's background backfill, and closes the database once its
     /// queued writes are in (the `code` tool's jobs are the caller's).
     pub async fn close(&self) {
+        self.processes.end_all().await;
         self.stop_mcp_servers().await;
         self.memory.finish_backfill().await;
         self.store.close().await;
@@ -263,6 +280,7 @@ impl Host {
             memory: Some(self.memory.clone()),
             records: Some(self.store.clone()),
             file_stamps: self.file_stamps.clone(),
+            processes: self.processes.clone(),
         };
         let live = LiveRegistry::load_with(
             builtin_tools(&deps),

@@ -120,6 +120,8 @@ pub fn spec_for(ctx: &ToolContext) -> Option<SandboxSpec> {
         network,
         limits: config.limits,
         pass_env: config.pass_env.clone(),
+        // The `bash` tool adds its conversation's loopback.
+        loopback: None,
     })
 }
 

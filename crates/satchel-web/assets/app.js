@@ -341,6 +341,25 @@ async function audit(params) {
     el('table', { id: 'audit' }, el('tr', {}, ['started', 'source', 'tool', 'result', 'duration', 'input'].map((h) => el('th', { text: h }))), rows));
 }
 
+// Background processes -------------------------------------------------
+
+async function processes() {
+  const data = await api('/api/processes');
+  const rows = data.processes.map((p) => {
+    const kill = p.state === 'running' ? el('button', { class: 'forget', text: 'Kill', onclick: async () => {
+      if (!confirm(`End ${p.process_id} and everything it started?\n\n${p.command}`)) return;
+      await api(`/api/processes/${encodeURIComponent(p.process_id)}`, { method: 'DELETE' });
+      route();
+    } }) : null;
+    return el('tr', {}, el('td', { text: p.process_id }), el('td', { text: String(p.pid) }),
+      el('td', { text: p.state }), el('td', { text: `${p.age_secs} s` }), el('td', { text: String(p.unread_bytes) }),
+      el('td', { text: p.conversation }), el('td', { class: 'input', text: p.command }), el('td', {}, kill));
+  });
+  show(el('h1', { text: 'Background processes' }),
+    rows.length ? el('table', { id: 'processes' }, el('tr', {}, ['id', 'pid', 'state', 'age', 'unread', 'conversation', 'command', ''].map((h) => el('th', { text: h }))), rows)
+      : el('p', { class: 'muted', text: 'None: a `bash` call with `background: true` starts one.' }));
+}
+
 // Routing --------------------------------------------------------------
 
 function route() {
@@ -353,6 +372,7 @@ function route() {
   else if (path === '/chat') page = newChat();
   else if (path === '/memory') page = memory(params.get('q'), params.get('layer'));
   else if (path === '/audit') page = audit(params);
+  else if (path === '/processes') page = processes();
   else page = conversations(params.get('q'));
   page.catch(failed);
 }

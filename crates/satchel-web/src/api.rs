@@ -387,6 +387,37 @@ pub(crate) async fn forget(State(state): Shared, Path(id): Path<String>) -> Answ
     Ok(Json(json!({"forgotten": id})))
 }
 
+/// The background processes of every conversation (`bash` with
+/// `background: true`), oldest first.
+pub(crate) async fn processes(State(state): Shared) -> Answer {
+    let rows: Vec<Value> = state
+        .host
+        .processes
+        .list_all()
+        .iter()
+        .map(|(owner, info)| {
+            let mut row = satchel_builtins::process::info_json(info);
+            if let Value::Object(map) = &mut row {
+                map.insert("conversation".into(), json!(owner));
+            }
+            row
+        })
+        .collect();
+    Ok(Json(json!({"processes": rows})))
+}
+
+/// Ends a background process and everything it started.
+pub(crate) async fn kill_process(State(state): Shared, Path(id): Path<String>) -> Answer {
+    let process = state.host.processes.find(&id).ok_or_else(|| {
+        ApiError(
+            StatusCode::NOT_FOUND,
+            format!("no background process `{id}`"),
+        )
+    })?;
+    let ended = process.kill().await;
+    Ok(Json(json!({"process_id": id, "state": ended.describe()})))
+}
+
 /// `?tool=&source=&failed=&since=&limit=`
 #[derive(Deserialize)]
 pub(crate) struct AuditParams {

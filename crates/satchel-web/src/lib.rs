@@ -80,6 +80,8 @@ pub fn router(host: Arc<Host>, guard: Guard) -> Router {
         .route("/api/memory", get(api::memory))
         .route("/api/memory/{id}", delete(api::forget))
         .route("/api/audit", get(api::audit))
+        .route("/api/processes", get(api::processes))
+        .route("/api/processes/{id}", delete(api::kill_process))
         .route("/api/chat", post(chat::start))
         .route("/api/chat/{id}/events", get(chat::events))
         .route("/api/chat/{id}/consent", post(chat::consent))

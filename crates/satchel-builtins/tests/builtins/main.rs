@@ -15,4 +15,5 @@ mod memory;
 mod native_edits;
 mod pdf;
 mod policy;
+mod process;
 mod search;

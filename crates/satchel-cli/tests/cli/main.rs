@@ -15,6 +15,7 @@ mod peers_dir;
 mod support;
 
 mod agent;
+mod background;
 mod chat;
 mod cli;
 mod config_fails_closed;

@@ -133,6 +133,7 @@ fn mcp_serve_tells_clients_when_external_tools_change() {
             "glob",
             "grep",
             "memory",
+            "process",
             "read",
             "search",
             "write"
@@ -170,6 +171,7 @@ fn mcp_serve_tells_clients_when_external_tools_change() {
             "glob",
             "grep",
             "memory",
+            "process",
             "read",
             "search",
             "write"

@@ -167,6 +167,7 @@ fn python_sdk_client_lists_and_calls_satchel_tools() {
             "glob",
             "grep",
             "memory",
+            "process",
             "read",
             "search",
             "shout",

@@ -37,7 +37,7 @@ fn tools_prompt_shows_the_compact_text_with_its_token_count() {
     );
     let last = text.lines().find(|l| l.contains(" tokens for ")).unwrap();
     assert!(
-        last.contains("tokens for 11 tools")
+        last.contains("tokens for 12 tools")
             && last.contains("prompted for gemma3:27b (openai), counted with cl100k_base"),
         "{last}"
     );
@@ -57,6 +57,7 @@ fn tools_prompt_shows_the_compact_text_with_its_token_count() {
             "glob",
             "grep",
             "memory",
+            "process",
             "read",
             "search",
             "write"
@@ -154,6 +155,7 @@ fn tools_prompt_includes_external_tools_unless_builtin() {
             "greet",
             "grep",
             "memory",
+            "process",
             "read",
             "search",
             "write"
@@ -179,7 +181,8 @@ fn tools_prompt_includes_external_tools_unless_builtin() {
             "edit",
             "glob",
             "grep",
-            "fetch"
+            "fetch",
+            "process"
         ])
     );
 }
@@ -195,7 +198,7 @@ fn tools_prompt_compare_prints_the_table() {
     assert!(output.status.success(), "{}", stderr(&output));
     let table = String::from_utf8(output.stdout).unwrap();
     for label in [
-        "11 tools: bash, code, conversation, memory, search, read, write, edit, glob, grep, fetch",
+        "12 tools: bash, code, conversation, memory, search, read, write, edit, glob, grep, fetch, process",
         "prompted, compact (with instruction)",
         "native, OpenAI tools JSON",
         "native, Anthropic tools JSON",

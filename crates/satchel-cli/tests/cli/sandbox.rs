@@ -159,6 +159,12 @@ fn ordinary_work_runs_without_asking_and_escapes_are_contained() {
     assert_eq!(escape_results.len(), escapes.len());
     let (secret, contained) = escape_results.split_last().unwrap();
     for (call, text) in escapes.iter().zip(contained) {
+        // Sending a datagram succeeds: on the conversation's own loopback
+        // (issue #48), where nobody listens; the machine's socket gets
+        // nothing (checked below).
+        if call.1.contains("/dev/udp") {
+            continue;
+        }
         let fields = result_fields(text);
         assert_ne!(fields["exit_code"], 0, "{} escaped: {text}", call.1);
         // The model is told it may be the sandbox, and how to ask for more.

@@ -33,6 +33,9 @@ pub(crate) struct ChildPlan {
     pub(crate) ruleset: Option<RulesetCreated>,
     /// The seccomp filter.
     pub(crate) filter: Option<BpfProgram>,
+    /// A user and a network namespace to join first (descriptors the
+    /// parent holds open): a conversation's loopback.
+    pub(crate) join: Option<(libc::c_int, libc::c_int)>,
 }
 
 /// The namespace half of a plan, paths as C strings.
@@ -71,6 +74,9 @@ pub(crate) unsafe fn confine(plan: &mut ChildPlan) -> io::Result<()> {
         check(libc::setrlimit(libc::RLIMIT_CORE, &no_core))?;
     }
     if let Some(namespaces) = &plan.namespaces {
+        if let Some((user, net)) = plan.join {
+            super::loopback::join(user, net)?;
+        }
         // SAFETY: forwarded from the caller.
         unsafe {
             enter_namespaces(namespaces)?;
@@ -342,7 +348,7 @@ unsafe fn set_read_only(path: *const libc::c_char, read_only: bool) -> io::Resul
     check(i32::try_from(result).unwrap_or(-1)).map(drop)
 }
 
-fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> io::Result<()> {
+pub(super) fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> io::Result<()> {
     // SAFETY: open, write and close on a valid C string and buffer.
     unsafe {
         let fd = check(libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC))?;

@@ -21,20 +21,23 @@
 
 mod child;
 mod limits;
+mod loopback;
 mod rules;
 mod seccomp;
 
 use std::ffi::{CString, OsString};
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 pub(crate) use child::{ChildPlan, confine};
 pub use limits::Limits;
+pub use loopback::LoopbackNet;
 
 /// What a sandboxed child may do.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct SandboxSpec {
     /// Directories (and files) it may write; everything else is read-only.
     pub writable: Vec<PathBuf>,
@@ -50,6 +53,26 @@ pub struct SandboxSpec {
     pub limits: Limits,
     /// Secret-named variables passed in anyway.
     pub pass_env: Vec<String>,
+    /// Without `network`: a loopback-only network namespace to join, so
+    /// that the commands sharing it reach each other on 127.0.0.1 and
+    /// nothing else. Used where namespaces are; elsewhere no network.
+    pub loopback: Option<Arc<LoopbackNet>>,
+}
+
+impl PartialEq for SandboxSpec {
+    fn eq(&self, other: &SandboxSpec) -> bool {
+        self.writable == other.writable
+            && self.read_only == other.read_only
+            && self.private_tmp == other.private_tmp
+            && self.network == other.network
+            && self.limits == other.limits
+            && self.pass_env == other.pass_env
+            && match (&self.loopback, &other.loopback) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            }
+    }
 }
 
 impl SandboxSpec {
@@ -63,6 +86,7 @@ impl SandboxSpec {
             network: false,
             limits: Limits::default(),
             pass_env: Vec::new(),
+            loopback: None,
         }
     }
 }
@@ -75,8 +99,12 @@ pub enum SandboxReport {
     NotRequested,
     /// Landlock and seccomp confine writes and sockets.
     Enforced {
-        /// No IPv4 or IPv6 sockets.
+        /// No IPv4 or IPv6 sockets (but on the loopback of its own
+        /// namespace when `loopback`).
         network_blocked: bool,
+        /// In a loopback-only network namespace shared with the
+        /// conversation's other commands.
+        loopback: bool,
         /// In namespaces of its own: processes, `/proc`, metadata outside
         /// the writable paths, and every process ending with the command.
         isolated: bool,
@@ -90,10 +118,13 @@ impl SandboxReport {
             SandboxReport::NotRequested => "none".to_owned(),
             SandboxReport::Enforced {
                 network_blocked,
+                loopback,
                 isolated,
             } => format!(
                 "landlock+seccomp: writes only to the writable paths; {}; {}",
-                if *network_blocked {
+                if *loopback {
+                    "loopback only (its own, shared with this conversation's commands)"
+                } else if *network_blocked {
                     "no network"
                 } else {
                     "network allowed"
@@ -270,6 +301,7 @@ fn probe_namespaces() -> Result<(), String> {
         rlimits: Vec::new(),
         ruleset: None,
         filter: None,
+        join: None,
     };
     #[expect(
         clippy::disallowed_methods,
@@ -318,10 +350,13 @@ pub(crate) fn prepare(spec: &SandboxSpec, cwd: &Path) -> Result<Prepared, String
     let landlock_abi = landlock_abi();
     let mut writable = spec.writable.clone();
     writable.extend(spec.private_tmp.iter().cloned());
-    let ruleset = rules::ruleset(&writable, spec.network, landlock_abi)
-        .map_err(|error| format!("cannot build the Landlock ruleset: {error}"))?;
-    let filter = seccomp::filter(spec.network)?;
     let isolated = namespaces_usable();
+    // Sockets are allowed where the only network is the namespace's loopback.
+    let loopback = spec.loopback.as_ref().filter(|_| isolated && !spec.network);
+    let sockets = spec.network || loopback.is_some();
+    let ruleset = rules::ruleset(&writable, sockets, landlock_abi)
+        .map_err(|error| format!("cannot build the Landlock ruleset: {error}"))?;
+    let filter = seccomp::filter(sockets)?;
     let namespaces = if isolated {
         Some(namespaces_of(spec, cwd, per_namespace_pid_max())?)
     } else {
@@ -334,9 +369,11 @@ pub(crate) fn prepare(spec: &SandboxSpec, cwd: &Path) -> Result<Prepared, String
             rlimits: spec.limits.rlimits(),
             ruleset: Some(ruleset),
             filter: Some(filter),
+            join: loopback.map(|net| (net.user.as_raw_fd(), net.net.as_raw_fd())),
         },
         report: SandboxReport::Enforced {
             network_blocked: !spec.network,
+            loopback: loopback.is_some(),
             isolated,
         },
         tmpdir,

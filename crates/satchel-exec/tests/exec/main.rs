@@ -9,5 +9,6 @@
 )]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
+mod background;
 mod runner;
 mod sandbox;

@@ -194,6 +194,7 @@ async fn lists_every_tool_with_schemas_and_annotations() {
                 "glob",
                 "grep",
                 "memory",
+                "process",
                 "read",
                 "search",
                 "write"
@@ -347,6 +348,7 @@ async fn registry_changes_notify_the_client() {
                 "glob",
                 "grep",
                 "memory",
+                "process",
                 "read",
                 "search",
                 "write"

@@ -815,6 +815,8 @@ struct ExecSettings {
     pass_env: Vec<String>,
     /// Resource limits of sandboxed commands.
     limits: LimitSettings,
+    /// Most live background processes per conversation.
+    max_background: usize,
 }
 
 /// `exec.limits`: each absent key keeps its default, `null` removes the
@@ -873,6 +875,7 @@ impl Default for ExecSettings {
             network: false,
             pass_env: Vec::new(),
             limits: LimitSettings::default(),
+            max_background: runner.max_background,
         }
     }
 }
@@ -923,6 +926,7 @@ impl ExecSettings {
             },
             // Set by the host from the environment and `redaction`.
             redactor: satchel_core::redact::Redactor::none(),
+            max_background: self.max_background,
         }
     }
 }

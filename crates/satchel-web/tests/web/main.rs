@@ -428,3 +428,59 @@ async fn off_loopback_a_token_is_required_and_checked() {
         .unwrap();
     assert_eq!(with_cookie.status(), 200);
 }
+
+/// The live background processes are listed, and ended only by this page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn background_processes_are_listed_and_killed() {
+    let record = Record::new().await;
+    let server = serve(record.host.clone(), None, "127.0.0.1:0").await;
+    let project = record.host.root.clone();
+    let request = satchel_exec::ExecRequest::new(
+        "bash",
+        ["-c", "sleep 300"],
+        &project,
+        std::time::Duration::from_secs(1),
+    );
+    let process = record
+        .host
+        .processes
+        .start(
+            "conv-1",
+            "sleep 300",
+            &request,
+            false,
+            &record.host.tools_config.runner,
+        )
+        .unwrap();
+    let (status, listed) = get(&server, "/api/processes").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        listed["processes"][0]["process_id"],
+        process.id(),
+        "{listed}"
+    );
+    assert_eq!(listed["processes"][0]["conversation"], "conv-1");
+    assert_eq!(listed["processes"][0]["state"], "running");
+
+    let url = format!("http://{}/api/processes/{}", server.addr, process.id());
+    let origin = format!("http://{}", server.addr);
+    let refused = client()
+        .delete(&url)
+        .header("Origin", "http://evil.example")
+        .header("X-Satchel-Request", "1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 403);
+    assert!(process.state().is_running());
+    let killed = client()
+        .delete(&url)
+        .header("Origin", &origin)
+        .header("X-Satchel-Request", "1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(killed.status(), 200);
+    let body: Value = killed.json().await.unwrap();
+    assert_eq!(body["state"], "killed by SIGTERM", "{body}");
+}

@@ -40,10 +40,12 @@ Commands:
   /goal [TEXT]       show or set the conversation goal
   /context           tokens of the next request, by section
   /history [N]       the last N events (default 20) as the conversation tool sees them
-  /new [TITLE]       start a new conversation
+  /new [TITLE]       start a new conversation (the old one's background processes end)
   /codestats         what the code tool has run (last 7 days)
   /codefailures [N]  the last N failed code runs
   /newsession [NAME] end the memory session and start a new one
+  /ps                background processes (bash with background: true)
+  /kill ID           end a background process and everything it started
   /exit              leave (or Ctrl-D)
 Anything else is sent to the model. Ctrl-C interrupts a running turn.";
 
@@ -369,6 +371,10 @@ async fn slash(
             screen.lock().line(report.render().trim_end());
         }
         "new" => {
+            // The old conversation's background processes end with it.
+            if let Some(old) = agent.conversation_id().map(str::to_owned) {
+                project.processes.end_owner(&old).await;
+            }
             agent.new_conversation();
             consent.forget();
             if !rest.is_empty() {
@@ -408,11 +414,53 @@ async fn slash(
             screen.lock().flush_text();
             super::code::failures(CodeFailuresArgs { count, json: false }, project).await?;
         }
+        "ps" => {
+            let text = process_list(&project.processes.list_all());
+            screen.lock().line(text.trim_end());
+        }
+        "kill" => {
+            let Some(process) = project.processes.find(rest) else {
+                screen
+                    .lock()
+                    .line(&format!("no background process `{rest}`; /ps lists them"));
+                return Ok(true);
+            };
+            let state = process.kill().await;
+            screen.lock().line(&format!(
+                "{} (`{}`): {}",
+                rest,
+                process.command(),
+                state.describe()
+            ));
+        }
         other => screen
             .lock()
             .line(&format!("unknown command /{other}; /help lists them")),
     }
     Ok(true)
+}
+
+/// `/ps`: one line per background process.
+fn process_list(processes: &[(String, satchel_exec::background::ProcessInfo)]) -> String {
+    if processes.is_empty() {
+        return "no background processes".to_owned();
+    }
+    let mut text = format!(
+        "  {:6} {:>8} {:18} {:>7} {:>9}  command\n",
+        "id", "pid", "state", "age", "unread"
+    );
+    for (_, p) in processes {
+        text.push_str(&format!(
+            "  {:6} {:>8} {:18} {:>6}s {:>9}  {}\n",
+            p.id,
+            p.pid,
+            p.state.describe(),
+            p.age.as_secs(),
+            p.unread_bytes,
+            p.command.lines().next().unwrap_or_default()
+        ));
+    }
+    text
 }
 
 /// Events `/history` shows when not told how many.
