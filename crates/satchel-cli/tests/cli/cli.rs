@@ -430,6 +430,7 @@ fn tools_list_shows_where_each_tool_comes_from() {
         glob          Find files by path pattern (`**/*.rs`, `src/**/test_*.py`), …  builtin
         grep          Search file contents with a regex (ripgrep's engine and defa…  builtin
         memory        Remember across conversations                                  builtin
+        process       Manage processes started with `bash` and `background: true` …  builtin
         read          Read a file: its lines numbered from `offset` (1-based), at …  builtin
         search        Search the web or the news: up to max_results results with t…  builtin
         sys_only      Says where it lives                                            system <dir>/libexec/sys-only
