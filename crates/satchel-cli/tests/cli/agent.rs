@@ -445,7 +445,7 @@ fn the_conversation_tool_reads_the_record_after_compaction() {
             Reply::text("First done."),
         ],
         json!({"toolResultMaxLength": 30, "sideRequests": false, "keepRecentStatements": 0,
-               "contextThreshold": 0.5, "llm": {"contextWindow": 6000}}),
+               "contextThreshold": 0.5, "llm": {"contextWindow": 7000}}),
     );
     let numbers: String = (1..=120).map(|n| format!("{n}\n")).collect();
     std::fs::write(
@@ -523,7 +523,7 @@ fn the_conversation_tool_reads_the_record_after_compaction() {
             "tokens": {
                 "estimate": turn_rows[2]["estimate_tokens"],
                 "reported_input": turn_rows[2]["input_tokens"],
-                "context_window": 6000
+                "context_window": 7000
             }
         })
     );
