@@ -162,8 +162,15 @@ pub(crate) async fn run(
         "tools" => {
             let registry = chat.agent(input.user).await?.tools().current();
             let mut text = String::new();
-            for spec in registry.specs() {
+            // One line each: the first sentence. The editing tools'
+            // model-native forms stand in for `edit` and `write` and are
+            // not listed apart.
+            for spec in registry
+                .specs()
+                .filter(|spec| !satchel_core::edit_forms::is_native_form(&spec.name))
+            {
                 let first = spec.description.lines().next().unwrap_or_default();
+                let first = first.split(". ").next().unwrap_or_default();
                 text.push_str(&format!("• **{}** — {}\n", spec.name, first));
             }
             reply::send_markdown(&api, chat_id, &text, "tools.md").await;

@@ -322,7 +322,10 @@ async fn slash(
                 .and_then(|c| c.parse::<usize>().ok())
                 .unwrap_or(100)
                 .max(40);
-            for spec in registry.specs() {
+            for spec in registry
+                .specs()
+                .filter(|spec| !satchel_core::edit_forms::is_native_form(&spec.name))
+            {
                 let first = spec.description.lines().next().unwrap_or_default();
                 let lines = wrap_words(first, width - 24);
                 for (index, line) in lines.iter().enumerate() {
