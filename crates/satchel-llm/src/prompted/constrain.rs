@@ -43,7 +43,7 @@ pub fn reply_schema(tools: &[ToolSpec]) -> Value {
                 "type": "object",
                 "properties": {
                     "tool": {"const": tool.name},
-                    "params": tool.input_schema,
+                    "params": grammar_safe(&tool.input_schema),
                 },
                 "required": ["tool", "params"],
                 "additionalProperties": false,
@@ -68,6 +68,56 @@ pub fn reply_schema(tools: &[ToolSpec]) -> Value {
             },
         ],
     })
+}
+
+/// Keywords a server's grammar expands into a rule per unit (a length,
+/// a count, a numeric range, a regular expression): llama.cpp's grammars
+/// grow with them until sampling stalls or the server fails. The call is
+/// validated against the tool's own schema after the reply is read, so
+/// the bound still holds; the grammar need not carry it.
+const COSTLY_BOUNDS: [&str; 7] = [
+    "maxLength",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "pattern",
+];
+
+/// `schema` without [`COSTLY_BOUNDS`] (and without lower bounds on
+/// lengths and counts above 1), at every schema position: a property
+/// *named* `pattern` stays.
+fn grammar_safe(schema: &Value) -> Value {
+    let Value::Object(map) = schema else {
+        return schema.clone();
+    };
+    let mut out = serde_json::Map::with_capacity(map.len());
+    for (key, value) in map {
+        let kept = match key.as_str() {
+            bound if COSTLY_BOUNDS.contains(&bound) => continue,
+            "minLength" | "minItems" if value.as_u64().is_some_and(|n| n > 1) => continue,
+            "properties" | "$defs" | "definitions" | "patternProperties" => match value {
+                Value::Object(named) => Value::Object(
+                    named
+                        .iter()
+                        .map(|(name, schema)| (name.clone(), grammar_safe(schema)))
+                        .collect(),
+                ),
+                other => other.clone(),
+            },
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => match value {
+                Value::Array(schemas) => Value::Array(schemas.iter().map(grammar_safe).collect()),
+                other => other.clone(),
+            },
+            "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains" => {
+                grammar_safe(value)
+            }
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), kept);
+    }
+    Value::Object(out)
 }
 
 #[cfg(test)]
@@ -112,5 +162,35 @@ mod tests {
             assert!(!validator.is_valid(&bad), "{bad}");
         }
         assert_eq!(reply_schema(&[])["required"], json!(["answer"]));
+    }
+
+    /// Reported: bounds in a tool's schema made llama-cpp-python's reply
+    /// grammar stall, then fail. They are left to validation.
+    #[test]
+    fn costly_bounds_are_left_out_of_the_grammar_but_names_are_not() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "maxLength": 4096, "minLength": 1},
+                "wait": {"type": "number", "minimum": 0, "maximum": 600},
+                "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z]+$"},
+                         "minItems": 2, "maxItems": 50}
+            },
+            "required": ["pattern"]
+        });
+        assert_eq!(
+            grammar_safe(&schema),
+            json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "minLength": 1},
+                    "wait": {"type": "number"},
+                    "tags": {"type": "array", "items": {"type": "string"}}
+                },
+                "required": ["pattern"]
+            })
+        );
+        let reply = reply_schema(&[spec("grep", schema)]);
+        assert!(!reply.to_string().contains("4096"), "{reply}");
     }
 }
