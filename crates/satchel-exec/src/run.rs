@@ -21,7 +21,7 @@ use crate::{Captured, ExecError, ExecOutcome, Exit, RunnerConfig};
 
 /// Variables added to the inherited environment so that nothing waits for
 /// a person: no pager, no colour, no credential prompt.
-pub(crate) const NON_INTERACTIVE_ENV: [(&str, &str); 5] = [
+const NON_INTERACTIVE_ENV: [(&str, &str); 5] = [
     ("TERM", "dumb"),
     ("NO_COLOR", "1"),
     ("PAGER", "cat"),
@@ -216,16 +216,22 @@ pub async fn run_metered(
     })
 }
 
-async fn spawn(request: &ExecRequest) -> Result<(Child, SandboxReport), ExecError> {
+/// The child's command as every run starts it, foreground or background:
+/// program, arguments, directory, the non-interactive environment, and,
+/// when sandboxed, the plan to confine it with (secrets hidden, its own
+/// `TMPDIR`). The caller adds its stdio and the `pre_exec` step.
+pub(crate) fn base_command(
+    request: &ExecRequest,
+) -> Result<(Command, Option<sandbox::ChildPlan>, SandboxReport), ExecError> {
     #[expect(
         clippy::disallowed_methods,
-        reason = "the runner: every child of Satchel starts here"
+        reason = "the runner: every child of Satchel, foreground or background, starts here"
     )]
     let mut command = Command::new(&request.program);
     if request.clear_env {
         command.env_clear();
     }
-    let (mut plan, report) = match &request.sandbox {
+    let (plan, report) = match &request.sandbox {
         None => (None, SandboxReport::NotRequested),
         Some(spec) => {
             let prepared = sandbox::prepare(spec, &request.working_dir)
@@ -242,14 +248,20 @@ async fn spawn(request: &ExecRequest) -> Result<(Child, SandboxReport), ExecErro
         .current_dir(&request.working_dir)
         .envs(NON_INTERACTIVE_ENV)
         .envs(request.env.iter().map(|(k, v)| (k, v)))
+        .kill_on_drop(true);
+    Ok((command, plan, report))
+}
+
+async fn spawn(request: &ExecRequest) -> Result<(Child, SandboxReport), ExecError> {
+    let (mut command, mut plan, report) = base_command(request)?;
+    command
         .stdin(if request.stdin.is_some() {
             Stdio::piped()
         } else {
             Stdio::null()
         })
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+        .stderr(Stdio::piped());
     let parent = rustix::process::getpid();
     // SAFETY: the closure runs between fork and exec and makes only
     // async-signal-safe system calls (setsid, prctl, getppid, and for the
@@ -297,7 +309,7 @@ async fn spawn(request: &ExecRequest) -> Result<(Child, SandboxReport), ExecErro
 
 /// Keeps variables named like secrets out of a sandboxed child, unless
 /// the spec passes them or the request sets them itself.
-pub(crate) fn hide_secrets(command: &mut Command, request: &ExecRequest, spec: &SandboxSpec) {
+fn hide_secrets(command: &mut Command, request: &ExecRequest, spec: &SandboxSpec) {
     if request.clear_env {
         return;
     }

@@ -8,9 +8,9 @@ use std::process::Stdio;
 
 use rustix::process::Signal;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
-use crate::run::{NON_INTERACTIVE_ENV, hide_secrets};
+use crate::run::base_command;
 use crate::sandbox::{self, SandboxReport};
 use crate::{ExecError, ExecRequest};
 
@@ -49,32 +49,7 @@ fn spawn_error(request: &ExecRequest, source: io::Error) -> ExecError {
 }
 
 fn spawn_once(request: &ExecRequest, tty: bool) -> Result<Spawned, ExecError> {
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "the runner: every background child of Satchel starts here"
-    )]
-    let mut command = Command::new(&request.program);
-    if request.clear_env {
-        command.env_clear();
-    }
-    let (mut plan, report) = match &request.sandbox {
-        None => (None, SandboxReport::NotRequested),
-        Some(spec) => {
-            let prepared = sandbox::prepare(spec, &request.working_dir)
-                .map_err(|reason| ExecError::SandboxUnavailable { reason })?;
-            hide_secrets(&mut command, request, spec);
-            if let Some(tmpdir) = prepared.tmpdir {
-                command.env("TMPDIR", tmpdir);
-            }
-            (Some(prepared.plan), prepared.report)
-        }
-    };
-    command
-        .args(&request.args)
-        .current_dir(&request.working_dir)
-        .envs(NON_INTERACTIVE_ENV)
-        .envs(request.env.iter().map(|(k, v)| (k, v)))
-        .kill_on_drop(true);
+    let (mut command, mut plan, report) = base_command(request)?;
     let parent = rustix::process::getpid();
     // Between fork and exec: only async-signal-safe calls on memory
     // prepared above (see `crate::run`). With a terminal, pty-process has
