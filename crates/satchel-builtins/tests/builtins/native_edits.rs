@@ -61,7 +61,8 @@ async fn the_text_editor_views_creates_replaces_and_inserts() {
         )
         .await;
     let message = error(&out);
-    assert!(message.contains("1") && message.contains("3"), "{message}");
+    assert!(message.contains("occurs 2 times"), "{message}");
+    assert_eq!(out.results.structured().unwrap()["lines"], json!([1, 3]));
     assert_eq!(
         std::fs::read_to_string(files.path("dup.txt")).unwrap(),
         "x\ny\nx\n"

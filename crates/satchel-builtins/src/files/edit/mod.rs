@@ -285,33 +285,40 @@ impl Tool for EditTool {
     }
 
     fn format_result(&self, output: &ToolOutput, style: Style) -> String {
-        let diff = output
-            .results
-            .structured()
-            .and_then(|v| v.get("diff"))
-            .and_then(Value::as_str);
-        let Some(diff) = diff.filter(|_| !output.is_error) else {
-            return satchel_tools::format::generic_result(output, style);
-        };
-        match style {
-            Style::Terminal { .. } => {
-                let body: Vec<String> = diff
-                    .lines()
-                    .map(|line| match line.as_bytes().first() {
-                        Some(b'+') if !line.starts_with("+++") => paint(style, "32", line),
-                        Some(b'-') if !line.starts_with("---") => paint(style, "31", line),
-                        Some(b'@') => paint(style, "36", line),
-                        _ => paint(style, "2", line),
-                    })
-                    .collect();
-                format!("{}\n{}", output.user_message, body.join("\n"))
-            }
-            Style::Markdown => format!(
-                "{}\n\n{}",
-                output.user_message,
-                markdown_fence(diff, "diff")
-            ),
+        diff_result(output, style)
+    }
+}
+
+/// A result whose structured part carries a unified `diff` (`edit`, the
+/// native edit forms): the user message, then the diff, coloured on a
+/// terminal and fenced in markdown; any other result as usual.
+pub(crate) fn diff_result(output: &ToolOutput, style: Style) -> String {
+    let diff = output
+        .results
+        .structured()
+        .and_then(|v| v.get("diff"))
+        .and_then(Value::as_str);
+    let Some(diff) = diff.filter(|_| !output.is_error) else {
+        return satchel_tools::format::generic_result(output, style);
+    };
+    match style {
+        Style::Terminal { .. } => {
+            let body: Vec<String> = diff
+                .lines()
+                .map(|line| match line.as_bytes().first() {
+                    Some(b'+') if !line.starts_with("+++") => paint(style, "32", line),
+                    Some(b'-') if !line.starts_with("---") => paint(style, "31", line),
+                    Some(b'@') => paint(style, "36", line),
+                    _ => paint(style, "2", line),
+                })
+                .collect();
+            format!("{}\n{}", output.user_message, body.join("\n"))
         }
+        Style::Markdown => format!(
+            "{}\n\n{}",
+            output.user_message,
+            markdown_fence(diff, "diff")
+        ),
     }
 }
 

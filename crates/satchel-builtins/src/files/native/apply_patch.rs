@@ -16,7 +16,7 @@ use satchel_core::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use satchel_tools::format::{Style, markdown_fence, paint};
+use satchel_tools::format::{Style, paint};
 use satchel_tools::{Tool, ToolContext, ToolError};
 
 use super::patch::{self, FileOp};
@@ -306,32 +306,6 @@ impl Tool for ApplyPatchTool {
     }
 
     fn format_result(&self, output: &ToolOutput, style: Style) -> String {
-        let diff = output
-            .results
-            .structured()
-            .and_then(|v| v.get("diff"))
-            .and_then(Value::as_str);
-        match (diff.filter(|_| !output.is_error), style) {
-            (Some(diff), Style::Markdown) => {
-                format!(
-                    "{}\n\n{}",
-                    output.user_message,
-                    markdown_fence(diff, "diff")
-                )
-            }
-            (Some(diff), Style::Terminal { .. }) => {
-                let body: Vec<String> = diff
-                    .lines()
-                    .map(|line| match line.as_bytes().first() {
-                        Some(b'+') if !line.starts_with("+++") => paint(style, "32", line),
-                        Some(b'-') if !line.starts_with("---") => paint(style, "31", line),
-                        Some(b'@') => paint(style, "36", line),
-                        _ => paint(style, "2", line),
-                    })
-                    .collect();
-                format!("{}\n{}", output.user_message, body.join("\n"))
-            }
-            (None, _) => satchel_tools::format::generic_result(output, style),
-        }
+        crate::files::edit::diff_result(output, style)
     }
 }
