@@ -64,7 +64,11 @@ for case in "${cases[@]}"; do
     tool_input="$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d["path"]=sys.argv[2]; print(json.dumps(d))' "$input" "$tree")"
     # Same answers first: the files (or lines) each reports.
     a="$(rg "$flags" -- "$pattern" "$tree" | wc -l)"
-    b="$("$SATCHEL_BIN" tools call grep "$tool_input" | grep -vc '^… ' || true)"
+    b="$("$SATCHEL_BIN" tools call grep "$tool_input" 2>"$work/note" | grep -vc '^… ' || true)"
+    # An answer over exec.resultLimitBytes reaches the model cut, the
+    # whole kept in a spill file: count that.
+    spill="$(sed -n 's/.*The full result is in \([^;]*\);.*/\1/p' "$work/note" | head -1)"
+    if [ -n "$spill" ]; then b="$(grep -vc '^… ' "$spill" || true)"; fi
     : >"$work/rg" ; : >"$work/satchel"
     time_once rg "$flags" -- "$pattern" "$tree" >/dev/null
     time_once "$SATCHEL_BIN" tools call grep "$tool_input" >/dev/null

@@ -75,7 +75,10 @@ def start_llama_server(log_dir, context=8192):
     port = free_port()
     server = subprocess.Popen(
         [binary, "-m", model, "--jinja", "--host", "127.0.0.1", "--port", str(port),
-         "-np", "1", "-c", str(context), "--alias", MODEL],
+         "-np", "1", "-c", str(context), "--alias", MODEL]
+        # On a shared machine: one thread, pinned by the caller (taskset).
+        + (["-t", os.environ["SATCHEL_BENCH_LLAMA_THREADS"]]
+           if os.environ.get("SATCHEL_BENCH_LLAMA_THREADS") else []),
         stdout=open(os.path.join(log_dir, "server.log"), "w"), stderr=subprocess.STDOUT)
     deadline = time.time() + 120
     while time.time() < deadline:

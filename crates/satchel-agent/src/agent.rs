@@ -20,6 +20,7 @@ mod compaction;
 mod context;
 mod model;
 mod recording;
+mod repetition;
 mod side_requests;
 mod streak;
 mod tool_calls;

@@ -9,7 +9,7 @@ use satchel_core::{
     Capabilities, ErrorCode, Resource, ToolAnnotations, ToolOutput, ToolResults, ToolSpec,
 };
 use satchel_exec::background::ProcessTable;
-use satchel_exec::{Captured, ExecError, ExecOutcome, ExecRequest, Exit};
+use satchel_exec::{ExecError, ExecOutcome, ExecRequest, Exit};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -288,12 +288,7 @@ impl Tool for BashTool {
                 ));
             }
         }
-        let owner = crate::process::owner_of(ctx);
-        Ok(crate::process::with_ended_notice(
-            output,
-            &self.processes,
-            &owner,
-        ))
+        Ok(output)
     }
 
     fn format_use(&self, input: &Value, style: Style) -> String {
@@ -464,7 +459,7 @@ fn output_of(command: &str, timeout_secs: u64, outcome: &ExecOutcome, sandbox: &
 
     let mut notes: Vec<String> = [("stdout", &outcome.stdout), ("stderr", &outcome.stderr)]
         .into_iter()
-        .filter_map(|(name, captured)| truncation_note(name, captured))
+        .filter_map(|(name, captured)| captured.cut_note(name, "`sed -n` or `grep`"))
         .collect();
     let (results, is_error, error_code) = match failure {
         Some((code, message)) => {
@@ -484,27 +479,4 @@ fn output_of(command: &str, timeout_secs: u64, outcome: &ExecOutcome, sandbox: &
         is_error,
         error_code,
     }
-}
-
-/// Tells the model what was cut and where the rest is.
-fn truncation_note(stream: &str, captured: &Captured) -> Option<String> {
-    if !captured.truncated() {
-        return None;
-    }
-    let kept = captured.total_bytes - captured.omitted_bytes;
-    let mut note = format!(
-        "{stream} was {} bytes; only its start and end ({kept} bytes) are shown, {} bytes from the middle left out.",
-        captured.total_bytes, captured.omitted_bytes
-    );
-    match &captured.spill {
-        Some(spill) if spill.complete => note.push_str(&format!(
-            " The full {stream} is in {}; read parts of it with `sed -n` or `grep` rather than all at once.",
-            spill.path.display()
-        )),
-        Some(spill) => {
-            note.push_str(&format!(" The first {} bytes of {stream} are in {}.", spill.bytes, spill.path.display()))
-        }
-        None => note.push_str(&format!(" The rest of {stream} was not kept; redirect it to a file to see it all.")),
-    }
-    Some(note)
 }

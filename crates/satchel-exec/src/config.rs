@@ -12,6 +12,9 @@ pub struct RunnerConfig {
     pub stdout: OutputConfig,
     /// How stderr is kept.
     pub stderr: OutputConfig,
+    /// How much of any tool's text result the model gets (the rest is
+    /// spilled): a limit of 0 turns the cut off.
+    pub result: OutputConfig,
     /// Time between SIGTERM and SIGKILL when a run is stopped.
     pub kill_grace: Duration,
     /// How long to keep reading the pipes after the direct child has exited:
@@ -34,6 +37,9 @@ pub struct RunnerConfig {
     /// Most background processes alive at once per owner (a conversation,
     /// an MCP session); exited ones do not count.
     pub max_background: usize,
+    /// Ports of an owner's loopback-only namespace reachable from the
+    /// machine's own loopback, once it starts a background process.
+    pub forward_ports: Vec<u16>,
 }
 
 impl Default for RunnerConfig {
@@ -45,6 +51,10 @@ impl Default for RunnerConfig {
             stderr: OutputConfig {
                 limit_bytes: 4 * 1024,
             },
+            // About 32k tokens: 2,000 numbered lines of source read at once fit.
+            result: OutputConfig {
+                limit_bytes: 128 * 1024,
+            },
             kill_grace: Duration::from_secs(2),
             drain_timeout: Duration::from_millis(250),
             kill_background: true,
@@ -53,6 +63,7 @@ impl Default for RunnerConfig {
             spill: SpillConfig::default(),
             redactor: Redactor::none(),
             max_background: 8,
+            forward_ports: Vec::new(),
         }
     }
 }

@@ -98,6 +98,35 @@ impl Captured {
     pub fn truncated(&self) -> bool {
         self.omitted_bytes > 0
     }
+
+    /// Tells the model what of `what` (`stdout`, `the result`) was cut and
+    /// where the rest is, naming `readers` (the tools to read it with);
+    /// `None` when nothing was cut.
+    pub fn cut_note(&self, what: &str, readers: &str) -> Option<String> {
+        if !self.truncated() {
+            return None;
+        }
+        let kept = self.total_bytes - self.omitted_bytes;
+        let mut note = format!(
+            "{what} was {} bytes; only its start and end ({kept} bytes) are shown, {} bytes from the middle left out.",
+            self.total_bytes, self.omitted_bytes
+        );
+        match &self.spill {
+            Some(spill) if spill.complete => note.push_str(&format!(
+                " The full {what} is in {}; read parts of it with {readers} rather than all at once.",
+                spill.path.display()
+            )),
+            Some(spill) => note.push_str(&format!(
+                " The first {} bytes of {what} are in {}.",
+                spill.bytes,
+                spill.path.display()
+            )),
+            None => note.push_str(&format!(
+                " The rest of {what} was not kept; ask for less at a time to see it all."
+            )),
+        }
+        Some(note)
+    }
 }
 
 /// A file holding a stream's raw output.

@@ -51,7 +51,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use rmcp::ServerHandler;
+use crate::server::PerSession;
 
 use crate::McpError;
 
@@ -150,7 +150,7 @@ pub async fn bind<S>(
     shutdown: CancellationToken,
 ) -> Result<BoundHttp<S>, McpError>
 where
-    S: ServerHandler + Clone,
+    S: PerSession,
 {
     let loopback = options.addr.ip().is_loopback();
     let token = match &options.token {
@@ -177,7 +177,7 @@ where
     })
 }
 
-impl<S: ServerHandler + Clone> BoundHttp<S> {
+impl<S: PerSession> BoundHttp<S> {
     /// Serves within `limits` instead of the defaults.
     pub fn with_limits(mut self, limits: HttpLimits) -> BoundHttp<S> {
         self.limits = limits;
@@ -206,8 +206,11 @@ impl<S: ServerHandler + Clone> BoundHttp<S> {
         }
         let sessions = Arc::new(BoundedSessions::new(limits.max_sessions));
         let server = self.server.clone();
-        let service: StreamableHttpService<S, BoundedSessions> =
-            StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
+        let service: StreamableHttpService<S, BoundedSessions> = StreamableHttpService::new(
+            move || Ok(server.for_new_session()),
+            sessions.clone(),
+            config,
+        );
         let gate = Arc::new(Gate {
             limits,
             sessions: sessions.clone(),

@@ -30,7 +30,7 @@ pub mod server;
 
 pub use client::{McpManager, ServerState, ServerStatus};
 pub use error::McpError;
-pub use server::{SatchelServer, ServerOptions, serve_stdio};
+pub use server::{PerSession, SatchelServer, ServerOptions, SessionEnd, serve_stdio};
 
 /// The handler trait [`serve_stdio`] and [`http::bind`] serve: implemented
 /// by [`SatchelServer`] and [`conformance::ConformanceServer`].

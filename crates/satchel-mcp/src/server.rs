@@ -54,8 +54,11 @@ use crate::consent::{Answered, ClientConsent, StateSeal};
 use crate::convert::{ServedSchema, to_call_tool_result, to_mcp_tool};
 
 mod roots;
+mod session;
 mod subscriptions;
 mod tasks;
+
+pub use session::{PerSession, SessionEnd};
 
 use subscriptions::{SessionSubscriptions, Watched};
 
@@ -120,12 +123,16 @@ pub struct ServerOptions {
     /// The record as resources, when set (the `resources` capability is
     /// declared only then).
     pub resources: Option<Arc<dyn RecordResources>>,
+    /// Runs when a session closes, with its key: ends its processes.
+    pub on_session_end: Option<SessionEnd>,
 }
 
 /// Satchel's tools as an MCP server; cheap to clone (one per HTTP session).
 #[derive(Clone)]
 pub struct SatchelServer {
     inner: Arc<Inner>,
+    /// This session's key and end (one per HTTP session; stdio has one).
+    session: Arc<session::Slot>,
 }
 
 struct Inner {
@@ -150,7 +157,9 @@ struct Inner {
 impl SatchelServer {
     /// A server over `live`'s tools.
     pub fn new(live: Arc<LiveRegistry>, options: ServerOptions) -> SatchelServer {
+        let session = session::Slot::new(options.on_session_end.clone());
         SatchelServer {
+            session,
             inner: Arc::new(Inner {
                 live,
                 options,
@@ -229,6 +238,7 @@ impl SatchelServer {
         let ctx = ToolContext {
             cancel,
             conversation_id: None,
+            session: self.session.key(),
             call_id: call_id.unwrap_or_else(|| format!("mcp-{}-{number}", std::process::id())),
             working_dir: inner.options.working_dir.clone(),
             config: (inner.options.config)(),
@@ -581,6 +591,7 @@ impl ServerHandler for SatchelServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.session.begin();
         // A session that began with `initialize` gets list changes through
         // its peer until the client goes away.
         let mut changes = self.inner.live.subscribe();
@@ -942,6 +953,7 @@ mod tests {
                 policy: Arc::new(move || policy.clone()),
                 observer: Some(Arc::new(PanickingObserver)),
                 resources: None,
+                on_session_end: None,
             },
         );
         let arguments = |command: &str| json!({"command": command}).as_object().cloned();

@@ -612,7 +612,12 @@ impl ChatWorker {
 
     /// Forgets the conversation: the next message starts a new one.
     pub(crate) async fn new_conversation(&mut self) -> anyhow::Result<()> {
-        self.agent = None;
+        // The old conversation's background processes end with it.
+        if let Some(old) = self.agent.take()
+            && let Some(id) = old.conversation_id()
+        {
+            self.bot.host.processes.end_owner(id).await;
+        }
         let key = self.bot.conversation_key(self.chat_id);
         self.bot.front.set_front_state(&key, String::new()).await?;
         Ok(())

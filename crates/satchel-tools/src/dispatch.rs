@@ -210,7 +210,7 @@ pub async fn dispatch(
     let clock = Instant::now();
     let finish = |output: ToolOutput, decision: Option<Decision>, answer: Option<ConsentAnswer>| {
         Dispatched {
-            output,
+            output: registry.with_notices(output, ctx),
             decision,
             answer,
             started_at,
@@ -306,5 +306,6 @@ pub async fn dispatch(
         };
         Registry::run_checked(tool, call, &ctx).await
     };
+    let output = crate::result_cap::cap_results(output, &ctx.config.runner);
     finish(output, Some(decision), answer)
 }

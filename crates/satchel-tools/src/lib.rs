@@ -27,6 +27,7 @@ mod observer;
 pub mod policy;
 pub mod progress;
 mod registry;
+mod result_cap;
 pub mod sandbox;
 mod sections;
 mod tool;

@@ -137,6 +137,20 @@ impl Registry {
         self.entries.get(name).map(|entry| &entry.tool)
     }
 
+    /// `output` with every tool's news for this caller added to what the
+    /// model reads ([`Tool::take_notice`]).
+    pub fn with_notices(&self, mut output: ToolOutput, ctx: &ToolContext) -> ToolOutput {
+        for entry in self.entries.values() {
+            if let Some(notice) = entry.tool.take_notice(ctx) {
+                output.response = Some(match output.response.take() {
+                    Some(response) => format!("{response} {notice}"),
+                    None => notice,
+                });
+            }
+        }
+        output
+    }
+
     /// Every tool's spec, sorted by name.
     pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
         self.entries.values().map(|entry| entry.tool.spec())

@@ -37,6 +37,13 @@ pub trait Tool: Send + Sync + 'static {
         self.spec().annotations.long_running_hint == Some(true)
     }
 
+    /// News the model should get with the next result of this caller's
+    /// calls, whichever tool it called (a background process that ended),
+    /// taken so it is told once; [`crate::dispatch`] adds it.
+    fn take_notice(&self, _ctx: &ToolContext) -> Option<String> {
+        None
+    }
+
     /// Where the tool comes from (built in, a tools directory...).
     fn source(&self) -> ToolSource {
         ToolSource::Builtin
@@ -114,6 +121,9 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// The conversation the call belongs to, when there is one.
     pub conversation_id: Option<String>,
+    /// The caller's session when the call has no conversation (an MCP
+    /// client that began with `initialize`): see [`ToolContext::owner`].
+    pub session: Option<String>,
     /// The id of this call.
     pub call_id: String,
     /// Directory relative paths in the input are resolved against.
@@ -159,6 +169,13 @@ pub struct CallTrace {
 }
 
 impl ToolContext {
+    /// Whose call this is, for state kept across calls (background
+    /// processes, what the model last saw of each file): the conversation,
+    /// else the caller's session; `None` for a call on its own.
+    pub fn owner(&self) -> Option<&str> {
+        self.conversation_id.as_deref().or(self.session.as_deref())
+    }
+
     /// A context for a call made outside any conversation (CLI, tests).
     pub fn standalone(
         call_id: impl Into<String>,
@@ -168,6 +185,7 @@ impl ToolContext {
         ToolContext {
             cancel: CancellationToken::new(),
             conversation_id: None,
+            session: None,
             call_id: call_id.into(),
             working_dir,
             config,

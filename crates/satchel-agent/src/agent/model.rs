@@ -12,14 +12,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures_util::StreamExt;
-use satchel_core::{Message, ToolSpec};
+use satchel_core::{AssistantPart, Message, ToolSpec};
 use satchel_llm::prompted;
 use satchel_llm::{
-    Calibration, ChatRequest, LlmError, Mode, PreparedRequest, Provider, Response, StreamEvent,
-    TokenEstimate, ToolChoice, ToolMode, model_info,
+    Calibration, ChatRequest, LlmError, Mode, PreparedRequest, Provider, Response, StopReason,
+    StreamEvent, TokenEstimate, ToolChoice, ToolMode, model_info,
 };
 use tokio_util::sync::CancellationToken;
 
+use super::repetition::looping_early;
 use super::{Agent, AgentError};
 use crate::history::Phase;
 use crate::{AgentEvent, EventSink, Snapshot};
@@ -169,10 +170,31 @@ pub(super) async fn stream_answer(
     sink: &dyn EventSink,
     retries: &mut Vec<String>,
 ) -> Result<Response, LlmError> {
-    let mut events = provider.send(prepared, cancel.clone());
+    // Its own token, so a reply caught in a loop can be stopped alone.
+    let request = cancel.child_token();
+    let mut events = provider.send(prepared, request.clone());
+    let mut text = String::new();
+    let mut judged = 0;
     while let Some(event) = events.next().await {
         match event? {
-            StreamEvent::TextDelta(text) if stream_text => sink.emit(AgentEvent::TextDelta(text)),
+            StreamEvent::TextDelta(delta) => {
+                text.push_str(&delta);
+                if stream_text {
+                    sink.emit(AgentEvent::TextDelta(delta));
+                }
+                // Judged every half kilobyte: the check reads the reply's end.
+                if text.len() >= judged + 512 {
+                    judged = text.len();
+                    if looping_early(&text) {
+                        request.cancel();
+                        sink.emit(AgentEvent::Notice(format!(
+                            "the reply was stopped after {} bytes: it was repeating itself",
+                            text.len()
+                        )));
+                        return Ok(stopped_reply(prepared, text));
+                    }
+                }
+            }
             StreamEvent::ThinkingDelta(text) => sink.emit(AgentEvent::ThinkingDelta(text)),
             StreamEvent::Retrying {
                 attempt,
@@ -198,6 +220,21 @@ pub(super) async fn stream_answer(
             detail: "the answer ended without its last event".into(),
         }
     })
+}
+
+/// A reply stopped by Satchel while it was repeating itself: its text so
+/// far, read as cut off at the output limit (which it would have reached),
+/// with no usage (the server reported none).
+fn stopped_reply(prepared: &PreparedRequest, text: String) -> Response {
+    Response {
+        id: None,
+        model: None,
+        content: vec![AssistantPart::Text { text }],
+        tool_calls: Vec::new(),
+        stop_reason: StopReason::MaxTokens,
+        usage: None,
+        estimate: prepared.estimate().clone(),
+    }
 }
 
 /// True when `error` is a server refusing a request's `response_format`.

@@ -3,30 +3,41 @@
 //! what happened and what to change, instead of spending the turn budget.
 //!
 //! The failures counted ([`Failure`]): a reply cut off at the output limit
-//! before it was complete, a reply that cannot be read, and the same
-//! invalid tool input. What the second one changes ([`Adjust`]): a larger
+//! before it was complete, a reply that cannot be read, the same invalid
+//! tool input, and the same calls failing the same way. What the second one changes ([`Adjust`]): a larger
 //! output allowance within the window (when the limit was not configured;
 //! a configured one is kept and the next reply is asked to be the answer
 //! alone), the answer-only reply, or, for the same invalid input, a tool
-//! list of only the tool that was called wrongly.
+//! list of only the tool that was called wrongly. A reply cut off while
+//! it repeated itself (a small model that writes the same call again and
+//! again) changes the next turn at once: more room would only be filled
+//! the same way, so the next reply is asked for the answer alone.
 
 use satchel_core::ErrorCode;
 use satchel_llm::{LimitSource, ModelConfig, Response, StopReason};
 
 use super::answer::Answer;
+use super::repetition::repeats_itself;
 use crate::history::CallRecord;
 
 /// The name a prompted reply that could not be read is recorded under.
 pub(super) const UNREADABLE_REPLY: &str = "(unreadable reply)";
 
-/// The same failure this many times in a row ends the statement.
+/// The same failure this many times in a row ends the statement (the
+/// same failing calls: one more, see [`Failure::give_up_at`]).
 pub(super) const GIVE_UP_AFTER: u32 = 3;
+
+/// The same calls failing this many times in a row change the next turn:
+/// one retry of a failed command is ordinary work, a third is a loop.
+const CALLS_FAILED_ADJUST_AT: u32 = 3;
 
 /// A turn that produced nothing usable, in a way that may repeat.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Failure {
-    /// The reply stopped at the output limit before it was complete.
-    CutOff,
+    /// The reply stopped at the output limit before it was complete;
+    /// `looping` when it was repeating itself
+    /// ([`repeats_itself`]).
+    CutOff { looping: bool },
     /// The reply could not be read (the reason).
     Unreadable(String),
     /// Every call of the turn was refused as invalid input; the calls as
@@ -36,15 +47,38 @@ pub(super) enum Failure {
         calls: String,
         error: String,
     },
+    /// Every call of the turn ran and failed (a fetch that cannot resolve,
+    /// a command that exits 1); the calls as `tool(input)`, and the first
+    /// error. The same calls failing again is a model that does not read
+    /// its results.
+    CallsFailed { calls: String, error: String },
 }
 
 impl Failure {
+    /// How many times in a row this failure changes the next turn.
+    pub(super) fn adjust_at(&self) -> u32 {
+        match self {
+            Failure::CallsFailed { .. } => CALLS_FAILED_ADJUST_AT,
+            Failure::CutOff { looping: true } => 1,
+            _ => 2,
+        }
+    }
+
+    /// How many times in a row this failure ends the statement.
+    pub(super) fn give_up_at(&self) -> u32 {
+        match self {
+            Failure::CallsFailed { .. } => CALLS_FAILED_ADJUST_AT + 1,
+            _ => GIVE_UP_AFTER,
+        }
+    }
+
     /// Whether `other` is the same failure again.
     fn same_as(&self, other: &Failure) -> bool {
         match (self, other) {
-            (Failure::CutOff, Failure::CutOff) => true,
+            (Failure::CutOff { .. }, Failure::CutOff { .. }) => true,
             (Failure::Unreadable(_), Failure::Unreadable(_)) => true,
-            (Failure::InvalidInput { calls: a, .. }, Failure::InvalidInput { calls: b, .. }) => {
+            (Failure::InvalidInput { calls: a, .. }, Failure::InvalidInput { calls: b, .. })
+            | (Failure::CallsFailed { calls: a, .. }, Failure::CallsFailed { calls: b, .. }) => {
                 a == b
             }
             _ => false,
@@ -126,9 +160,12 @@ pub(super) fn reply_failure(
         // A constrained reply is one JSON object: one that does not parse
         // whole was cut, whatever the lenient reader made of it.
         let incomplete = constrained && serde_json::from_str::<serde_json::Value>(raw).is_err();
+        let cut_off = || Failure::CutOff {
+            looping: repeats_itself(raw),
+        };
         return match (cut, unreadable) {
-            (true, Some(_)) => Some(Failure::CutOff),
-            (true, None) if incomplete => Some(Failure::CutOff),
+            (true, Some(_)) => Some(cut_off()),
+            (true, None) if incomplete => Some(cut_off()),
             (_, unreadable) => unreadable,
         };
     }
@@ -136,15 +173,18 @@ pub(super) fn reply_failure(
         .tool_calls
         .iter()
         .any(|call| call.invalid_params_output().is_some());
-    (cut && broken_call).then_some(Failure::CutOff)
+    (cut && broken_call).then(|| Failure::CutOff {
+        looping: repeats_itself(&response.text()),
+    })
 }
 
-/// The failure of a turn whose every call was refused as invalid input.
+/// The failure of a turn whose every call failed: refused as invalid
+/// input, or run and failed.
 pub(super) fn input_failure(records: &[CallRecord]) -> Option<Failure> {
     let invalid =
         |r: &CallRecord| r.output.is_error && r.output.error_code == Some(ErrorCode::InvalidParams);
     if records.is_empty()
-        || !records.iter().all(invalid)
+        || !records.iter().all(|r| r.output.is_error)
         || records.iter().any(|r| r.call.name == UNREADABLE_REPLY)
     {
         return None;
@@ -158,6 +198,9 @@ pub(super) fn input_failure(records: &[CallRecord]) -> Option<Failure> {
         .first()
         .map(|r| satchel_core::text::cut_with(&error_text(r), 300, "..."))
         .unwrap_or_default();
+    if !records.iter().all(invalid) {
+        return Some(Failure::CallsFailed { calls, error });
+    }
     let mut tools: Vec<String> = records.iter().map(|r| r.call.name.clone()).collect();
     tools.dedup();
     Some(Failure::InvalidInput {
@@ -182,7 +225,8 @@ fn error_text(record: &CallRecord) -> String {
 /// `room` is what the window has left past the request just sent.
 pub(super) fn adjustment(failure: &Failure, config: &ModelConfig, room: u64) -> Adjust {
     match failure {
-        Failure::CutOff => {
+        Failure::CutOff { looping: true } => Adjust::AnswerOnly,
+        Failure::CutOff { looping: false } => {
             let current = config.max_output_tokens.unwrap_or(1024);
             let larger = u64::from(current).saturating_mul(4).min(room);
             if config.output_source != LimitSource::Configured && larger > u64::from(current) {
@@ -191,7 +235,7 @@ pub(super) fn adjustment(failure: &Failure, config: &ModelConfig, room: u64) -> 
                 Adjust::AnswerOnly
             }
         }
-        Failure::Unreadable(_) => Adjust::AnswerOnly,
+        Failure::Unreadable(_) | Failure::CallsFailed { .. } => Adjust::AnswerOnly,
         Failure::InvalidInput { tools, .. } => Adjust::OnlyTools(tools.clone()),
     }
 }
@@ -204,7 +248,7 @@ pub(super) fn give_up_message(failure: &Failure, config: &ModelConfig) -> String
         .max_output_tokens
         .map_or_else(|| "none".to_owned(), |max| max.to_string());
     match failure {
-        Failure::CutOff => format!(
+        Failure::CutOff { .. } => format!(
             "the model's reply was cut off at the output limit {GIVE_UP_AFTER} times in a row, \
              each time before it was complete (the third time with a larger allowance or asked \
              for the answer alone), so nothing more was run. Raise `llm.maxOutputTokens` (now \
@@ -216,6 +260,13 @@ pub(super) fn give_up_message(failure: &Failure, config: &ModelConfig) -> String
              {reason}), the third time asked for the answer alone. Set `llm.constrainedReplies` \
              to `on` (the server must accept a JSON schema), or use a model that follows the \
              tool-call format (`llm.toolCalling`)."
+        ),
+        Failure::CallsFailed { calls, error } => format!(
+            "the model made the same failing tool call {} times in a row ({}; the error: \
+             {error}), then was asked for the answer alone and did not give it. Use a model that \
+             reads its tool results, or give it what the call needs.",
+            CALLS_FAILED_ADJUST_AT + 1,
+            satchel_core::text::cut_with(calls, 300, "...")
         ),
         Failure::InvalidInput { calls, error, .. } => format!(
             "the model made the same invalid tool call {GIVE_UP_AFTER} times in a row ({}; the \
@@ -233,8 +284,9 @@ mod tests {
     #[test]
     fn only_the_same_failure_again_counts_up() {
         let mut streak = Streak::default();
-        assert_eq!(streak.note(Some(Failure::CutOff)), 1);
-        assert_eq!(streak.note(Some(Failure::CutOff)), 2);
+        let cut = |looping| Some(Failure::CutOff { looping });
+        assert_eq!(streak.note(cut(false)), 1);
+        assert_eq!(streak.note(cut(true)), 2);
         assert_eq!(streak.note(Some(Failure::Unreadable("x".into()))), 1);
         assert_eq!(streak.note(Some(Failure::Unreadable("y".into()))), 2);
         assert_eq!(streak.note(None), 0);
@@ -246,5 +298,12 @@ mod tests {
         assert_eq!(streak.note(Some(invalid("bash({})"))), 1);
         assert_eq!(streak.note(Some(invalid("bash({\"a\":1})"))), 1);
         assert_eq!(streak.note(Some(invalid("bash({\"a\":1})"))), 2);
+        let failed = |calls: &str| Failure::CallsFailed {
+            calls: calls.into(),
+            error: "dns".into(),
+        };
+        assert_eq!(streak.note(Some(failed("fetch({})"))), 1);
+        assert_eq!(streak.note(Some(failed("fetch({})"))), 2);
+        assert_eq!(streak.note(Some(failed("fetch({\"a\":1})"))), 1);
     }
 }

@@ -88,6 +88,7 @@ impl Agent {
                 let ctx = ToolContext {
                     cancel: cancel.child_token(),
                     conversation_id: Some(conversation_id.to_owned()),
+                    session: None,
                     call_id: call.call.id.clone(),
                     working_dir: self.working_dir.clone(),
                     config: snapshot.tools.clone(),

@@ -35,8 +35,7 @@ use super::side_requests::{
     SidePlan, SidePrefix, SideResult, side_in_parallel, spawn_side_requests,
 };
 use super::streak::{
-    Adjust, Failure, GIVE_UP_AFTER, Streak, adjustment, give_up_message, input_failure,
-    reply_failure,
+    Adjust, Failure, Streak, adjustment, give_up_message, input_failure, reply_failure,
 };
 use super::tool_calls::{
     CallSetting, fit_results, native_results, prompted_results, room_for_results, text_trigger,
@@ -287,7 +286,7 @@ impl Agent {
         let constrained = turn.prompted && self.constrains_replies(&turn.provider);
         let failure = reply_failure(&response, &answer, turn.prompted, constrained);
         if turn.prompted
-            && failure == Some(Failure::CutOff)
+            && matches!(failure, Some(Failure::CutOff { .. }))
             && answer.calls.is_empty()
             && !turn.last
         {
@@ -318,7 +317,7 @@ impl Agent {
         )
         .await?;
         if let Some(failure) = failure.clone()
-            && run.streak.note(Some(failure)) >= GIVE_UP_AFTER
+            && run.streak.note(Some(failure.clone())) >= failure.give_up_at()
         {
             self.give_up(run, turn, answer).await?;
             return Ok(After::Done);
@@ -455,7 +454,8 @@ impl Agent {
         Ok(())
     }
 
-    /// The same failure came [`GIVE_UP_AFTER`] times in a row: the turn is
+    /// The same failure came as often in a row as it may
+    /// ([`Failure::give_up_at`]): the turn is
     /// kept (without calls, none of which runs) and the statement fails
     /// with what happened and what to change.
     async fn give_up(
@@ -501,12 +501,12 @@ impl Agent {
             return Ok(false);
         };
         let config = turn.provider.config();
-        if run.streak.count() >= GIVE_UP_AFTER {
+        if run.streak.count() >= failure.give_up_at() {
             let message = give_up_message(&failure, config);
             self.fail_statement(run, &message).await?;
             return Ok(true);
         }
-        if run.streak.count() < 2 {
+        if run.streak.count() < failure.adjust_at() {
             run.adjust = Adjust::None;
             return Ok(false);
         }
@@ -514,9 +514,13 @@ impl Agent {
         let room = u64::from(config.context_window).saturating_sub(prompt + MIN_ANSWER_ROOM);
         run.adjust = adjustment(&failure, config, room);
         let what = match &failure {
-            Failure::CutOff => "the reply was cut off at the output limit",
+            Failure::CutOff { looping: true } => {
+                "the reply was cut off at the output limit while it repeated itself"
+            }
+            Failure::CutOff { looping: false } => "the reply was cut off at the output limit",
             Failure::Unreadable(_) => "the reply could not be read",
             Failure::InvalidInput { .. } => "the same tool call was refused as invalid",
+            Failure::CallsFailed { .. } => "the same tool call failed the same way",
         };
         let change = match &run.adjust {
             Adjust::MoreOutput(max) => format!("the next reply may take {max} tokens"),
@@ -524,7 +528,16 @@ impl Agent {
             Adjust::OnlyTools(names) => format!("the next turn offers only {}", names.join(", ")),
             Adjust::None => "nothing changes".to_owned(),
         };
-        let note = format!("{what} twice in a row: {change}; a third time ends the statement");
+        let times = match run.streak.count() {
+            1 => String::new(),
+            2 => " twice in a row".to_owned(),
+            n => format!(" {n} times in a row"),
+        };
+        let end = match failure.give_up_at().saturating_sub(run.streak.count()) {
+            1 => "once more ends the statement".to_owned(),
+            n => format!("{n} more times in a row end the statement"),
+        };
+        let note = format!("{what}{times}: {change}; {end}");
         sink.emit(AgentEvent::Notice(note.clone()));
         self.log(
             &run.statement.conversation_id,

@@ -153,7 +153,7 @@ impl Tool for ReadTool {
         let offset = input.offset.unwrap_or(1).max(1);
         let limit = input.limit.unwrap_or(DEFAULT_LIMIT).max(1);
         let stamps = self.stamps.clone();
-        let conversation = ctx.conversation_id.clone();
+        let conversation = ctx.owner().map(str::to_owned);
         let read_path = path.clone();
         let shown_in = shown.clone();
         let outcome = tokio::task::spawn_blocking(move || {

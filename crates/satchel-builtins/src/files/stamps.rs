@@ -5,8 +5,10 @@
 //! command, the user or another process changed it), and `write` over an
 //! existing file with no stamp is refused too (the model never read it).
 //!
-//! Calls outside any conversation (`satchel tools call`, an MCP client)
-//! have no "since the model read it" and are not checked.
+//! An MCP client's session counts as its conversation
+//! ([`satchel_tools::ToolContext::owner`]). Calls on their own
+//! (`satchel tools call`, a stateless MCP request) have no "since the
+//! model read it" and are not checked.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hasher;

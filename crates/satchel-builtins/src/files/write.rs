@@ -92,7 +92,7 @@ impl Tool for WriteTool {
         let input: WriteInput = parse_input("write", input)?;
         let path = paths::for_writing(ctx, &input.file_path, "write")?;
         let shown = paths::shown(ctx, &path);
-        let conversation = ctx.conversation_id.as_deref();
+        let conversation = ctx.owner();
         match std::fs::metadata(&path) {
             Ok(meta) if meta.is_dir() => {
                 return Err(ToolError::new(

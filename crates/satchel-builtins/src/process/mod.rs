@@ -4,8 +4,9 @@
 //!
 //! Processes belong to the conversation (or MCP session) that started them
 //! ([`owner_of`]); another conversation's ids are not found. The end of a
-//! process is told to the model once, in the next result of `bash` or
-//! `process` in its conversation ([`ended_notice`]).
+//! process is told to the model once, in the next result of any tool in
+//! its conversation ([`ended_notice`], added by dispatch through
+//! `Tool::take_notice`).
 
 mod start;
 
@@ -35,13 +36,11 @@ const DEFAULT_INPUT_WAIT_SECS: f64 = 1.0;
 /// Longest `until` pattern.
 const MAX_PATTERN_BYTES: usize = 4096;
 
-/// The owner of a call's background processes: its conversation, or the
-/// process's own session when the call has none (an MCP server over stdio
-/// serves one client; `tools call` runs one call).
+/// The owner of a call's background processes: its conversation or MCP
+/// session ([`ToolContext::owner`]), or the process itself when the call
+/// has neither (`tools call`, a stateless MCP request).
 pub fn owner_of(ctx: &ToolContext) -> String {
-    ctx.conversation_id
-        .clone()
-        .unwrap_or_else(|| "session".to_owned())
+    ctx.owner().unwrap_or("session").to_owned()
 }
 
 /// Manages background processes; see the module docs.
@@ -266,7 +265,11 @@ impl Tool for ProcessTool {
                 output
             }
         };
-        Ok(with_ended_notice(output, &self.table, &owner))
+        Ok(output)
+    }
+
+    fn take_notice(&self, ctx: &ToolContext) -> Option<String> {
+        ended_notice(&self.table, &owner_of(ctx))
     }
 
     fn format_use(&self, input: &Value, style: Style) -> String {
@@ -430,15 +433,4 @@ pub fn ended_notice(table: &ProcessTable, owner: &str) -> Option<String> {
         })
         .collect();
     Some(format!("Background process ended: {}.", each.join("; ")))
-}
-
-/// `output` with the ended-process notice of `owner` added to its response.
-pub fn with_ended_notice(mut output: ToolOutput, table: &ProcessTable, owner: &str) -> ToolOutput {
-    if let Some(notice) = ended_notice(table, owner) {
-        output.response = Some(match output.response.take() {
-            Some(response) => format!("{response} {notice}"),
-            None => notice,
-        });
-    }
-    output
 }

@@ -8,7 +8,7 @@ use satchel_exec::ExecRequest;
 use satchel_exec::background::{ProcessTable, StartError};
 use satchel_tools::{ToolContext, ToolError};
 
-use super::{MAX_WAIT_SECS, info_json, owner_of, preview, reading_output, with_ended_notice};
+use super::{MAX_WAIT_SECS, info_json, owner_of, preview, reading_output};
 
 /// `wait` of a background start when the call gives none, in seconds.
 const DEFAULT_START_WAIT_SECS: f64 = 1.0;
@@ -66,6 +66,16 @@ pub async fn start_in_background(
         None => String::new(),
     })
     .filter(|text| !text.is_empty());
+    // The ports the user opened to this machine, told once each.
+    let forwarded = table.forward(&owner, &ctx.config.runner.forward_ports);
+    if !forwarded.is_empty() {
+        let told: Vec<String> = forwarded.iter().map(|f| f.describe()).collect();
+        let told = told.join(" ");
+        output.response = Some(match output.response.take() {
+            Some(note) => format!("{note} {told}"),
+            None => told,
+        });
+    }
     output.user_message = format!(
         "started `{}` in the background as {} (pid {}): {}",
         preview(command),
@@ -73,5 +83,5 @@ pub async fn start_in_background(
         process.pid(),
         reading.state.describe()
     );
-    Ok(with_ended_notice(output, table, &owner))
+    Ok(output)
 }

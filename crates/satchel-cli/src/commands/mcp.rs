@@ -68,6 +68,13 @@ async fn serve(args: ServeArgs, project: &Arc<Host>) -> anyhow::Result<ExitCode>
         resources: Some(Arc::new(satchel_host::resources::HostResources::new(
             project.clone(),
         ))),
+        on_session_end: Some({
+            let processes = project.processes.clone();
+            Arc::new(move |session: String| {
+                let processes = processes.clone();
+                Box::pin(async move { processes.end_owner(&session).await })
+            })
+        }),
     };
     let server = SatchelServer::new(live.clone(), options);
     let served = if args.conformance_fixtures {
@@ -87,7 +94,7 @@ async fn serve(args: ServeArgs, project: &Arc<Host>) -> anyhow::Result<ExitCode>
 
 /// Serves `server` over stdio or, with `--http`, streamable HTTP, until
 /// the client leaves or `shutdown` fires.
-async fn serve_with<S: satchel_mcp::ServerHandler + Clone>(
+async fn serve_with<S: satchel_mcp::PerSession>(
     server: S,
     args: &ServeArgs,
     shutdown: &CancellationToken,

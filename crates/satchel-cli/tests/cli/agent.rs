@@ -788,3 +788,54 @@ fn side_requests_wait_for_the_main_answer_on_a_local_server() {
         "{log:?}"
     );
 }
+
+/// A model that makes the same failing call again and again (a small local
+/// model that does not read its results): the third time in a row, the
+/// next turn asks for the answer alone, and the model answers.
+#[test]
+fn the_same_failing_call_three_times_in_a_row_asks_for_the_answer_alone() {
+    let call = || Reply::call("fetch", json!({"url": "http://127.0.0.1:9/data"}));
+    let sandbox = Sandbox::new(
+        vec![
+            call(),
+            call(),
+            call(),
+            Reply::text("The data cannot be fetched."),
+        ],
+        json!({"sideRequests": false, "permissions": {"allow": ["fetch"]}}),
+    );
+    let (transcript, output) = sandbox.run("fetch the data", None);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}\n{transcript}");
+    assert_eq!(transcript["answer"], "The data cannot be fetched.");
+    let requests = sandbox.model.main_requests();
+    assert_eq!(requests.len(), 4, "{transcript}");
+    assert_ne!(requests[2]["tool_choice"], "none");
+    assert_eq!(requests[3]["tool_choice"], "none");
+    assert!(
+        stderr.contains("the same tool call failed the same way 3 times in a row"),
+        "{stderr}"
+    );
+}
+
+/// A reply that writes the same lines again and again is stopped about a
+/// kilobyte in, not at the output limit, and the cut is reported.
+#[test]
+fn a_reply_that_repeats_itself_is_stopped_within_a_few_kilobytes() {
+    let line = "I will now say hello to you in five words, as asked.\n";
+    let looping = format!("Sure.\n{}", line.repeat(400));
+    let sandbox = Sandbox::new(vec![Reply::text(&looping)], json!({"sideRequests": false}));
+    let (transcript, output) = sandbox.run("say hello in five words", None);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("it was repeating itself"), "{stderr}");
+    let answer = transcript["answer"].as_str().unwrap_or_default();
+    assert!(
+        answer.starts_with("Sure.\nI will now say hello"),
+        "{transcript}"
+    );
+    assert!(
+        answer.len() < 4096,
+        "{} bytes: not stopped early",
+        answer.len()
+    );
+}

@@ -18,7 +18,7 @@ use crate::peers_dir::peer;
 use crate::support::project::Project;
 
 /// A free port on loopback (bound and released).
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind(("127.0.0.1", 0))
         .unwrap()
         .local_addr()
@@ -28,7 +28,7 @@ fn free_port() -> u16 {
 
 /// Processes on the machine whose command line contains `needle`
 /// (arguments joined by spaces), this test's own tools excepted.
-fn processes_with(needle: &str) -> Vec<String> {
+pub(crate) fn processes_with(needle: &str) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
@@ -43,7 +43,7 @@ fn processes_with(needle: &str) -> Vec<String> {
 }
 
 /// Waits up to five seconds for no process to match `needle`.
-fn none_left(needle: &str) -> Vec<String> {
+pub(crate) fn none_left(needle: &str) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let left = processes_with(needle);
@@ -54,7 +54,7 @@ fn none_left(needle: &str) -> Vec<String> {
     }
 }
 
-fn trusted_project() -> Project {
+pub(crate) fn trusted_project() -> Project {
     Project::new(&json!({
         "permissions": {"mode": "trust"},
         "exec": {"maxBackground": 3, "killGraceMs": 500}
@@ -63,7 +63,7 @@ fn trusted_project() -> Project {
 
 /// The variables `Project::command` sets, for a client that starts the
 /// server itself.
-fn project_env(project: &Project) -> Value {
+pub(crate) fn project_env(project: &Project) -> Value {
     let path = |p: &str| project.path(p).display().to_string();
     json!({
         "XDG_CONFIG_HOME": path("config"),
@@ -101,7 +101,7 @@ fn python_background(project: &Project, port: u16, mark: &str, ending: &str) -> 
     })
 }
 
-fn mark() -> String {
+pub(crate) fn mark() -> String {
     format!("{}{}", std::process::id(), rand_suffix())
 }
 

@@ -27,6 +27,7 @@ mod http_abuse;
 mod local_servers;
 mod mcp_client;
 mod mcp_serve;
+mod mcp_sessions;
 mod memory;
 mod model_server;
 mod peers;

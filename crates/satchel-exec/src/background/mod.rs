@@ -14,6 +14,7 @@
 //!
 //! What does not live here: tools, JSON, the model's wording.
 
+mod forward;
 mod log;
 mod process;
 mod record;
@@ -25,6 +26,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+pub use forward::Forwarded;
 pub use log::{SpillState, Unread};
 pub use process::{BackgroundProcess, ProcessInfo, ProcessState, Reading};
 pub use record::sweep_orphans;
@@ -64,6 +66,7 @@ struct Entry {
 pub struct ProcessTable {
     entries: Mutex<Vec<Entry>>,
     nets: Mutex<HashMap<String, Loopback>>,
+    forwards: Mutex<forward::Forwards>,
     next: AtomicU64,
     record_dir: Option<PathBuf>,
 }
@@ -182,6 +185,20 @@ impl ProcessTable {
         net.as_ref().ok().cloned()
     }
 
+    /// Forwards `ports` of `owner`'s loopback namespace to the machine's
+    /// loopback (`exec.forwardPorts`), those not forwarded yet; what
+    /// changed, to tell the model. Nothing when `owner` has no namespace
+    /// (its commands use the machine's own network). Needs a Tokio runtime.
+    pub fn forward(&self, owner: &str, ports: &[u16]) -> Vec<Forwarded> {
+        if ports.is_empty() {
+            return Vec::new();
+        }
+        let Some(Ok(net)) = lock(&self.nets).get(owner).cloned() else {
+            return Vec::new();
+        };
+        lock(&self.forwards).open(owner, &net, ports)
+    }
+
     /// The process `id` whoever owns it (the REPL's `/kill`, for its user).
     pub fn find(&self, id: &str) -> Option<Arc<BackgroundProcess>> {
         lock(&self.entries)
@@ -228,6 +245,7 @@ impl ProcessTable {
             *entries = others;
             mine.into_iter().map(|e| e.process).collect()
         };
+        lock(&self.forwards).close_owner(owner);
         lock(&self.nets).remove(owner);
         end(processes).await;
     }
@@ -236,6 +254,7 @@ impl ProcessTable {
     pub async fn end_all(&self) {
         let processes: Vec<Arc<BackgroundProcess>> =
             lock(&self.entries).drain(..).map(|e| e.process).collect();
+        lock(&self.forwards).close_all();
         end(processes).await;
     }
 }

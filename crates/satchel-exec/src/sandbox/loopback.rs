@@ -64,6 +64,39 @@ impl LoopbackNet {
             held.map_err(|error| format!("cannot hold the network namespace: {error}"))?;
         Ok(LoopbackNet { user, net })
     }
+
+    /// A TCP connection to `port` on this namespace's own loopback, made
+    /// from outside it (to forward a port of the machine to a server
+    /// inside): a short-lived helper joins the namespaces, connects, and
+    /// hands the socket back over a socket pair (`SCM_RIGHTS`). A refused
+    /// connection is the helper's error.
+    pub fn connect(&self, port: u16) -> io::Result<std::net::TcpStream> {
+        let (ours, theirs) = std::os::unix::net::UnixDatagram::pair()?;
+        let (user, net) = (self.user.as_raw_fd(), self.net.as_raw_fd());
+        let channel = theirs.as_raw_fd();
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the sandbox's own helper, which only connects a socket"
+        )]
+        let mut command = Command::new("true");
+        command
+            .current_dir("/")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // SAFETY: only async-signal-safe system calls on memory prepared
+        // above.
+        unsafe {
+            command.pre_exec(move || {
+                join(user, net)?;
+                super::handover::connect_and_send(channel, port)
+            });
+        }
+        let mut helper = command.spawn()?;
+        drop(theirs);
+        let _ = helper.wait();
+        super::handover::receive(&ours).map(std::net::TcpStream::from)
+    }
 }
 
 /// In the helper: new user and network namespaces, our own ids mapped,

@@ -20,6 +20,7 @@
 //!   listed in [`SandboxSpec::pass_env`].
 
 mod child;
+mod handover;
 mod limits;
 mod loopback;
 mod rules;

@@ -95,6 +95,15 @@ fn or_empty<T: Default>(answer: Result<T, ErrorData>) -> Result<T, ErrorData> {
     }
 }
 
+impl crate::server::PerSession for ConformanceServer {
+    fn for_new_session(&self) -> Self {
+        ConformanceServer {
+            inner: self.inner.for_new_session(),
+            fixtures: self.fixtures.clone(),
+        }
+    }
+}
+
 impl ServerHandler for ConformanceServer {
     fn get_info(&self) -> ServerConfig {
         let mut info = self.inner.get_info();

@@ -129,6 +129,7 @@ impl Fixture {
                 policy: self.policy.clone(),
                 observer: Some(observer),
                 resources: None,
+                on_session_end: None,
             },
         )
     }

@@ -797,6 +797,8 @@ impl ExternalSettings {
 struct ExecSettings {
     stdout_limit_bytes: usize,
     stderr_limit_bytes: usize,
+    /// Bytes of any tool's text result the model gets; 0: no cut.
+    result_limit_bytes: usize,
     kill_grace_ms: u64,
     drain_timeout_ms: u64,
     kill_background: bool,
@@ -817,6 +819,8 @@ struct ExecSettings {
     limits: LimitSettings,
     /// Most live background processes per conversation.
     max_background: usize,
+    /// Ports of a conversation's namespace forwarded to the machine's loopback.
+    forward_ports: Vec<u16>,
 }
 
 /// `exec.limits`: each absent key keeps its default, `null` removes the
@@ -861,6 +865,7 @@ impl Default for ExecSettings {
         ExecSettings {
             stdout_limit_bytes: runner.stdout.limit_bytes,
             stderr_limit_bytes: runner.stderr.limit_bytes,
+            result_limit_bytes: runner.result.limit_bytes,
             kill_grace_ms: duration_ms(runner.kill_grace),
             drain_timeout_ms: duration_ms(runner.drain_timeout),
             kill_background: runner.kill_background,
@@ -876,6 +881,7 @@ impl Default for ExecSettings {
             pass_env: Vec::new(),
             limits: LimitSettings::default(),
             max_background: runner.max_background,
+            forward_ports: Vec::new(),
         }
     }
 }
@@ -909,6 +915,9 @@ impl ExecSettings {
             stderr: OutputConfig {
                 limit_bytes: self.stderr_limit_bytes,
             },
+            result: OutputConfig {
+                limit_bytes: self.result_limit_bytes,
+            },
             kill_grace: Duration::from_millis(self.kill_grace_ms),
             drain_timeout: Duration::from_millis(self.drain_timeout_ms),
             kill_background: self.kill_background,
@@ -927,6 +936,7 @@ impl ExecSettings {
             // Set by the host from the environment and `redaction`.
             redactor: satchel_core::redact::Redactor::none(),
             max_background: self.max_background,
+            forward_ports: self.forward_ports,
         }
     }
 }

@@ -183,7 +183,7 @@ impl Tool for EditTool {
             Err(error) => return Err(io_failure(&shown, "read", &error)),
         };
         let meta = std::fs::metadata(&path).map_err(|e| io_failure(&shown, "read", &e))?;
-        let conversation = ctx.conversation_id.as_deref();
+        let conversation = ctx.owner();
         self.stamps
             .check(conversation, &path, &shown, &bytes, &meta, "edit")?;
         let Some(doc) = Document::decode(&bytes) else {

@@ -108,7 +108,7 @@ fn refused(message: String) -> ToolError {
 
 impl ApplyPatchTool {
     fn plan(&self, op: &FileOp, ctx: &ToolContext) -> Result<Planned, ToolError> {
-        let conversation = ctx.conversation_id.as_deref();
+        let conversation = ctx.owner();
         let path = paths::for_writing(ctx, op.path(), APPLY_PATCH)?;
         let shown = paths::shown(ctx, &path);
         match op {
@@ -228,7 +228,7 @@ impl Tool for ApplyPatchTool {
                 error
             })?);
         }
-        let conversation = ctx.conversation_id.as_deref();
+        let conversation = ctx.owner();
         let mut done: Vec<String> = Vec::new();
         for step in &planned {
             let result = (|| {

@@ -213,7 +213,7 @@ impl TextEditorTool {
         let shown = paths::shown(ctx, &path);
         let bytes = std::fs::read(&path).map_err(|e| io_failure(&shown, "read", &e))?;
         let meta = std::fs::metadata(&path).map_err(|e| io_failure(&shown, "read", &e))?;
-        let conversation = ctx.conversation_id.as_deref();
+        let conversation = ctx.owner();
         self.stamps
             .check(conversation, &path, &shown, &bytes, &meta, "insert")?;
         let Some(doc) = Document::decode(&bytes) else {
