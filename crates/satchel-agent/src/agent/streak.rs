@@ -27,9 +27,9 @@ pub(super) const UNREADABLE_REPLY: &str = "(unreadable reply)";
 /// same failing calls: one more, see [`Failure::give_up_at`]).
 pub(super) const GIVE_UP_AFTER: u32 = 3;
 
-/// The same calls failing this many times in a row change the next turn:
-/// one retry of a failed command is ordinary work, a third is a loop.
-const CALLS_FAILED_ADJUST_AT: u32 = 3;
+/// The same calls with the same results this many times in a row change
+/// the next turn: one retry is ordinary work, a third is a loop.
+const REPEATED_ADJUST_AT: u32 = 3;
 
 /// A turn that produced nothing usable, in a way that may repeat.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,18 +47,23 @@ pub(super) enum Failure {
         calls: String,
         error: String,
     },
-    /// Every call of the turn ran and failed (a fetch that cannot resolve,
-    /// a command that exits 1); the calls as `tool(input)`, and the first
-    /// error. The same calls failing again is a model that does not read
-    /// its results.
-    CallsFailed { calls: String, error: String },
+    /// The turn's calls ran (not refused as invalid); the calls as
+    /// `tool(input)`, what they gave back, and the first error when every
+    /// one failed. Only the same calls giving the same results again count
+    /// up: a model that does not read its results (a fetch that cannot
+    /// resolve, a `process list` asked again and again).
+    Repeated {
+        calls: String,
+        outcome: String,
+        error: Option<String>,
+    },
 }
 
 impl Failure {
     /// How many times in a row this failure changes the next turn.
     pub(super) fn adjust_at(&self) -> u32 {
         match self {
-            Failure::CallsFailed { .. } => CALLS_FAILED_ADJUST_AT,
+            Failure::Repeated { .. } => REPEATED_ADJUST_AT,
             Failure::CutOff { looping: true } => 1,
             _ => 2,
         }
@@ -67,7 +72,7 @@ impl Failure {
     /// How many times in a row this failure ends the statement.
     pub(super) fn give_up_at(&self) -> u32 {
         match self {
-            Failure::CallsFailed { .. } => CALLS_FAILED_ADJUST_AT + 1,
+            Failure::Repeated { .. } => REPEATED_ADJUST_AT + 1,
             _ => GIVE_UP_AFTER,
         }
     }
@@ -77,10 +82,21 @@ impl Failure {
         match (self, other) {
             (Failure::CutOff { .. }, Failure::CutOff { .. }) => true,
             (Failure::Unreadable(_), Failure::Unreadable(_)) => true,
-            (Failure::InvalidInput { calls: a, .. }, Failure::InvalidInput { calls: b, .. })
-            | (Failure::CallsFailed { calls: a, .. }, Failure::CallsFailed { calls: b, .. }) => {
+            (Failure::InvalidInput { calls: a, .. }, Failure::InvalidInput { calls: b, .. }) => {
                 a == b
             }
+            (
+                Failure::Repeated {
+                    calls: a,
+                    outcome: x,
+                    ..
+                },
+                Failure::Repeated {
+                    calls: b,
+                    outcome: y,
+                    ..
+                },
+            ) => a == b && x == y,
             _ => false,
         }
     }
@@ -178,15 +194,13 @@ pub(super) fn reply_failure(
     })
 }
 
-/// The failure of a turn whose every call failed: refused as invalid
-/// input, or run and failed.
+/// What a turn's calls may be the same of as the turn before: every call
+/// refused as invalid input, or the calls and what they gave back
+/// ([`Failure::Repeated`], a failure only once it repeats).
 pub(super) fn input_failure(records: &[CallRecord]) -> Option<Failure> {
     let invalid =
         |r: &CallRecord| r.output.is_error && r.output.error_code == Some(ErrorCode::InvalidParams);
-    if records.is_empty()
-        || !records.iter().all(|r| r.output.is_error)
-        || records.iter().any(|r| r.call.name == UNREADABLE_REPLY)
-    {
+    if records.is_empty() || records.iter().any(|r| r.call.name == UNREADABLE_REPLY) {
         return None;
     }
     let calls = records
@@ -199,7 +213,20 @@ pub(super) fn input_failure(records: &[CallRecord]) -> Option<Failure> {
         .map(|r| satchel_core::text::cut_with(&error_text(r), 300, "..."))
         .unwrap_or_default();
     if !records.iter().all(invalid) {
-        return Some(Failure::CallsFailed { calls, error });
+        let outcome = records
+            .iter()
+            .map(|r| {
+                let note = r.output.response.as_deref().unwrap_or_default();
+                format!("{}\n{note}", r.output.results.to_text())
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let failed = records.iter().all(|r| r.output.is_error);
+        return Some(Failure::Repeated {
+            calls,
+            outcome,
+            error: failed.then_some(error),
+        });
     }
     let mut tools: Vec<String> = records.iter().map(|r| r.call.name.clone()).collect();
     tools.dedup();
@@ -235,7 +262,7 @@ pub(super) fn adjustment(failure: &Failure, config: &ModelConfig, room: u64) -> 
                 Adjust::AnswerOnly
             }
         }
-        Failure::Unreadable(_) | Failure::CallsFailed { .. } => Adjust::AnswerOnly,
+        Failure::Unreadable(_) | Failure::Repeated { .. } => Adjust::AnswerOnly,
         Failure::InvalidInput { tools, .. } => Adjust::OnlyTools(tools.clone()),
     }
 }
@@ -261,12 +288,16 @@ pub(super) fn give_up_message(failure: &Failure, config: &ModelConfig) -> String
              to `on` (the server must accept a JSON schema), or use a model that follows the \
              tool-call format (`llm.toolCalling`)."
         ),
-        Failure::CallsFailed { calls, error } => format!(
-            "the model made the same failing tool call {} times in a row ({}; the error: \
-             {error}), then was asked for the answer alone and did not give it. Use a model that \
-             reads its tool results, or give it what the call needs.",
-            CALLS_FAILED_ADJUST_AT + 1,
-            satchel_core::text::cut_with(calls, 300, "...")
+        Failure::Repeated { calls, error, .. } => format!(
+            "the model made the same tool call with the same result {} times in a row ({}{}), \
+             then was asked for the answer alone and did not give it. Use a model that reads its \
+             tool results, or give it what the call needs.",
+            REPEATED_ADJUST_AT + 1,
+            satchel_core::text::cut_with(calls, 300, "..."),
+            error
+                .as_ref()
+                .map(|error| format!("; the error: {error}"))
+                .unwrap_or_default()
         ),
         Failure::InvalidInput { calls, error, .. } => format!(
             "the model made the same invalid tool call {GIVE_UP_AFTER} times in a row ({}; the \
@@ -298,12 +329,15 @@ mod tests {
         assert_eq!(streak.note(Some(invalid("bash({})"))), 1);
         assert_eq!(streak.note(Some(invalid("bash({\"a\":1})"))), 1);
         assert_eq!(streak.note(Some(invalid("bash({\"a\":1})"))), 2);
-        let failed = |calls: &str| Failure::CallsFailed {
+        let repeated = |calls: &str, outcome: &str| Failure::Repeated {
             calls: calls.into(),
-            error: "dns".into(),
+            outcome: outcome.into(),
+            error: None,
         };
-        assert_eq!(streak.note(Some(failed("fetch({})"))), 1);
-        assert_eq!(streak.note(Some(failed("fetch({})"))), 2);
-        assert_eq!(streak.note(Some(failed("fetch({\"a\":1})"))), 1);
+        assert_eq!(streak.note(Some(repeated("fetch({})", "dns"))), 1);
+        assert_eq!(streak.note(Some(repeated("fetch({})", "dns"))), 2);
+        // The same call with a new result is progress (a poll that moved).
+        assert_eq!(streak.note(Some(repeated("fetch({})", "200"))), 1);
+        assert_eq!(streak.note(Some(repeated("fetch({\"a\":1})", "200"))), 1);
     }
 }

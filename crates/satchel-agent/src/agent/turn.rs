@@ -520,7 +520,8 @@ impl Agent {
             Failure::CutOff { looping: false } => "the reply was cut off at the output limit",
             Failure::Unreadable(_) => "the reply could not be read",
             Failure::InvalidInput { .. } => "the same tool call was refused as invalid",
-            Failure::CallsFailed { .. } => "the same tool call failed the same way",
+            Failure::Repeated { error: Some(_), .. } => "the same tool call failed the same way",
+            Failure::Repeated { error: None, .. } => "the same tool call gave the same result",
         };
         let change = match &run.adjust {
             Adjust::MoreOutput(max) => format!("the next reply may take {max} tokens"),
