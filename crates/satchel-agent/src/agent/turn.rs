@@ -43,6 +43,7 @@ use super::tool_calls::{
 };
 use super::{Agent, AgentError, Outcome, StatementReport};
 use crate::history::{CallRecord, StatementRecord, TurnRecord, text_of};
+use crate::telemetry::{self, ChatSpan, ContentPolicy};
 use crate::{AgentEvent, EventSink, Feedback, Snapshot};
 
 /// Marks an answer that was cut off, where it stops in the history.
@@ -74,6 +75,10 @@ struct Run {
     streak: Streak,
     /// What the next turn does differently after a repeated failure.
     adjust: Adjust,
+    /// The statement's `invoke_agent` span, parent of its other spans.
+    otel: opentelemetry::Context,
+    /// Whether spans carry content (`otel.logContent`), redacted.
+    content: ContentPolicy,
 }
 
 /// One turn's configuration, provider and tools, fixed as it starts.
@@ -176,9 +181,21 @@ impl Agent {
             .side_requests
             .then(|| self.side_plan(text, first));
         let parallel = side_in_parallel(&snapshot.agent, provider.config());
+        let otel = telemetry::start_statement(&conversation_id);
+        self.otel = otel.clone();
+        let content = ContentPolicy {
+            log_content: telemetry::log_content(&snapshot.settings),
+            redactor: snapshot.tools.runner.redactor.clone(),
+        };
         let side = if parallel {
             side_plan.take().map(|plan| {
-                spawn_side_requests(plan.standalone(), provider.clone(), parallel, cancel)
+                spawn_side_requests(
+                    plan.standalone(),
+                    provider.clone(),
+                    parallel,
+                    cancel,
+                    otel.clone(),
+                )
             })
         } else {
             None
@@ -198,6 +215,8 @@ impl Agent {
             parallel,
             streak: Streak::default(),
             adjust: Adjust::None,
+            otel,
+            content,
         })
     }
 
@@ -553,6 +572,7 @@ impl Agent {
         let estimate = prepared.estimate().clone();
         let started = Instant::now();
         let mut retries = Vec::new();
+        let mut chat = ChatSpan::start(&run.otel, provider.config(), "turn");
         let result = stream_answer(
             provider.as_ref(),
             prepared,
@@ -560,8 +580,10 @@ impl Agent {
             cancel,
             sink,
             &mut retries,
+            &mut chat,
         )
         .await;
+        chat.end(&result, &run.content);
         self.record_turn_call(
             provider,
             &estimate,
@@ -597,6 +619,7 @@ impl Agent {
                 )?;
                 let estimate = prepared.estimate().clone();
                 let started = Instant::now();
+                let mut chat = ChatSpan::start(&run.otel, provider.config(), "turn");
                 let result = stream_answer(
                     provider.as_ref(),
                     &prepared,
@@ -604,8 +627,10 @@ impl Agent {
                     cancel,
                     sink,
                     &mut retries,
+                    &mut chat,
                 )
                 .await;
+                chat.end(&result, &run.content);
                 self.record_turn_call(
                     provider,
                     &estimate,
@@ -705,6 +730,7 @@ impl Agent {
             turn.provider.clone(),
             run.parallel,
             cancel,
+            run.otel.clone(),
         ));
     }
 
@@ -826,6 +852,8 @@ impl Agent {
             conversation_id: &run.statement.conversation_id,
             trigger,
             reasoning: (!thinking.is_empty()).then_some(thinking),
+            otel: &run.otel,
+            content: &run.content,
         };
         let finished = self.run_calls(setting, calls, cancel, sink).await;
         let records = self
@@ -900,6 +928,11 @@ impl Agent {
                     .await?;
             }
         }
+        let failed = match &run.report.outcome {
+            Outcome::Failed(message) => Some(message.as_str()),
+            Outcome::Answered | Outcome::TurnLimit | Outcome::Cancelled => None,
+        };
+        telemetry::end_statement(&run.otel, run.report.turns, failed);
         Ok(run.report)
     }
 }
