@@ -185,6 +185,10 @@ impl Telemetry {
     /// Installs exporting providers for `config` as the process's global
     /// ones, with the W3C trace-context propagator.
     pub fn install(config: &OtelConfig) -> Result<Telemetry, String> {
+        // The exporters' blocking reqwest client is built by the OTLP crate,
+        // not by satchel-http: like the MCP client's transport, it needs
+        // `ring` installed process-wide first.
+        satchel_mcp::ensure_crypto_provider();
         let resource = Resource::builder()
             .with_service_name(config.service_name.clone())
             .build();

@@ -180,7 +180,7 @@ fn a_run_with_one_tool_call_exports_one_trace_with_the_genai_conventions() {
         assert_eq!(attr(root, "gen_ai.operation.name"), "invoke_agent");
         assert_eq!(
             attr(root, "gen_ai.conversation.id"),
-            transcript["conversation_id"]
+            &transcript["conversation_id"]
         );
         let ids: std::collections::BTreeSet<&str> = ours
             .iter()
@@ -241,7 +241,7 @@ fn a_run_with_one_tool_call_exports_one_trace_with_the_genai_conventions() {
         assert_eq!(attr(tool, "gen_ai.tool.name"), "bash");
         assert_eq!(
             attr(tool, "gen_ai.tool.call.id"),
-            transcript["tool_calls"][0]["call_id"]
+            &transcript["tool_calls"][0]["call_id"]
         );
         assert_eq!(attr(tool, "satchel.tool.outcome"), "ok");
         // Content stays out unless `otel.logContent` is set.
