@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the MCP peers the test suite runs against, into `.peers/` at the
 # root of the repository (gitignored), at pinned versions:
-#   .peers/venv/            the official MCP Python SDK (`mcp` on PyPI)
+#   .peers/venv/            the official MCP Python SDK (`mcp` on PyPI) and
+#                           `opentelemetry-proto` (decodes OTLP for the
+#                           tests' trace receiver, as a collector would)
 #   .peers/node_modules/    @modelcontextprotocol/server-everything (the
 #                           reference server), @modelcontextprotocol/conformance
 #                           (the conformance suite) and bun (which runs the
@@ -17,6 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 MCP_PY_VERSION="2.3.0"
+OTEL_PROTO_VERSION="1.45.2"
 SERVER_EVERYTHING_VERSION="2026.8.31"
 CONFORMANCE_VERSION="0.2.0-alpha.12"
 BUN_VERSION="1.4.5"
@@ -41,6 +44,10 @@ if ! "$peers/venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(
         python3 -m venv "$peers/venv"
     fi
     "$peers/venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==$MCP_PY_VERSION"
+fi
+if ! "$peers/venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('opentelemetry-proto') != '$OTEL_PROTO_VERSION')" 2>/dev/null; then
+    echo "installing opentelemetry-proto==$OTEL_PROTO_VERSION into .peers/venv"
+    "$peers/venv/bin/python" -m pip install --quiet --disable-pip-version-check "opentelemetry-proto==$OTEL_PROTO_VERSION"
 fi
 
 # Node: a project-local package.json pinning exact versions.

@@ -30,7 +30,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use satchel_llm::{LlmError, Provider, Usage};
+use satchel_llm::{LlmError, Provider, Tape, Usage};
 use satchel_store::{AuditSource, LogKind, NewConversation, NewLogEntry, Store, StoreError};
 use satchel_tools::{Consent, LiveRegistry, Style};
 
@@ -61,6 +61,9 @@ pub struct AgentDeps {
     pub working_dir: PathBuf,
     /// How tool calls are formatted in events.
     pub display: Style,
+    /// Where model traffic is recorded to or replayed from (`--record`,
+    /// `--replay`); `None`: the network, unrecorded.
+    pub model_tape: Option<Tape>,
 }
 
 /// Why an [`Agent`] could not go on.
@@ -135,6 +138,9 @@ pub struct Agent {
     memory_namespace: Option<String>,
     working_dir: PathBuf,
     display: Style,
+    model_tape: Option<Tape>,
+    /// The `invoke_agent` span of the statement in progress (or the last).
+    otel: opentelemetry::Context,
     provider: Option<(u64, Arc<dyn Provider>)>,
     /// The server refused the reply schema (`constrainedReplies: auto`):
     /// prompted replies go unconstrained until the model settings change.
@@ -159,6 +165,8 @@ impl Agent {
             memory_namespace: deps.memory_namespace,
             working_dir: deps.working_dir,
             display: deps.display,
+            model_tape: deps.model_tape,
+            otel: opentelemetry::Context::new(),
             provider: None,
             schema_refused: false,
             usage_samples: None,

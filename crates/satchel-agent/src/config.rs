@@ -16,6 +16,9 @@ pub struct AgentConfig {
     pub max_turns: u32,
     /// Characters of a tool result kept in past turns' summaries.
     pub tool_result_max_length: usize,
+    /// The current statement's latest turns whose results are sent whole
+    /// (`recentToolTurns`; 0: all); see [`crate::history::Shape`].
+    pub recent_tool_turns: usize,
     /// Share of the context window past which old turns are summarised.
     pub context_threshold: f64,
     /// Past statements always kept whole when older ones are summarised.
@@ -49,6 +52,10 @@ pub enum SideTiming {
     Sequential,
 }
 
+/// The default of `recentToolTurns`: measured by `satchel bench history`
+/// (bench/history-results.md).
+pub const DEFAULT_RECENT_TOOL_TURNS: usize = 3;
+
 /// The built-in system prompt.
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are a capable assistant working in the user's project through tools. \
 Use tools when they help; read their results carefully; keep going until the task is done, \
@@ -60,6 +67,7 @@ impl Default for AgentConfig {
         AgentConfig {
             max_turns: 25,
             tool_result_max_length: DEFAULT_TOOL_RESULT_MAX_LENGTH,
+            recent_tool_turns: DEFAULT_RECENT_TOOL_TURNS,
             context_threshold: 0.8,
             keep_recent_statements: 2,
             system_prompt: None,
@@ -77,6 +85,7 @@ struct AgentSettings {
     max_turns: Option<u32>,
     context_threshold: Option<f64>,
     keep_recent_statements: Option<usize>,
+    recent_tool_turns: Option<usize>,
     system_prompt: Option<String>,
     side_requests: Option<bool>,
     side_request_timing: Option<SideTiming>,
@@ -115,6 +124,15 @@ fn tool_index(
 }
 
 impl AgentConfig {
+    /// How the history keeps results, from `toolResultMaxLength` and
+    /// `recentToolTurns`.
+    pub fn history_shape(&self) -> crate::history::Shape {
+        crate::history::Shape {
+            result_chars: self.tool_result_max_length,
+            recent_turns: self.recent_tool_turns,
+        }
+    }
+
     /// Reads the loop's keys from `settings`; a key of the wrong type or out
     /// of range is ignored with a warning (its default applies).
     pub fn from_settings(settings: &Settings) -> (AgentConfig, Vec<String>) {
@@ -134,6 +152,7 @@ impl AgentConfig {
             "maxTurns",
             "contextThreshold",
             "keepRecentStatements",
+            "recentToolTurns",
             "systemPrompt",
             "sideRequests",
             "sideRequestTiming",
@@ -150,6 +169,8 @@ impl AgentConfig {
                     parsed.keep_recent_statements = parsed
                         .keep_recent_statements
                         .or(single.keep_recent_statements);
+                    parsed.recent_tool_turns =
+                        parsed.recent_tool_turns.or(single.recent_tool_turns);
                     parsed.system_prompt = parsed.system_prompt.or(single.system_prompt);
                     parsed.side_requests = parsed.side_requests.or(single.side_requests);
                     parsed.side_request_timing =
@@ -186,6 +207,9 @@ impl AgentConfig {
         }
         if let Some(keep) = parsed.keep_recent_statements {
             config.keep_recent_statements = keep;
+        }
+        if let Some(turns) = parsed.recent_tool_turns {
+            config.recent_tool_turns = turns;
         }
         config.system_prompt = parsed.system_prompt;
         if let Some(side) = parsed.side_requests {

@@ -6,8 +6,12 @@
 //! per call, the result cut to `toolResultMaxLength`; thinking is dropped.
 //! The statement in progress goes native: assistant messages with their
 //! tool calls (thinking included, as Anthropic requires within a tool
-//! loop) and tool-result messages exactly as they were sent. Statements
-//! already summarised are replaced by their summary.
+//! loop) and tool-result messages as they were sent, except that the
+//! results of its older turns are cut to `toolResultMaxLength` like a past
+//! statement's ([`Shape::recent_turns`]: the latest turns stay whole, and
+//! the cut moves in steps of that many turns, so the prefix a provider
+//! caches changes once per step, not every turn). Statements already
+//! summarised are replaced by their summary.
 //!
 //! The names the stored history rows use ([`SUMMARY_ROLE`],
 //! [`PROMPTED_REPLY_KEY`]) live here too: the loop writes them and
@@ -15,7 +19,10 @@
 
 use std::collections::HashMap;
 
-use satchel_core::{AssistantPart, Content, Message, ToolCall, ToolOutput};
+use satchel_core::{
+    AssistantPart, Content, Message, ToolCall, ToolOutput, ToolResult, ToolResults,
+};
+use satchel_tools::format::{cut_chars, past_result};
 
 use crate::summary::tool_call_line;
 
@@ -83,6 +90,29 @@ pub struct Transcript {
     rendered: HashMap<u32, (usize, usize, String)>,
 }
 
+/// How much of each result the history keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// Characters of a result kept in past statements and in the older
+    /// turns of the current one (`toolResultMaxLength`).
+    pub result_chars: usize,
+    /// The current statement's latest turns whose results go whole
+    /// (`recentToolTurns`; 0: every turn whole). Between this many and
+    /// twice as many less one stay whole: older turns are cut a step of
+    /// this many turns at a time.
+    pub recent_turns: usize,
+}
+
+impl Shape {
+    /// How many of a statement's first `turns` turns have their results cut.
+    pub fn cut_turns(&self, turns: usize) -> usize {
+        if self.recent_turns == 0 || turns < 2 * self.recent_turns {
+            return 0;
+        }
+        (turns - self.recent_turns) / self.recent_turns * self.recent_turns
+    }
+}
+
 /// Whether the last statement is still being answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -103,7 +133,8 @@ impl Transcript {
 
     /// The messages to send: `system` first, then the summary, past
     /// statements compact, and the statement in progress native.
-    pub fn history(&mut self, system: &str, max_result_chars: usize, phase: Phase) -> Vec<Message> {
+    pub fn history(&mut self, system: &str, shape: Shape, phase: Phase) -> Vec<Message> {
+        let max_result_chars = shape.result_chars;
         let mut messages = Vec::with_capacity(2 + self.statements.len() * 2);
         messages.push(Message::system(system));
         if let Some(compaction) = &self.compaction {
@@ -139,14 +170,19 @@ impl Transcript {
             messages.push(Message::User {
                 content: statement.user.clone(),
             });
-            for turn in &statement.turns {
+            let cut = shape.cut_turns(statement.turns.len());
+            for (index, turn) in statement.turns.iter().enumerate() {
                 messages.push(match &turn.raw_reply {
                     Some(raw) => Message::assistant(raw.clone()),
                     None => Message::Assistant {
                         content: turn.assistant.clone(),
                     },
                 });
-                messages.extend(turn.sent_results.iter().cloned());
+                if index < cut {
+                    messages.extend(cut_results(turn, max_result_chars));
+                } else {
+                    messages.extend(turn.sent_results.iter().cloned());
+                }
             }
         }
         messages
@@ -157,6 +193,35 @@ impl Transcript {
         let through = self.compaction.as_ref().map_or(0, |c| c.through);
         self.statements.iter().filter(move |s| s.seq > through)
     }
+}
+
+/// An older turn's results as they are sent once cut: each call's result
+/// cut to `max_chars` as in a past statement (the feedback block left out:
+/// the latest results carry a newer one); a prompted-mode message of
+/// results, which is text, cut the same way.
+fn cut_results(turn: &TurnRecord, max_chars: usize) -> Vec<Message> {
+    turn.sent_results
+        .iter()
+        .map(|message| match message {
+            Message::Tool(result) => {
+                let text = turn
+                    .calls
+                    .iter()
+                    .find(|record| record.call.id == result.call_id)
+                    .map_or_else(
+                        || cut_chars(&result.content.to_text(), max_chars),
+                        |record| past_result(&record.output, max_chars),
+                    );
+                Message::Tool(ToolResult {
+                    call_id: result.call_id.clone(),
+                    content: ToolResults::Text(text),
+                    is_error: result.is_error,
+                })
+            }
+            Message::User { content } => Message::user(cut_chars(&user_text(content), max_chars)),
+            other => other.clone(),
+        })
+        .collect()
 }
 
 /// The system message that carries a summary of older statements.
@@ -224,6 +289,13 @@ mod tests {
 
     use super::*;
 
+    fn shape(result_chars: usize) -> Shape {
+        Shape {
+            result_chars,
+            recent_turns: 0,
+        }
+    }
+
     fn statement(seq: u32, text: &str) -> StatementRecord {
         let call = ToolCall {
             id: format!("c{seq}"),
@@ -264,7 +336,7 @@ mod tests {
     fn past_statements_are_summaries_and_the_current_one_is_native() {
         let mut transcript =
             Transcript::from_statements(vec![statement(1, "first"), statement(2, "second")]);
-        let history = transcript.history("sys", 10, Phase::InStatement);
+        let history = transcript.history("sys", shape(10), Phase::InStatement);
         assert_eq!(history.len(), 1 + 2 + 4);
         assert_eq!(
             history[2],
@@ -283,8 +355,57 @@ mod tests {
         assert!(matches!(content[0], AssistantPart::Thinking { .. }));
         assert!(matches!(history[5], Message::Tool(_)));
 
-        let idle = transcript.history("sys", 10, Phase::Idle);
+        let idle = transcript.history("sys", shape(10), Phase::Idle);
         assert_eq!(idle.len(), 1 + 4);
+    }
+
+    #[test]
+    fn older_turns_of_the_current_statement_have_their_results_cut_a_step_at_a_time() {
+        let long = "y".repeat(100);
+        let turn = |n: usize| {
+            let call = ToolCall {
+                id: format!("t{n}"),
+                name: "bash".into(),
+                input: json!({"command": "ls"}),
+            };
+            let output = ToolOutput::success(ToolResults::Text(format!("{n}{long}")), "ran");
+            TurnRecord {
+                assistant: vec![AssistantPart::ToolCall(call.clone())],
+                sent_results: vec![Message::tool_result(&call.id, &output)],
+                calls: vec![CallRecord { call, output }],
+                raw_reply: None,
+            }
+        };
+        let shape = Shape {
+            result_chars: 10,
+            recent_turns: 2,
+        };
+        assert_eq!(
+            (0..9).map(|n| shape.cut_turns(n)).collect::<Vec<_>>(),
+            [0, 0, 0, 0, 2, 2, 4, 4, 6]
+        );
+        let results = |turns: usize| {
+            let mut transcript = Transcript::from_statements(vec![StatementRecord {
+                seq: 1,
+                user: vec![Content::Text { text: "go".into() }],
+                turns: (0..turns).map(turn).collect(),
+            }]);
+            transcript
+                .history("sys", shape, Phase::InStatement)
+                .into_iter()
+                .filter_map(|m| match m {
+                    Message::Tool(result) => Some(result.content.to_text()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        // Three turns: all whole.
+        assert!(results(3).iter().all(|r| r.len() > 100));
+        // Five: the first two cut as a past statement's, the rest whole.
+        let five = results(5);
+        assert_eq!(five[0], format!("0{}... [truncated]", "y".repeat(9)));
+        assert_eq!(five[1], format!("1{}... [truncated]", "y".repeat(9)));
+        assert!(five[2..].iter().all(|r| r.len() > 100), "{five:?}");
     }
 
     #[test]
@@ -295,7 +416,7 @@ mod tests {
             text: "they said first".into(),
             through: 1,
         });
-        let history = transcript.history("sys", 10, Phase::Idle);
+        let history = transcript.history("sys", shape(10), Phase::Idle);
         assert_eq!(history.len(), 4);
         assert_eq!(
             history[1],

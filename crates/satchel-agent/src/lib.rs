@@ -23,13 +23,14 @@ mod resume;
 pub mod schedule;
 mod side;
 pub mod summary;
+pub mod telemetry;
 pub mod tool_index;
 
 pub use agent::{Agent, AgentDeps, AgentError, ContextReport, Outcome, StatementReport};
-pub use config::{AgentConfig, DEFAULT_SYSTEM_PROMPT, SideTiming};
+pub use config::{AgentConfig, DEFAULT_RECENT_TOOL_TURNS, DEFAULT_SYSTEM_PROMPT, SideTiming};
 pub use events::{AgentEvent, EventSink, Silent};
 pub use feedback::Feedback;
-pub use history::{PROMPTED_REPLY_KEY, Phase, SUMMARY_ROLE, Transcript};
+pub use history::{PROMPTED_REPLY_KEY, Phase, SUMMARY_ROLE, Shape, Transcript};
 pub use hot::{ConfigureTools, HotConfig, ReloadListener, Snapshot, no_tool_sections};
 pub use resume::{Loaded, load_transcript};
 pub use satchel_tools::usage::{Resources, ToolTally};

@@ -56,6 +56,7 @@ impl Host {
             memory_namespace: options.memory_namespace,
             working_dir: self.root.clone(),
             display: options.display,
+            model_tape: self.model_tape.clone(),
         };
         Ok(match options.resume.as_deref() {
             None => Agent::new(deps),

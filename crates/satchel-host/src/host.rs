@@ -81,6 +81,12 @@ pub struct Host {
     pub env: BTreeMap<String, String>,
     /// The redactor of this host's records, logs and children's output.
     pub redactor: satchel_store::Redactor,
+    /// The OpenTelemetry exporters, when `OTEL_*` or `otel` turned them on;
+    /// [`Host::close`] sends what they hold.
+    pub telemetry: Option<crate::otel::Telemetry>,
+    /// Where conversations record their model traffic or replay it from
+    /// (`satchel run --record/--replay`); `None`: the network.
+    pub model_tape: Option<satchel_llm::Tape>,
     /// The tools conversations share, with the MCP servers whose tools
     /// they import: started by the first conversation.
     shared: tokio::sync::OnceCell<(Arc<LiveRegistry>, McpManager)>,
@@ -116,6 +122,16 @@ impl Host {
             .chain(&memory_warnings)
             .cloned()
             .collect();
+        let telemetry = match crate::otel::config(&settings, &env) {
+            Ok(None) => None,
+            Ok(Some(config)) => crate::otel::Telemetry::install(&config)
+                .map_err(|warning| warnings.push(warning))
+                .ok(),
+            Err(warning) => {
+                warnings.push(warning);
+                None
+            }
+        };
         let code = tools_config.sections.get::<CodeConfig>();
         let model_generator = match code.and_then(|code| code.generator.as_ref()) {
             Some(GeneratorConfig::Model) => match model::provider(&settings) {
@@ -161,6 +177,8 @@ impl Host {
             paths,
             env,
             redactor,
+            telemetry,
+            model_tape: None,
             shared: tokio::sync::OnceCell::new(),
         })
     }
@@ -264,6 +282,9 @@ impl Host {
         self.stop_mcp_servers().await;
         self.memory.finish_backfill().await;
         self.store.close().await;
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.shutdown().await;
+        }
     }
 
     /// Built-in and external tools; with `reprobe`, every external tool is

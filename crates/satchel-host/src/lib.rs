@@ -39,6 +39,7 @@ mod host;
 pub mod loaders;
 pub mod memory;
 pub mod model;
+pub mod otel;
 mod paths;
 pub mod resources;
 pub mod sampling;

@@ -310,6 +310,9 @@ pub struct ModelConfig {
     pub stream: bool,
     /// As configured; [`ModelConfig::edit_form`] decides `auto`.
     pub edit_tool: crate::EditToolSetting,
+    /// Where requests are recorded to or replayed from (`--record`,
+    /// `--replay`); `None`: the network, unrecorded.
+    pub tape: Option<crate::cassette::Tape>,
 }
 
 impl ModelConfig {
@@ -553,6 +556,7 @@ impl LlmConfig {
             reply_format: self.reply_format,
             stream: self.stream.unwrap_or(true),
             edit_tool: self.edit_tool.unwrap_or_default(),
+            tape: None,
         })
     }
 }

@@ -170,6 +170,15 @@ pub enum LlmError {
         /// What was wrong.
         detail: String,
     },
+    /// A replayed run asked the model something its cassette does not
+    /// hold: a request that differs from the recorded one (the message
+    /// names it and the first difference), or one more request than were
+    /// recorded; not retryable.
+    #[error("replay failed: {message}")]
+    Cassette {
+        /// Which request, and where it differs.
+        message: String,
+    },
     /// The caller cancelled the request; not retryable.
     #[error("the model request was cancelled")]
     Cancelled,
@@ -192,6 +201,7 @@ impl LlmError {
             | LlmError::Rejected { .. }
             | LlmError::Interrupted { .. }
             | LlmError::InvalidResponse { .. }
+            | LlmError::Cassette { .. }
             | LlmError::Cancelled => false,
         }
     }

@@ -306,16 +306,31 @@ impl Run {
             Mode::Stream => "text/event-stream",
             Mode::Whole => "application/json",
         };
-        let request = transport
-            .client
-            .post(&self.prepared.url)
-            .headers(transport.headers.clone())
-            .header(ACCEPT, accept)
-            .body(self.prepared.body.clone());
-        let response = self
-            .guarded("waiting for the response", request.send())
-            .await?
-            .map_err(|error| Failure::of(self.transport_error(&error)))?;
+        let mut headers = transport.headers.clone();
+        headers.insert(ACCEPT, HeaderValue::from_static(accept));
+        let (url, body) = (&self.prepared.url, &self.prepared.body);
+        let tape = transport.config.tape.as_ref();
+        let response = match tape {
+            // Replay: the recorded answer, or a loud failure; no network.
+            Some(tape) if tape.is_replay() => tape
+                .answer(url, &headers, body)
+                .map_err(|message| Failure::of(LlmError::Cassette { message }))?,
+            _ => {
+                let request = transport
+                    .client
+                    .post(url)
+                    .headers(headers.clone())
+                    .body(body.clone());
+                let response = self
+                    .guarded("waiting for the response", request.send())
+                    .await?
+                    .map_err(|error| Failure::of(self.transport_error(&error)))?;
+                match tape {
+                    Some(tape) => tape.tee(url, &headers, body, response),
+                    None => response,
+                }
+            }
+        };
 
         let status = response.status();
         if !status.is_success() {

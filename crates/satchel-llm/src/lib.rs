@@ -45,6 +45,7 @@
 
 mod anthropic;
 mod calibrate;
+pub mod cassette;
 mod config;
 mod connect;
 mod count_cache;
@@ -65,6 +66,7 @@ mod tokens;
 
 pub use anthropic::{ANTHROPIC_VERSION, AnthropicProvider};
 pub use calibrate::Calibration;
+pub use cassette::{CassetteError, Tape};
 pub use config::{
     ANTHROPIC_URL, ApiKey, ConstrainedReplies, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OLLAMA_MODEL,
     DEFAULT_OLLAMA_URL, DEFAULT_OPENAI_MODEL, LlmConfig, ModelConfig, OPENAI_URL, ProviderKind,

@@ -47,7 +47,7 @@ pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(30);
 pub const OLLAMA_DEFAULT_NUM_CTX: u32 = 4_096;
 
 /// Which kind of server answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ServerKind {
     /// llama.cpp's own `llama-server`.
     LlamaCpp,
@@ -60,7 +60,7 @@ pub enum ServerKind {
 }
 
 /// What a server said about itself and the model.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ServerInfo {
     /// Which server.
     pub kind: ServerKind,
@@ -133,6 +133,19 @@ pub async fn server_info(config: &ModelConfig) -> Option<ServerInfo> {
     if config.provider != ProviderKind::OpenAi || config.base_url.starts_with(OPENAI_URL) {
         return None;
     }
+    match &config.tape {
+        // A replay asks no server: it gets what the recording was told.
+        Some(tape) if tape.is_replay() => tape.server_info(&config.base_url, &config.model, None),
+        Some(tape) => {
+            let asked = cached_or_asked(config).await;
+            tape.server_info(&config.base_url, &config.model, asked)
+        }
+        None => cached_or_asked(config).await,
+    }
+}
+
+/// What `config`'s server reports, from the cache or asked now.
+async fn cached_or_asked(config: &ModelConfig) -> Option<ServerInfo> {
     let key = (config.base_url.clone(), config.model.clone());
     if let Ok(cache) = CACHE.lock()
         && let Some((at, info)) = cache.get(&key)

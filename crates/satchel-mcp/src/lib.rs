@@ -27,6 +27,7 @@ mod error;
 pub mod http;
 pub mod resources;
 pub mod server;
+mod telemetry;
 
 pub use client::{McpManager, ServerState, ServerStatus};
 pub use error::McpError;

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures_util::FutureExt;
+use opentelemetry::context::FutureExt as _;
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestMethod,
@@ -495,7 +496,23 @@ impl ServerHandler for SatchelServer {
             background: false,
             roots: roots::client_roots(&context).await,
         };
-        let output = self.call(&name, request.arguments, from).await;
+        let otel = crate::telemetry::start_server(
+            &context.meta,
+            &name,
+            context.id.to_string(),
+            session_id(&context),
+        );
+        let output = self
+            .call(&name, request.arguments, from)
+            .with_context(otel.clone())
+            .await;
+        let error = output.is_error.then(|| {
+            output
+                .error_code
+                .as_ref()
+                .map_or_else(|| "tool_error".to_owned(), ToString::to_string)
+        });
+        crate::telemetry::end(&otel, error.as_deref());
         Ok(to_call_tool_result(&output).into())
     }
 
@@ -700,6 +717,17 @@ impl ServerHandler for SatchelServer {
             }
         }
     }
+}
+
+/// The client's MCP session over streamable HTTP (`Mcp-Session-Id`);
+/// `None` over stdio, where the connection is the session.
+fn session_id(context: &RequestContext<RoleServer>) -> Option<String> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.headers.get("mcp-session-id"))
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
 }
 
 impl SatchelServer {

@@ -33,6 +33,7 @@ impl Agent {
     ) -> Result<bool, AgentError> {
         let keep = snapshot.agent.keep_recent_statements;
         let max_chars = snapshot.agent.tool_result_max_length;
+        let parent = self.otel.clone();
         let conversation = self.conversation_mut();
         let transcript = &conversation.transcript;
         // The statement in progress is never summarised.
@@ -60,13 +61,16 @@ impl Agent {
         let through = past[fold - 1].seq;
         let first = past[0].seq;
         let conversation_id = conversation.id.clone();
+        let otel = crate::telemetry::start_compaction(&parent, fold);
         let result = side_request(
             provider.clone(),
             SideKind::Summary,
             SideInput::Standalone(material),
             cancel.clone(),
+            &otel,
         )
         .await;
+        crate::telemetry::end_compaction(&otel, result.text.as_ref().err());
         let mut call = result.call;
         call.conversation_id = Some(conversation_id.clone());
         call.statement_id = Some(statement_id.to_owned());

@@ -155,7 +155,7 @@ impl Agent {
         .specs;
         let history = conversation.transcript.history(
             snapshot.agent.system_prompt(),
-            snapshot.agent.tool_result_max_length,
+            snapshot.agent.history_shape(),
             Phase::Idle,
         );
         let request = ChatRequest::new(&history, &specs);

@@ -186,12 +186,13 @@ pub(super) fn spawn_side_requests(
     provider: Arc<dyn Provider>,
     parallel: bool,
     cancel: &CancellationToken,
+    otel: opentelemetry::Context,
 ) -> JoinHandle<Vec<SideResult>> {
     let cancel = cancel.child_token();
     tokio::spawn(async move {
-        let requests = plan
-            .into_iter()
-            .map(|(kind, input)| side_request(provider.clone(), kind, input, cancel.clone()));
+        let requests = plan.into_iter().map(|(kind, input)| {
+            side_request(provider.clone(), kind, input, cancel.clone(), &otel)
+        });
         if parallel {
             return join_all(requests).await;
         }
@@ -209,6 +210,7 @@ pub(super) async fn side_request(
     kind: SideKind,
     input: SideInput,
     cancel: CancellationToken,
+    otel: &opentelemetry::Context,
 ) -> SideResult {
     let (messages, tools) = match input {
         SideInput::Standalone(material) => (side_messages(kind, &material), Vec::new()),
@@ -241,7 +243,9 @@ pub(super) async fn side_request(
     };
     let estimate = prepared.estimate().clone();
     let started = Instant::now();
+    let chat = crate::telemetry::ChatSpan::start(otel, provider.config(), kind.as_str());
     let result = collect(provider.send(&prepared, cancel)).await;
+    chat.end(&result, &crate::telemetry::ContentPolicy::default());
     let call = llm_call_row(&provider, kind.as_str(), &estimate, started, &result);
     let text = match result {
         Ok(response) => clean_answer(kind, &response.text())

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::future::join_all;
+use opentelemetry::context::FutureExt as _;
 use satchel_core::text::char_prefix;
 use satchel_core::{Content, ErrorCode, Message, ToolCall, ToolOutput, ToolResult, ToolResults};
 use satchel_llm::prompted::{PromptedResult, format_results};
@@ -26,6 +27,7 @@ use super::answer::Planned;
 use super::model::calibrated_total;
 use super::recording::timestamp;
 use crate::history::{CallRecord, Transcript};
+use crate::telemetry::{self, ContentPolicy};
 use crate::{AgentEvent, EventSink, Snapshot, waves};
 
 /// A call that ran (or was refused), before it is recorded.
@@ -49,6 +51,10 @@ pub(super) struct CallSetting<'a> {
     pub(super) trigger: Option<String>,
     /// The turn's thinking, for tools that keep traces.
     pub(super) reasoning: Option<String>,
+    /// The statement's span, parent of each call's `execute_tool` span.
+    pub(super) otel: &'a opentelemetry::Context,
+    /// Whether call spans carry arguments and results.
+    pub(super) content: &'a ContentPolicy,
 }
 
 impl Agent {
@@ -66,6 +72,8 @@ impl Agent {
             conversation_id,
             trigger,
             reasoning,
+            otel,
+            content,
         } = setting;
         let capabilities: Vec<_> = calls
             .iter()
@@ -105,7 +113,7 @@ impl Agent {
                     background: false,
                     writable_roots: None,
                 };
-                self.run_one(registry, snapshot, call, ctx, sink)
+                self.run_one(registry, snapshot, call, ctx, sink, (otel, content))
             });
             for (index, done) in wave.iter().zip(join_all(runs).await) {
                 finished[*index] = Some(done);
@@ -123,8 +131,10 @@ impl Agent {
         planned: &Planned,
         ctx: ToolContext,
         sink: &dyn EventSink,
+        (otel, content): (&opentelemetry::Context, &ContentPolicy),
     ) -> Finished {
         let call = planned.call.clone();
+        let span = telemetry::start_tool(otel, &call, content);
         let tool = registry.get(&call.name);
         sink.emit(AgentEvent::ToolStarted {
             call_id: call.id.clone(),
@@ -162,6 +172,8 @@ impl Agent {
                     Err(error) => (not_recorded(&error.to_string()), None),
                     Ok(id) => {
                         start = Some(id);
+                        // Within the call's span: an MCP client call
+                        // carries it on as its parent.
                         let dispatched = dispatch(
                             registry,
                             &snapshot.policy,
@@ -169,6 +181,7 @@ impl Agent {
                             &call,
                             &ctx,
                         )
+                        .with_context(span.clone())
                         .await;
                         let label = dispatched.decision_label();
                         (dispatched.output, label)
@@ -177,6 +190,7 @@ impl Agent {
             }
         };
         let duration = clock.elapsed();
+        telemetry::end_tool(&span, &call, &output, duration, content);
         sink.emit(AgentEvent::ToolFinished {
             call_id: call.id.clone(),
             tool: call.name.clone(),

@@ -42,6 +42,7 @@ use super::tool_calls::{
 };
 use super::{Agent, AgentError, Outcome, StatementReport};
 use crate::history::{CallRecord, StatementRecord, TurnRecord, text_of};
+use crate::telemetry::{self, ChatSpan, ContentPolicy};
 use crate::{AgentEvent, EventSink, Feedback, Snapshot};
 
 /// Marks an answer that was cut off, where it stops in the history.
@@ -73,6 +74,10 @@ struct Run {
     streak: Streak,
     /// What the next turn does differently after a repeated failure.
     adjust: Adjust,
+    /// The statement's `invoke_agent` span, parent of its other spans.
+    otel: opentelemetry::Context,
+    /// Whether spans carry content (`otel.logContent`), redacted.
+    content: ContentPolicy,
 }
 
 /// One turn's configuration, provider and tools, fixed as it starts.
@@ -175,9 +180,21 @@ impl Agent {
             .side_requests
             .then(|| self.side_plan(text, first));
         let parallel = side_in_parallel(&snapshot.agent, provider.config());
+        let otel = telemetry::start_statement(&conversation_id);
+        self.otel = otel.clone();
+        let content = ContentPolicy {
+            log_content: telemetry::log_content(&snapshot.settings),
+            redactor: snapshot.tools.runner.redactor.clone(),
+        };
         let side = if parallel {
             side_plan.take().map(|plan| {
-                spawn_side_requests(plan.standalone(), provider.clone(), parallel, cancel)
+                spawn_side_requests(
+                    plan.standalone(),
+                    provider.clone(),
+                    parallel,
+                    cancel,
+                    otel.clone(),
+                )
             })
         } else {
             None
@@ -197,6 +214,8 @@ impl Agent {
             parallel,
             streak: Streak::default(),
             adjust: Adjust::None,
+            otel,
+            content,
         })
     }
 
@@ -567,6 +586,7 @@ impl Agent {
         let estimate = prepared.estimate().clone();
         let started = Instant::now();
         let mut retries = Vec::new();
+        let mut chat = ChatSpan::start(&run.otel, provider.config(), "turn");
         let result = stream_answer(
             provider.as_ref(),
             prepared,
@@ -574,8 +594,10 @@ impl Agent {
             cancel,
             sink,
             &mut retries,
+            &mut chat,
         )
         .await;
+        chat.end(&result, &run.content);
         self.record_turn_call(
             provider,
             &estimate,
@@ -611,6 +633,7 @@ impl Agent {
                 )?;
                 let estimate = prepared.estimate().clone();
                 let started = Instant::now();
+                let mut chat = ChatSpan::start(&run.otel, provider.config(), "turn");
                 let result = stream_answer(
                     provider.as_ref(),
                     &prepared,
@@ -618,8 +641,10 @@ impl Agent {
                     cancel,
                     sink,
                     &mut retries,
+                    &mut chat,
                 )
                 .await;
+                chat.end(&result, &run.content);
                 self.record_turn_call(
                     provider,
                     &estimate,
@@ -719,6 +744,7 @@ impl Agent {
             turn.provider.clone(),
             run.parallel,
             cancel,
+            run.otel.clone(),
         ));
     }
 
@@ -840,6 +866,8 @@ impl Agent {
             conversation_id: &run.statement.conversation_id,
             trigger,
             reasoning: (!thinking.is_empty()).then_some(thinking),
+            otel: &run.otel,
+            content: &run.content,
         };
         let finished = self.run_calls(setting, calls, cancel, sink).await;
         let records = self
@@ -914,6 +942,11 @@ impl Agent {
                     .await?;
             }
         }
+        let failed = match &run.report.outcome {
+            Outcome::Failed(message) => Some(message.as_str()),
+            Outcome::Answered | Outcome::TurnLimit | Outcome::Cancelled => None,
+        };
+        telemetry::end_statement(&run.otel, run.report.turns, failed);
         Ok(run.report)
     }
 }

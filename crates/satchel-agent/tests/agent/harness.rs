@@ -138,6 +138,7 @@ impl Harness {
             memory_namespace: None,
             working_dir: project.clone(),
             display: Style::Markdown,
+            model_tape: None,
         });
         Harness {
             model,

@@ -276,7 +276,9 @@ const BENCH_EXAMPLES: &str = "\
 Examples:
   satchel bench memory --dataset ../shared/data/locomo-dev.json
   satchel bench memory --dataset locomo.json --limit-conversations 2 --json
-  satchel bench memory --synthetic 100000";
+  satchel bench memory --synthetic 100000
+  satchel bench history
+  satchel bench history --cassette session.jsonl --recent-turns 3 --json";
 
 /// A memory layer, as the command line spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -433,6 +435,32 @@ pub(crate) enum BenchCommand {
     /// rebuild.
     #[command(after_help = BENCH_EXAMPLES)]
     Memory(BenchMemoryArgs),
+    /// What history costs: prompt tokens per turn and in all of a recorded
+    /// session (a cassette) under Satchel's history, full history and
+    /// observation masking, and whether each fact a later turn used was
+    /// still in its prompt. Needs no model and no network.
+    #[command(after_help = BENCH_EXAMPLES)]
+    History(BenchHistoryArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BenchHistoryArgs {
+    /// The session [default: bench/history/swe-agent-pydicom-1458.jsonl in
+    /// the project].
+    #[arg(long, value_name = "FILE")]
+    pub(crate) cassette: Option<std::path::PathBuf>,
+    /// Observation masking keeps this many latest results verbatim.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub(crate) mask_window: usize,
+    /// Satchel's `recentToolTurns` [default: the built-in default].
+    #[arg(long, value_name = "N")]
+    pub(crate) recent_turns: Option<usize>,
+    /// Satchel's `toolResultMaxLength` [default: the built-in default].
+    #[arg(long, value_name = "N")]
+    pub(crate) result_chars: Option<usize>,
+    /// Print the measurements as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// Which conversations of a dataset to run.
@@ -786,6 +814,22 @@ pub(crate) struct ChatArgs {
     pub(crate) resume: Option<String>,
     #[command(flatten)]
     pub(crate) policy: PolicyArgs,
+    #[command(flatten)]
+    pub(crate) tape: TapeArgs,
+}
+
+/// Recording model traffic, or replaying it with no model.
+#[derive(Debug, Args, Default)]
+pub(crate) struct TapeArgs {
+    /// Write every model request and its streamed response to FILE, a
+    /// cassette (JSON lines; credentials left out, bodies redacted).
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub(crate) record: Option<std::path::PathBuf>,
+    /// Answer the model requests from the cassette FILE, in order, with no
+    /// model and no network; a request that differs from the recorded one
+    /// fails the run, naming it and the first difference. Tools run for real.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) replay: Option<std::path::PathBuf>,
 }
 
 /// Policy for this run only, on top of every agent.json: what a script or
@@ -832,6 +876,15 @@ impl PolicyArgs {
 
 impl Command {
     /// The policy flags of the commands that take them.
+    /// The `--record`/`--replay` flags of the commands that talk to a model.
+    pub(crate) fn tape_flags(&self) -> Option<&TapeArgs> {
+        match self {
+            Command::Chat(args) => Some(&args.tape),
+            Command::Run(args) => Some(&args.tape),
+            _ => None,
+        }
+    }
+
     pub(crate) fn policy_flags(&self) -> Option<&PolicyArgs> {
         match self {
             Command::Chat(args) => Some(&args.policy),
@@ -857,6 +910,8 @@ pub(crate) struct RunArgs {
     pub(crate) resume: Option<String>,
     #[command(flatten)]
     pub(crate) policy: PolicyArgs,
+    #[command(flatten)]
+    pub(crate) tape: TapeArgs,
 }
 
 #[derive(Debug, Args)]

@@ -1,4 +1,4 @@
-//! `satchel bench memory`: recall quality on a LoCoMo-format file (evidence
+//! `satchel bench memory` (`bench history` lives in `bench_history.rs`): recall quality on a LoCoMo-format file (evidence
 //! recall@5/10/25 overall and per category, ingest rate, recall latency),
 //! or recall latency over a synthetic corpus at scale, next to baselines
 //! measured in the same run.
@@ -44,6 +44,7 @@ pub(crate) async fn run(command: BenchCommand, project: &Host) -> anyhow::Result
             store.close().await?;
             result
         }
+        BenchCommand::History(args) => super::bench_history::run(args, &project.root).await,
     }
 }
 

@@ -1,6 +1,7 @@
 //! One module per command group; [`run`] dispatches.
 
 mod bench;
+mod bench_history;
 mod chat;
 mod code;
 mod config;
@@ -76,14 +77,22 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Some(layer) = cli.command.policy_flags().and_then(|flags| flags.layer()) {
         satchel_tools::config::set_command_line(layer).map_err(satchel_host::refused)?;
     }
-    let project = Arc::new(Host::open(HostOptions {
+    let mut host = Host::open(HostOptions {
         root: root.clone(),
         db,
         paths: user_paths,
         env: paths::process_env(),
         fetcher: fetch::allowed()
             .then(|| Arc::new(fetch::Fetcher) as Arc<dyn satchel_host::ModelFetcher>),
-    })?);
+    })?;
+    if let Some(flags) = cli.command.tape_flags() {
+        host.model_tape = match (&flags.record, &flags.replay) {
+            (Some(path), _) => Some(satchel_llm::Tape::record(path, host.redactor.clone())?),
+            (None, Some(path)) => Some(satchel_llm::Tape::replay(path, host.redactor.clone())?),
+            (None, None) => None,
+        };
+    }
+    let project = Arc::new(host);
     crate::set_log_redactor(project.redactor.clone());
     project.log_warnings();
     match cli.command {

@@ -58,6 +58,13 @@ pub(crate) async fn run(args: RunArgs, project: &Host) -> anyhow::Result<ExitCod
     if let Outcome::Failed(message) = &report.outcome {
         eprintln!("error: {message}");
     }
+    if let Some(tape) = project.model_tape.as_ref().filter(|tape| tape.unused() > 0) {
+        eprintln!(
+            "note: {} recorded model request(s) of {} were not asked for",
+            tape.unused(),
+            tape.path().display()
+        );
+    }
     if json_output {
         let store = project
             .store

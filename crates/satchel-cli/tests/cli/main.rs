@@ -16,6 +16,7 @@ mod support;
 
 mod agent;
 mod background;
+mod cassette;
 mod chat;
 mod cli;
 mod config_fails_closed;
@@ -30,6 +31,7 @@ mod mcp_serve;
 mod mcp_sessions;
 mod memory;
 mod model_server;
+mod otel;
 mod peers;
 mod prompt;
 mod sandbox;

@@ -79,7 +79,35 @@ impl Tool for McpTool {
             Value::Object(map) => map,
             _ => serde_json::Map::new(),
         };
-        let params = CallToolRequestParams::new(self.remote.clone()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(self.remote.clone()).with_arguments(arguments);
+        let (otel, meta) = crate::telemetry::start_client(server, &self.remote);
+        params.meta = meta;
+        let result = self.call(params, ctx, (peer, connection)).await;
+        let error = result
+            .as_ref()
+            .err()
+            .map(|e| e.code.to_string())
+            .or_else(|| {
+                result
+                    .as_ref()
+                    .ok()
+                    .filter(|output| output.is_error)
+                    .map(|_| "tool_error".to_owned())
+            });
+        crate::telemetry::end(&otel, error.as_deref());
+        result
+    }
+}
+
+impl McpTool {
+    /// Sends one `tools/call` and reads its answer.
+    async fn call(
+        &self,
+        params: CallToolRequestParams,
+        ctx: &ToolContext,
+        (peer, connection): (rmcp::Peer<rmcp::RoleClient>, u64),
+    ) -> Result<ToolOutput, ToolError> {
+        let server = &self.link.config.name;
         let config = &self.link.config;
         let timeout = config
             .tool_timeouts
