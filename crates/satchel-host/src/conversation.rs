@@ -56,6 +56,8 @@ impl Host {
             memory_namespace: options.memory_namespace,
             working_dir: self.root.clone(),
             display: options.display,
+            hooks: self.hook_setup(),
+            context: self.project_context(),
         };
         Ok(match options.resume.as_deref() {
             None => Agent::new(deps),

@@ -35,11 +35,13 @@
 
 mod audit;
 mod conversation;
+mod hooks;
 mod host;
 pub mod loaders;
 pub mod memory;
 pub mod model;
 mod paths;
+mod project_context;
 pub mod resources;
 pub mod sampling;
 pub mod store;

@@ -138,6 +138,8 @@ impl Harness {
             memory_namespace: None,
             working_dir: project.clone(),
             display: Style::Markdown,
+            hooks: Default::default(),
+            context: Default::default(),
         });
         Harness {
             model,
