@@ -197,6 +197,7 @@ async fn lists_every_tool_with_schemas_and_annotations() {
                 "process",
                 "read",
                 "search",
+                "skill",
                 "write"
             ]
         );
@@ -351,6 +352,7 @@ async fn registry_changes_notify_the_client() {
                 "process",
                 "read",
                 "search",
+                "skill",
                 "write"
             ]
         );

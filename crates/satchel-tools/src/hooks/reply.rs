@@ -130,10 +130,13 @@ pub fn read_reply(
             } else {
                 bounded(stderr, MAX_TEXT)
             };
-            return HookReply {
-                block: Some(reason),
-                ..HookReply::default()
-            };
+            return block_is_deny(
+                event,
+                HookReply {
+                    block: Some(reason),
+                    ..HookReply::default()
+                },
+            );
         }
         Some(code) => {
             let detail = stderr.trim();
@@ -209,10 +212,14 @@ pub fn read_reply(
         }
         reply.context = string(specific.get("additionalContext"));
     }
+    block_is_deny(event, reply)
+}
+
+/// A PreToolUse block is a deny (the strictest permission decision).
+fn block_is_deny(event: HookEvent, mut reply: HookReply) -> HookReply {
     if event == HookEvent::PreToolUse
         && let Some(reason) = reply.block.take()
     {
-        // A PreToolUse block is a deny.
         reply.permission = Some((Permission::Deny, reason));
     }
     reply
