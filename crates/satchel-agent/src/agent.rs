@@ -18,6 +18,7 @@
 mod answer;
 mod compaction;
 mod context;
+mod hooks;
 mod model;
 mod recording;
 mod repetition;
@@ -32,6 +33,7 @@ use std::sync::Arc;
 
 use satchel_llm::{LlmError, Provider, Tape, Usage};
 use satchel_store::{AuditSource, LogKind, NewConversation, NewLogEntry, Store, StoreError};
+use satchel_tools::hooks::{HookApprovals, HookSet};
 use satchel_tools::{Consent, LiveRegistry, Style};
 
 pub use self::context::ContextReport;
@@ -64,6 +66,21 @@ pub struct AgentDeps {
     /// Where model traffic is recorded to or replayed from (`--record`,
     /// `--replay`); `None`: the network, unrecorded.
     pub model_tape: Option<Tape>,
+    /// Hooks besides agent.json's, and the user's approvals.
+    pub hooks: HookSetup,
+    /// Project instructions and skills for the system prompt.
+    pub context: crate::ProjectContext,
+}
+
+/// What the loop needs to run hooks besides agent.json's `hooks`.
+#[derive(Debug, Clone, Default)]
+pub struct HookSetup {
+    /// The project's `.claude/settings.json` and `.codex/hooks.json`
+    /// hooks (read by the host, from trusted projects only).
+    pub project_files: HookSet,
+    /// Which project hooks the user approved; an unapproved one is
+    /// skipped and the user told.
+    pub approvals: HookApprovals,
 }
 
 /// Why an [`Agent`] could not go on.
@@ -141,6 +158,14 @@ pub struct Agent {
     model_tape: Option<Tape>,
     /// The `invoke_agent` span of the statement in progress (or the last).
     otel: opentelemetry::Context,
+    hooks: HookSetup,
+    context: crate::ProjectContext,
+    /// Unapproved hooks the user was already told about.
+    hooks_told: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// `SessionStart` has fired for this conversation.
+    session_started: bool,
+    /// How the conversation was opened, for `SessionStart`'s `source`.
+    resumed: bool,
     provider: Option<(u64, Arc<dyn Provider>)>,
     /// The server refused the reply schema (`constrainedReplies: auto`):
     /// prompted replies go unconstrained until the model settings change.
@@ -167,6 +192,11 @@ impl Agent {
             display: deps.display,
             model_tape: deps.model_tape,
             otel: opentelemetry::Context::new(),
+            hooks: deps.hooks,
+            context: deps.context,
+            hooks_told: Default::default(),
+            session_started: false,
+            resumed: false,
             provider: None,
             schema_refused: false,
             usage_samples: None,
@@ -178,6 +208,7 @@ impl Agent {
     /// starts with `id` (`None`: the most recently updated one).
     pub async fn resume(deps: AgentDeps, id: Option<&str>) -> Result<Agent, AgentError> {
         let mut agent = Agent::new(deps);
+        agent.resumed = true;
         let conversation = match id {
             None => agent
                 .store
@@ -239,6 +270,8 @@ impl Agent {
     /// Leaves the current conversation; the next statement starts a new one.
     pub fn new_conversation(&mut self) {
         self.conversation = None;
+        self.session_started = false;
+        self.resumed = false;
     }
 
     /// Sets the conversation goal (the user's `/goal`), replacing a

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use satchel_llm::LlmConfig;
 use satchel_tools::config::{ConfigError, Layer, read_config_file};
+use satchel_tools::hooks::HookSet;
 use satchel_tools::policy::Policy;
 use satchel_tools::{Settings, ToolsConfig};
 
@@ -32,6 +33,8 @@ pub struct Snapshot {
     pub policy: Arc<Policy>,
     /// The `llm` section.
     pub llm: LlmConfig,
+    /// The hooks of every agent.json layer (`hooks`).
+    pub hooks: Arc<HookSet>,
     /// Increases by one with every reload that changed something.
     pub generation: u64,
 }
@@ -62,6 +65,8 @@ impl Snapshot {
         let (mut tools, mut tools_warnings) = ToolsConfig::from_settings(&settings);
         tools_warnings.extend(configure(&settings, &mut tools));
         let (llm, llm_warning) = settings.section::<LlmConfig>("llm");
+        let (hooks, hook_warnings) = HookSet::from_settings(&settings);
+        warnings.extend(hook_warnings);
         warnings.extend(agent_warnings);
         warnings.extend(tools_warnings);
         warnings.extend(policy_warnings);
@@ -73,6 +78,7 @@ impl Snapshot {
                 tools: Arc::new(tools),
                 policy: Arc::new(policy),
                 llm,
+                hooks: Arc::new(hooks),
                 generation,
             },
             warnings,

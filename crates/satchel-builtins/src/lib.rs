@@ -1,6 +1,6 @@
 //! Satchel's built-in tools: `bash`, `code`, `conversation`, `memory`,
 //! `search`, the file tools (`read`, `write`, `edit`, `glob`, `grep`),
-//! `fetch` and `process`, built on the runtime of `satchel-tools`.
+//! `fetch`, `process` and `skill`, built on the runtime of `satchel-tools`.
 //!
 //! The tools that keep records (`code`'s traces and jobs, `memory`,
 //! `conversation`) reach the store and the memory service through handles
@@ -23,6 +23,7 @@ pub mod files;
 pub mod memory;
 pub mod process;
 pub mod search;
+pub mod skill;
 
 /// What built-in tools need from their host.
 #[derive(Clone, Default)]
@@ -44,6 +45,8 @@ pub struct BuiltinDeps {
     /// The background processes `bash` starts and `process` manages; the
     /// host ends them with their conversations and at exit.
     pub processes: Arc<satchel_exec::background::ProcessTable>,
+    /// Where the `skill` tool finds skills.
+    pub skills: satchel_tools::skills::SkillDirs,
 }
 
 /// Every built-in tool, built once; share them between registries so their
@@ -77,6 +80,7 @@ pub fn builtin_tools(deps: &BuiltinDeps) -> Vec<Arc<dyn Tool>> {
         Arc::new(files::grep::GrepTool::new()),
         Arc::new(fetch::FetchTool::new()),
         Arc::new(process::ProcessTool::new(deps.processes.clone())),
+        Arc::new(skill::SkillTool::new(deps.skills.clone())),
     ]
 }
 

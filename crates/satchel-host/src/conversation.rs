@@ -57,6 +57,8 @@ impl Host {
             working_dir: self.root.clone(),
             display: options.display,
             model_tape: self.model_tape.clone(),
+            hooks: self.hook_setup(),
+            context: self.project_context(),
         };
         Ok(match options.resume.as_deref() {
             None => Agent::new(deps),

@@ -302,6 +302,7 @@ impl Host {
             records: Some(self.store.clone()),
             file_stamps: self.file_stamps.clone(),
             processes: self.processes.clone(),
+            skills: self.skill_dirs(),
         };
         let live = LiveRegistry::load_with(
             builtin_tools(&deps),

@@ -35,12 +35,14 @@
 
 mod audit;
 mod conversation;
+mod hooks;
 mod host;
 pub mod loaders;
 pub mod memory;
 pub mod model;
 pub mod otel;
 mod paths;
+mod project_context;
 pub mod resources;
 pub mod sampling;
 pub mod store;

@@ -191,9 +191,60 @@ fn confinement_of(
     }
 }
 
+/// The policy's decision as hooks steer it (see [`Steer`]).
+fn steered(mut decision: Decision, steer: &Steer) -> Decision {
+    use crate::policy::Judgement;
+    match decision.verdict {
+        Verdict::Deny => {}
+        Verdict::Allow => {
+            if let Some(reason) = &steer.ask {
+                decision.verdict = Verdict::Ask;
+                decision.judgements.insert(
+                    0,
+                    Judgement {
+                        subject: decision.tool.clone(),
+                        verdict: Verdict::Ask,
+                        rule: None,
+                        reason: if reason.is_empty() {
+                            "a PreToolUse hook asks for the user's consent".to_owned()
+                        } else {
+                            format!("a PreToolUse hook asks for the user's consent: {reason}")
+                        },
+                    },
+                );
+            }
+        }
+        Verdict::Ask => {
+            if steer.allow && steer.ask.is_none() {
+                decision.verdict = Verdict::Allow;
+                for judgement in &mut decision.judgements {
+                    if judgement.verdict == Verdict::Ask {
+                        judgement.verdict = Verdict::Allow;
+                        judgement.rule = None;
+                        judgement.reason =
+                            format!("{} (a PreToolUse hook allowed it)", judgement.reason);
+                    }
+                }
+            }
+        }
+    }
+    decision
+}
+
 /// True for tools that start processes and so count against the cap.
 fn starts_process(source: &ToolSource, writes_execution: bool) -> bool {
     matches!(source, ToolSource::External { .. }) || writes_execution
+}
+
+/// What PreToolUse hooks said about a call before the policy judges it:
+/// they can make the user be asked, or spare them the question, but never
+/// allow what a deny rule refuses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Steer {
+    /// A hook asks for the user's consent, with its reason.
+    pub ask: Option<String>,
+    /// A hook allows the call: a question the policy would ask is skipped.
+    pub allow: bool,
 }
 
 /// Runs one call through every check. Never fails: each refusal is an
@@ -205,6 +256,20 @@ pub async fn dispatch(
     consent: &dyn Consent,
     call: &ToolCall,
     ctx: &ToolContext,
+) -> Dispatched {
+    dispatch_with(registry, policy, consent, call, ctx, &Steer::default()).await
+}
+
+/// [`dispatch`] with what hooks said ([`Steer`]): a hook's "ask" turns an
+/// allowed call into a question; its "allow" skips the policy's question;
+/// a deny stays a deny.
+pub async fn dispatch_with(
+    registry: &Registry,
+    policy: &Policy,
+    consent: &dyn Consent,
+    call: &ToolCall,
+    ctx: &ToolContext,
+    steer: &Steer,
 ) -> Dispatched {
     let started_at = SystemTime::now();
     let clock = Instant::now();
@@ -239,6 +304,7 @@ pub async fn dispatch(
         }
     };
     let spec = tool.spec();
+    let decision = steered(decision, steer);
     if let Some(output) = decision.beyond_limits_output() {
         return finish(output, Some(decision), None);
     }

@@ -22,6 +22,7 @@ pub mod config_schema;
 mod dispatch;
 pub mod external;
 pub mod format;
+pub mod hooks;
 mod live;
 mod observer;
 pub mod policy;
@@ -30,13 +31,15 @@ mod registry;
 mod result_cap;
 pub mod sandbox;
 mod sections;
+pub mod skills;
 mod tool;
 pub mod usage;
 mod validation;
 
 pub use config::{ExternalConfig, Settings, ToolsConfig};
 pub use dispatch::{
-    Consent, ConsentAnswer, Dispatched, NonInteractive, RememberingConsent, UserInitiated, dispatch,
+    Consent, ConsentAnswer, Dispatched, NonInteractive, RememberingConsent, Steer, UserInitiated,
+    dispatch, dispatch_with,
 };
 pub use format::Style;
 pub use live::{LiveRegistry, RefreshReport, RejectedTool};

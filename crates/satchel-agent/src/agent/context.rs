@@ -32,6 +32,15 @@ pub struct ContextReport {
     pub estimate: TokenEstimate,
     /// Of the message tokens, those of past turns' `[Tool: ...]` lines.
     pub tool_summary_tokens: u64,
+    /// Of the system prompt's tokens, those of the project instructions
+    /// (`AGENTS.md`, `CLAUDE.md`).
+    pub instruction_tokens: u64,
+    /// The instruction files read, outermost first.
+    pub instruction_files: Vec<std::path::PathBuf>,
+    /// The instructions were cut at their cap.
+    pub instructions_truncated: bool,
+    /// Of the system prompt's tokens, those of the skills' listing.
+    pub skill_tokens: u64,
     /// Messages in the history.
     pub messages: usize,
     /// Statements in the conversation.
@@ -106,6 +115,20 @@ impl ContextReport {
                 tokens,
                 tokens as f64 * 100.0 / window as f64
             );
+            if section == Section::System {
+                for (label, tokens) in [
+                    ("of which instructions", report.instruction_tokens),
+                    ("of which skills", report.skill_tokens),
+                ] {
+                    if tokens > 0 {
+                        let _ = writeln!(
+                            text,
+                            "    {label:16} {tokens:>8}  {:>5.1}%",
+                            tokens as f64 * 100.0 / window as f64
+                        );
+                    }
+                }
+            }
             if section == Section::Messages && report.tool_summary_tokens > 0 {
                 let _ = writeln!(
                     text,
@@ -115,6 +138,23 @@ impl ContextReport {
                     report.tool_summary_tokens as f64 * 100.0 / window as f64
                 );
             }
+        }
+        if !report.instruction_files.is_empty() {
+            let files: Vec<String> = report
+                .instruction_files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect();
+            let _ = writeln!(
+                text,
+                "  Instructions from {}{}",
+                files.join(", "),
+                if report.instructions_truncated {
+                    " (cut at 32 KiB)"
+                } else {
+                    ""
+                }
+            );
         }
         let _ = writeln!(
             text,
@@ -153,8 +193,14 @@ impl Agent {
             provider.config().edit_form(),
         )
         .specs;
+        let additions = self.context.read();
+        let system = additions.system_prompt(snapshot.agent.system_prompt());
+        let conversation = match self.conversation.as_mut() {
+            Some(conversation) => conversation,
+            None => &mut empty,
+        };
         let history = conversation.transcript.history(
-            snapshot.agent.system_prompt(),
+            &system,
             snapshot.agent.history_shape(),
             Phase::Idle,
         );
@@ -191,6 +237,20 @@ impl Agent {
             output_source: provider.config().output_source.clone(),
             estimate: prepared.estimate().clone(),
             tool_summary_tokens,
+            instruction_tokens: additions
+                .instructions
+                .as_ref()
+                .map_or(0, |i| count_tokens(encoding, &i.text)),
+            instruction_files: additions
+                .instructions
+                .as_ref()
+                .map(|i| i.files.clone())
+                .unwrap_or_default(),
+            instructions_truncated: additions.instructions.as_ref().is_some_and(|i| i.truncated),
+            skill_tokens: additions
+                .skills
+                .as_ref()
+                .map_or(0, |s| count_tokens(encoding, s)),
             messages: history.len(),
             statements: conversation.transcript.statements.len(),
             summarised_through: conversation

@@ -140,24 +140,22 @@ impl Agent {
     ) -> Vec<Message> {
         let prompted = provider.config().tool_mode() == ToolMode::Prompted;
         let constrained = prompted && self.constrains_replies(provider);
+        let base = self
+            .context
+            .read()
+            .system_prompt(snapshot.agent.system_prompt());
         let system = match (prompted, tools_off) {
             (true, false) if constrained => format!(
                 "{}\n\n{}{}\n",
-                snapshot.agent.system_prompt(),
+                base,
                 prompted::render_tools(specs),
                 prompted::ANSWER_INSTRUCTION
             ),
-            (true, false) => format!(
-                "{}\n\n{}",
-                snapshot.agent.system_prompt(),
-                prompted::render_tools(specs)
-            ),
-            (true, true) if constrained => format!(
-                "{}\n\n{}\n",
-                snapshot.agent.system_prompt(),
-                prompted::ANSWER_ONLY_INSTRUCTION
-            ),
-            _ => snapshot.agent.system_prompt().to_owned(),
+            (true, false) => format!("{}\n\n{}", base, prompted::render_tools(specs)),
+            (true, true) if constrained => {
+                format!("{}\n\n{}\n", base, prompted::ANSWER_ONLY_INSTRUCTION)
+            }
+            _ => base,
         };
         self.conversation_mut().transcript.history(
             &system,

@@ -19,11 +19,12 @@ use satchel_llm::prompted::{PromptedResult, format_results};
 use satchel_llm::{Calibration, Response, TokenEstimate, count_tokens};
 use satchel_store::NewCallStart;
 use satchel_tools::format::{generic_result, generic_use};
-use satchel_tools::{CallTrace, Registry, ToolContext, dispatch, not_recorded};
+use satchel_tools::{CallTrace, Consent, Registry, ToolContext, dispatch_with, not_recorded};
 use tokio_util::sync::CancellationToken;
 
 use super::Agent;
 use super::answer::Planned;
+use super::hooks::{HookContext, Pre, add_note};
 use super::model::calibrated_total;
 use super::recording::timestamp;
 use crate::history::{CallRecord, Transcript};
@@ -90,6 +91,7 @@ impl Agent {
             })
             .collect();
         let mut finished: Vec<Option<Finished>> = vec![None; calls.len()];
+        let hooks = self.hook_context(snapshot);
         for wave in waves(&capabilities) {
             let runs = wave.iter().map(|&index| {
                 let call = &calls[index];
@@ -113,7 +115,7 @@ impl Agent {
                     background: false,
                     writable_roots: None,
                 };
-                self.run_one(registry, snapshot, call, ctx, sink, (otel, content))
+                self.run_one(registry, snapshot, &hooks, call, ctx, sink, (otel, content))
             });
             for (index, done) in wave.iter().zip(join_all(runs).await) {
                 finished[*index] = Some(done);
@@ -128,12 +130,13 @@ impl Agent {
         &self,
         registry: &Registry,
         snapshot: &Snapshot,
+        hooks: &HookContext,
         planned: &Planned,
         ctx: ToolContext,
         sink: &dyn EventSink,
         (otel, content): (&opentelemetry::Context, &ContentPolicy),
     ) -> Finished {
-        let call = planned.call.clone();
+        let mut call = planned.call.clone();
         let span = telemetry::start_tool(otel, &call, content);
         let tool = registry.get(&call.name);
         sink.emit(AgentEvent::ToolStarted {
@@ -172,19 +175,47 @@ impl Agent {
                     Err(error) => (not_recorded(&error.to_string()), None),
                     Ok(id) => {
                         start = Some(id);
-                        // Within the call's span: an MCP client call
-                        // carries it on as its parent.
-                        let dispatched = dispatch(
-                            registry,
-                            &snapshot.policy,
-                            self.consent.as_ref(),
-                            &call,
-                            &ctx,
-                        )
-                        .with_context(span.clone())
-                        .await;
-                        let label = dispatched.decision_label();
-                        (dispatched.output, label)
+                        match self
+                            .pre_tool_hooks(hooks, registry, &mut call, &ctx.cancel, sink)
+                            .await
+                        {
+                            Pre::Refused(output, label) => (output, Some(label)),
+                            Pre::Go(steer, hook_label, context) => {
+                                let notifying = self.notifying_consent(hooks);
+                                let consent: &dyn Consent = match &notifying {
+                                    Some(notifying) => notifying,
+                                    None => self.consent.as_ref(),
+                                };
+                                // Within the call's span: an MCP client
+                                // call carries it on as its parent.
+                                let dispatched = dispatch_with(
+                                    registry,
+                                    &snapshot.policy,
+                                    consent,
+                                    &call,
+                                    &ctx,
+                                    &steer,
+                                )
+                                .with_context(span.clone())
+                                .await;
+                                let label = match (dispatched.decision_label(), hook_label) {
+                                    (Some(label), Some(hook)) => Some(format!("{label} ({hook})")),
+                                    (label, hook) => label.or(hook),
+                                };
+                                let mut output = dispatched.output;
+                                add_note(&mut output, context.into_iter().collect());
+                                self.post_tool_hooks(
+                                    hooks,
+                                    registry,
+                                    &call,
+                                    &mut output,
+                                    &ctx.cancel,
+                                    sink,
+                                )
+                                .await;
+                                (output, label)
+                            }
+                        }
                     }
                 }
             }

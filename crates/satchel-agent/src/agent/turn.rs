@@ -78,6 +78,8 @@ struct Run {
     otel: opentelemetry::Context,
     /// Whether spans carry content (`otel.logContent`), redacted.
     content: ContentPolicy,
+    /// Times in a row a `Stop` hook sent the model back to work.
+    stop_blocks: u32,
 }
 
 /// One turn's configuration, provider and tools, fixed as it starts.
@@ -119,7 +121,17 @@ impl Agent {
         cancel: &CancellationToken,
         sink: &dyn EventSink,
     ) -> Result<StatementReport, AgentError> {
-        let mut run = self.begin_statement(text, cancel, sink).await?;
+        self.reload_config(sink);
+        self.ensure_conversation().await?;
+        let hooked = self.prompt_hooks(text, cancel, sink).await;
+        let context = hooked.as_ref().map_or(&[][..], Vec::as_slice);
+        let mut run = self.begin_statement(text, context, cancel, sink).await?;
+        if let Err(reason) = hooked {
+            let message = format!("a UserPromptSubmit hook blocked this statement: {reason}");
+            sink.emit(AgentEvent::Notice(message.clone()));
+            self.fail_statement(&mut run, &message).await?;
+            return self.end_statement(run, cancel, sink).await;
+        }
         let mut number: u32 = 0;
         loop {
             number += 1;
@@ -141,6 +153,7 @@ impl Agent {
     async fn begin_statement(
         &mut self,
         text: &str,
+        hook_context: &[String],
         cancel: &CancellationToken,
         sink: &dyn EventSink,
     ) -> Result<Run, AgentError> {
@@ -158,7 +171,15 @@ impl Agent {
             .await?;
         self.log(&conversation_id, &statement.id, LogKind::User, text)
             .await?;
-        let user = Message::user(text);
+        // What UserPromptSubmit and SessionStart hooks add joins the
+        // user's message, as Claude Code gives it.
+        let mut user_parts = vec![Content::Text { text: text.into() }];
+        user_parts.extend(hook_context.iter().map(|context| Content::Text {
+            text: format!("[hook context]\n{context}"),
+        }));
+        let user = Message::User {
+            content: user_parts.clone(),
+        };
         self.record_messages(
             &conversation_id,
             &statement.id,
@@ -170,7 +191,7 @@ impl Agent {
             let conversation = self.conversation_mut();
             conversation.transcript.statements.push(StatementRecord {
                 seq: statement.seq,
-                user: vec![Content::Text { text: text.into() }],
+                user: user_parts,
                 turns: Vec::new(),
             });
             conversation.transcript.statements.len() == 1
@@ -216,6 +237,7 @@ impl Agent {
             adjust: Adjust::None,
             otel,
             content,
+            stop_blocks: 0,
         })
     }
 
@@ -320,13 +342,23 @@ impl Agent {
                 .push(AssistantPart::ToolCall(planned.call.clone()));
             answer.calls.push(planned);
         }
-        if answer.calls.is_empty() {
+        let text = text_of(&answer.parts);
+        let stop_blocked = if answer.calls.is_empty()
+            && failure.is_none()
+            && !turn.last
+            && !text.trim().is_empty()
+        {
+            self.stop_hooks(&turn.snapshot, run.stop_blocks, cancel, sink)
+                .await
+        } else {
+            None
+        };
+        if answer.calls.is_empty() && stop_blocked.is_none() {
             // The final answer is out: the server is free for the side
             // requests that waited (never between turns, where the next
             // turn would queue behind them on a one-slot server).
             self.start_side_requests_after_answer(run, turn, cancel);
         }
-        let text = text_of(&answer.parts);
         let thinking = response.thinking();
         self.log_answer(
             &run.statement.conversation_id,
@@ -340,6 +372,12 @@ impl Agent {
         {
             self.give_up(run, turn, answer).await?;
             return Ok(After::Done);
+        }
+        if let Some(reason) = stop_blocked {
+            run.stop_blocks += 1;
+            self.go_on_after_stop_hook(run, turn, answer, &reason, sink)
+                .await?;
+            return Ok(After::NextTurn);
         }
         if answer.calls.is_empty() {
             self.end_without_tools(run, turn, answer, text, &response.stop_reason, sink)
@@ -413,6 +451,7 @@ impl Agent {
             ) {
                 break;
             }
+            self.pre_compact_hooks(snapshot, cancel, sink).await;
             if !self
                 .compact(snapshot, provider, statement_id, cancel, sink)
                 .await?
@@ -826,6 +865,43 @@ impl Agent {
                 .await?;
         }
         Ok(())
+    }
+
+    /// A `Stop` hook blocked the stop: the answer is kept as a turn, and
+    /// the hook's reason goes to the model as the user's next message.
+    async fn go_on_after_stop_hook(
+        &mut self,
+        run: &mut Run,
+        turn: &Turn,
+        answer: Answer,
+        reason: &str,
+        sink: &dyn EventSink,
+    ) -> Result<(), AgentError> {
+        let note = format!(
+            "a Stop hook sent the model back to work ({} of at most {} in a row): {reason}",
+            run.stop_blocks,
+            super::hooks::MAX_STOP_BLOCKS
+        );
+        sink.emit(AgentEvent::Notice(note.clone()));
+        self.log(
+            &run.statement.conversation_id,
+            &run.statement.id,
+            LogKind::Auxiliary,
+            &note,
+        )
+        .await?;
+        self.finish_turn(
+            &run.statement.conversation_id,
+            &run.statement.id,
+            turn.number,
+            TurnRecord {
+                assistant: answer.parts,
+                raw_reply: answer.raw_reply,
+                sent_results: vec![Message::user(format!("Stop hook feedback: {reason}"))],
+                ..TurnRecord::default()
+            },
+        )
+        .await
     }
 
     /// Runs the turn's calls and records them; then collects the side

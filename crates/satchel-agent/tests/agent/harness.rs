@@ -139,6 +139,8 @@ impl Harness {
             working_dir: project.clone(),
             display: Style::Markdown,
             model_tape: None,
+            hooks: Default::default(),
+            context: Default::default(),
         });
         Harness {
             model,

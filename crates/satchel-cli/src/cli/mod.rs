@@ -5,9 +5,12 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod extend;
 mod mcp;
 mod tools;
 
+pub(crate) use extend::*;
+use extend::{HOOKS_EXAMPLES, SKILLS_EXAMPLES};
 use mcp::MCP_EXAMPLES;
 pub(crate) use mcp::*;
 pub(crate) use tools::*;
@@ -193,6 +196,13 @@ pub(crate) enum Command {
         after_help = "Examples:\n  satchel trust\n  satchel trust ~/src/cloned-repo\n  satchel trust --forget"
     )]
     Trust(TrustArgs),
+    /// List hooks (agent.json's, `.claude/settings.json`'s,
+    /// `.codex/hooks.json`'s) and approve a project's, one by one.
+    #[command(subcommand, after_help = HOOKS_EXAMPLES)]
+    Hooks(HooksCommand),
+    /// List the skills the model can load (`SKILL.md` folders).
+    #[command(subcommand, after_help = SKILLS_EXAMPLES)]
+    Skills(SkillsCommand),
     /// Show the effective configuration and where each value came from,
     /// or print agent.json's JSON Schema.
     #[command(subcommand, after_help = CONFIG_EXAMPLES)]

@@ -10,6 +10,7 @@ mod db;
 mod doctor;
 mod edit_costs;
 pub(crate) mod fetch;
+mod hooks;
 mod log;
 mod mcp;
 mod mcp_import;
@@ -21,6 +22,7 @@ mod records;
 mod run;
 mod search;
 mod signals;
+mod skills;
 mod telegram;
 mod tools;
 mod web;
@@ -113,6 +115,8 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Memory(command) => memory::run(command, &project).await,
         Command::Bench(command) => bench::run(command, &project).await,
         Command::Trust(_) => unreachable!("handled before the project is loaded"),
+        Command::Hooks(command) => hooks::run(command, &project).await,
+        Command::Skills(command) => skills::run(command, &project).await,
         Command::Config(command) => config::run(command, &project, &origin).await,
         Command::Doctor(args) => doctor::run(args, &project).await,
         Command::Db(_) => unreachable!("handled before the project is loaded"),

@@ -49,6 +49,7 @@ pub(crate) async fn run(args: RunArgs, project: &Host) -> anyhow::Result<ExitCod
     };
     let result = agent.statement(&args.prompt, &cancel, &sink).await;
     interrupt.abort();
+    agent.end_session("other", &sink).await;
     let report = result?;
     if !json_output {
         let mut out = std::io::stdout().lock();

@@ -433,6 +433,7 @@ fn tools_list_shows_where_each_tool_comes_from() {
         process       Manage processes started with `bash` and `background: true` …  builtin
         read          Read a file: its lines numbered from `offset` (1-based), at …  builtin
         search        Search the web or the news: up to max_results results with t…  builtin
+        skill         Load a skill listed in the system prompt: its instructions, …  builtin
         sys_only      Says where it lives                                            system <dir>/libexec/sys-only
         where         Says where it lives                                            project .agents/tools/where-tool
         write         Create a file, or replace one whole, with `content` exactly …  builtin

@@ -136,6 +136,7 @@ fn mcp_serve_tells_clients_when_external_tools_change() {
             "process",
             "read",
             "search",
+            "skill",
             "write"
         ]
     );
@@ -174,6 +175,7 @@ fn mcp_serve_tells_clients_when_external_tools_change() {
             "process",
             "read",
             "search",
+            "skill",
             "write"
         ]
     );

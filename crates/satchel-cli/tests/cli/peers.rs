@@ -171,6 +171,7 @@ fn python_sdk_client_lists_and_calls_satchel_tools() {
             "read",
             "search",
             "shout",
+            "skill",
             "write"
         ]
     );

@@ -37,7 +37,7 @@ fn tools_prompt_shows_the_compact_text_with_its_token_count() {
     );
     let last = text.lines().find(|l| l.contains(" tokens for ")).unwrap();
     assert!(
-        last.contains("tokens for 12 tools")
+        last.contains("tokens for 13 tools")
             && last.contains("prompted for gemma3:27b (openai), counted with cl100k_base"),
         "{last}"
     );
@@ -60,6 +60,7 @@ fn tools_prompt_shows_the_compact_text_with_its_token_count() {
             "process",
             "read",
             "search",
+            "skill",
             "write"
         ])
     );
@@ -158,6 +159,7 @@ fn tools_prompt_includes_external_tools_unless_builtin() {
             "process",
             "read",
             "search",
+            "skill",
             "write"
         ])
     );
@@ -182,7 +184,8 @@ fn tools_prompt_includes_external_tools_unless_builtin() {
             "glob",
             "grep",
             "fetch",
-            "process"
+            "process",
+            "skill"
         ])
     );
 }
@@ -198,7 +201,7 @@ fn tools_prompt_compare_prints_the_table() {
     assert!(output.status.success(), "{}", stderr(&output));
     let table = String::from_utf8(output.stdout).unwrap();
     for label in [
-        "12 tools: bash, code, conversation, memory, search, read, write, edit, glob, grep, fetch, process",
+        "13 tools: bash, code, conversation, memory, search, read, write, edit, glob, grep, fetch, process, skill",
         "prompted, compact (with instruction)",
         "native, OpenAI tools JSON",
         "native, Anthropic tools JSON",

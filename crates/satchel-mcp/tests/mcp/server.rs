@@ -198,6 +198,7 @@ async fn lists_every_tool_with_schemas_and_annotations() {
                 "process",
                 "read",
                 "search",
+                "skill",
                 "write"
             ]
         );
@@ -352,6 +353,7 @@ async fn registry_changes_notify_the_client() {
                 "process",
                 "read",
                 "search",
+                "skill",
                 "write"
             ]
         );

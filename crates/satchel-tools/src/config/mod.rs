@@ -65,6 +65,7 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "rateLimits",
     "maxConcurrentProcesses",
     "processWaitMs",
+    "hooks",
 ];
 
 /// Configuration that cannot be used. Callers stop at start-up; a reload

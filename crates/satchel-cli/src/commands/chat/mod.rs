@@ -59,6 +59,8 @@ pub(crate) async fn run(args: ChatArgs, project: &Host) -> anyhow::Result<ExitCo
             .unwrap_or_else(|p| p.into_inner())
             .load_history(path);
     }
+    // Before anything runs: the project's hooks the user has not approved.
+    super::hooks::ask_to_approve(project)?;
     let screen = SharedScreen::new(color);
     let consent = Arc::new(TerminalConsent::new(
         editor.clone(),
@@ -119,6 +121,11 @@ pub(crate) async fn run(args: ChatArgs, project: &Host) -> anyhow::Result<ExitCo
         }
         statement(line, &mut agent, &screen, &consent).await;
     }
+    let sink = {
+        let screen = screen.clone();
+        move |event: AgentEvent| screen.show(event)
+    };
+    agent.end_session("prompt_input_exit", &sink).await;
     spinner.abort();
     project.close().await;
     Ok(ExitCode::SUCCESS)
@@ -378,6 +385,11 @@ async fn slash(
             if let Some(old) = agent.conversation_id().map(str::to_owned) {
                 project.processes.end_owner(&old).await;
             }
+            let sink = {
+                let screen = screen.clone();
+                move |event: AgentEvent| screen.show(event)
+            };
+            agent.end_session("clear", &sink).await;
             agent.new_conversation();
             consent.forget();
             if !rest.is_empty() {
