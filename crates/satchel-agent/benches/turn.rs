@@ -139,13 +139,14 @@ fn main() {
             let next = statement(seq).turns[0].clone();
             transcript.statements.last_mut().unwrap().turns.push(next);
         }
-        let history = transcript.history(system, 500, Phase::InStatement);
+        let shape = satchel_agent::AgentConfig::default().history_shape();
+        let history = transcript.history(system, shape, Phase::InStatement);
         let started = Instant::now();
         black_box(serde_json::to_vec(&(&history, &specs)).unwrap());
         let baseline_time = started.elapsed();
 
         let started = Instant::now();
-        let history = transcript.history(system, 500, Phase::InStatement);
+        let history = transcript.history(system, shape, Phase::InStatement);
         let built = started.elapsed();
         let request = ChatRequest::new(&history, &specs);
         let prepared = provider.prepare(&request, Mode::Stream).unwrap();
