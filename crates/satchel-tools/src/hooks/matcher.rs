@@ -64,7 +64,7 @@ pub fn matches(matcher: &str, names: &[&str]) -> bool {
     if is_plain(matcher) {
         return matcher
             .split('|')
-            .any(|wanted| names.iter().any(|name| *name == wanted));
+            .any(|wanted| names.contains(&wanted));
     }
     match Regex::new(matcher) {
         Ok(pattern) => names.iter().any(|name| pattern.is_match(name)),
