@@ -56,6 +56,10 @@ class Model(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if "messages" not in body:
+            self.send_response(404)
+            self.end_headers()
+            return
         done = sum(1 for m in body["messages"] if m.get("role") == "tool")
         if done < CALLS:
             message = {"role": "assistant", "content": None, "tool_calls": [{
@@ -179,7 +183,12 @@ def main():
             plain += run_calls(binary, plain_cwd, plain_env)
             hooked += run_calls(binary, hooked_cwd, hooked_env)
             spawn += hook_process(CALLS)
+        audit = subprocess.run([binary, "audit", "--json", "--limit", "100000"], cwd=hooked_cwd,
+                               env=hooked_env, capture_output=True, text=True, check=True)
+        hook_runs = [row["duration_us"] / 1000 for row in json.loads(audit.stdout)
+                     if row["tool"].startswith("hook:")]
         p_plain, p_hooked, p_spawn = (statistics.median(x) for x in (plain, hooked, spawn))
+        p_run = statistics.median(hook_runs)
         added = p_hooked - p_plain
         per_hook = added / 2
 
@@ -198,6 +207,8 @@ def main():
     print(f"{'tool call, PreToolUse + PostToolUse (cat > /dev/null)':56} {p_hooked:8.2f} {p_hooked / p_plain:7.2f}")
     print(f"{'  added per call':56} {added:8.2f}")
     print(f"{'  added per hook':56} {per_hook:8.2f}")
+    print(f"{'  of which the hook process, as Satchel timed it':56} {p_run:8.2f}")
+    print(f"{'  the rest (input, matching, sandbox setup, audit row)':56} {per_hook - p_run:8.2f}")
     print(f"{'hook process alone: sh -c cat (spawned from Python)':56} {p_spawn:8.2f}")
     print(f"{'added per hook / hook process start-up (target <= 1.5)':56} {'':8} {per_hook / p_spawn:7.2f}")
     print()

@@ -62,9 +62,7 @@ pub fn matches(matcher: &str, names: &[&str]) -> bool {
         return true;
     }
     if is_plain(matcher) {
-        return matcher
-            .split('|')
-            .any(|wanted| names.iter().any(|name| *name == wanted));
+        return matcher.split('|').any(|wanted| names.contains(&wanted));
     }
     match Regex::new(matcher) {
         Ok(pattern) => names.iter().any(|name| pattern.is_match(name)),
