@@ -15,7 +15,6 @@
 //! [`crate::http`]) and storage (the observer is the hook).
 
 use std::collections::VecDeque;
-use std::os::fd::AsFd;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,7 +35,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::task_manager::TaskManager;
-use rmcp::{ServerHandler, ServiceExt};
+use rmcp::ServerHandler;
 use satchel_core::{ErrorCode, ToolCall};
 use satchel_tools::policy::{Policy, Verdict};
 
@@ -47,19 +46,19 @@ use satchel_tools::{
     observed_dispatch,
 };
 use serde_json::Value;
-use tokio::net::unix::pipe;
 use tokio_util::sync::CancellationToken;
 
-use crate::McpError;
 use crate::consent::{Answered, ClientConsent, StateSeal};
 use crate::convert::{ServedSchema, to_call_tool_result, to_mcp_tool};
 
 mod roots;
 mod session;
+mod stdio;
 mod subscriptions;
 mod tasks;
 
 pub use session::{PerSession, SessionEnd};
+pub use stdio::serve_stdio;
 
 use subscriptions::{SessionSubscriptions, Watched};
 
@@ -783,57 +782,6 @@ impl SatchelServer {
         }
         Ok(ConsentRoute::Dispatch(Arc::new(NonInteractive)))
     }
-}
-
-/// Serves `server` over this process's stdin and stdout until the client
-/// disconnects or `shutdown` fires.
-///
-/// When stdin and stdout are pipes (as MCP clients start servers), they
-/// are read and written through the event loop; otherwise through Tokio's
-/// blocking stdio, which hands every read to a helper thread.
-///
-/// # Caveats
-/// Stdout carries the protocol only: nothing else in the process may print
-/// to it while this runs (log to stderr). Pipes are switched to
-/// non-blocking mode. Calls still running when the client goes away are
-/// cancelled with their futures, which stops their process groups.
-pub async fn serve_stdio<S: ServerHandler>(
-    server: S,
-    shutdown: CancellationToken,
-) -> Result<(), McpError> {
-    let running = match stdio_pipes() {
-        Some(pipes) => server.serve_with_ct(pipes, shutdown).await,
-        None => {
-            server
-                .serve_with_ct((tokio::io::stdin(), tokio::io::stdout()), shutdown)
-                .await
-        }
-    }
-    .map_err(|error| McpError::Serve(error.to_string()))?;
-    running
-        .waiting()
-        .await
-        .map_err(|error| McpError::Serve(error.to_string()))?;
-    Ok(())
-}
-
-/// Stdin and stdout as event-loop pipes, when both are pipes (checked
-/// first, so a fallback never meets a descriptor made non-blocking).
-fn stdio_pipes() -> Option<(pipe::Receiver, pipe::Sender)> {
-    let is_pipe = |fd: std::os::fd::BorrowedFd<'_>| {
-        rustix::fs::fstat(fd).is_ok_and(|stat| {
-            rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Fifo
-        })
-    };
-    let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
-    if !(is_pipe(stdin.as_fd()) && is_pipe(stdout.as_fd())) {
-        return None;
-    }
-    let stdin = stdin.as_fd().try_clone_to_owned().ok()?;
-    let stdout = stdout.as_fd().try_clone_to_owned().ok()?;
-    let receiver = pipe::Receiver::from_owned_fd(stdin).ok()?;
-    let sender = pipe::Sender::from_owned_fd(stdout).ok()?;
-    Some((receiver, sender))
 }
 
 /// Who a call comes from, and what that client can take: its

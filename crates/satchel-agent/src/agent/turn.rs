@@ -35,12 +35,14 @@ use super::side_requests::{
     SidePlan, SidePrefix, SideResult, side_in_parallel, spawn_side_requests,
 };
 use super::streak::{
-    Adjust, Failure, Streak, adjustment, give_up_message, input_failure, reply_failure,
+    Adjust, Failure, Streak, input_failure, reply_failure,
 };
 use super::tool_calls::{
     CallSetting, fit_results, native_results, prompted_results, room_for_results, text_trigger,
 };
 use super::{Agent, AgentError, Outcome, StatementReport};
+
+mod failing;
 use crate::history::{CallRecord, StatementRecord, TurnRecord, text_of};
 use crate::telemetry::{self, ChatSpan, ContentPolicy};
 use crate::{AgentEvent, EventSink, Feedback, Snapshot};
@@ -499,115 +501,6 @@ impl Agent {
         Ok(Ok(prepared))
     }
 
-    /// Ends the statement as failed with `message`, logged as its error.
-    async fn fail_statement(&mut self, run: &mut Run, message: &str) -> Result<(), AgentError> {
-        self.log(
-            &run.statement.conversation_id,
-            &run.statement.id,
-            LogKind::Error,
-            message,
-        )
-        .await?;
-        run.report.outcome = Outcome::Failed(message.to_owned());
-        Ok(())
-    }
-
-    /// The same failure came as often in a row as it may
-    /// ([`Failure::give_up_at`]): the turn is
-    /// kept (without calls, none of which runs) and the statement fails
-    /// with what happened and what to change.
-    async fn give_up(
-        &mut self,
-        run: &mut Run,
-        turn: &Turn,
-        answer: Answer,
-    ) -> Result<(), AgentError> {
-        let Some(failure) = run.streak.last().cloned() else {
-            return Ok(());
-        };
-        let parts = answer
-            .parts
-            .into_iter()
-            .filter(|p| !matches!(p, AssistantPart::ToolCall(_)))
-            .collect();
-        self.finish_turn(
-            &run.statement.conversation_id,
-            &run.statement.id,
-            turn.number,
-            TurnRecord {
-                assistant: parts,
-                raw_reply: answer.raw_reply,
-                ..TurnRecord::default()
-            },
-        )
-        .await?;
-        let message = give_up_message(&failure, turn.provider.config());
-        self.fail_statement(run, &message).await
-    }
-
-    /// After a turn that failed as the one before may have: the third time
-    /// in a row ends the statement (true); the second changes the next
-    /// turn ([`adjustment`]), and says so.
-    async fn after_failure(
-        &mut self,
-        run: &mut Run,
-        turn: &Turn,
-        estimate: &satchel_llm::TokenEstimate,
-        sink: &dyn EventSink,
-    ) -> Result<bool, AgentError> {
-        let Some(failure) = run.streak.last().cloned() else {
-            return Ok(false);
-        };
-        let config = turn.provider.config();
-        if run.streak.count() >= failure.give_up_at() {
-            let message = give_up_message(&failure, config);
-            self.fail_statement(run, &message).await?;
-            return Ok(true);
-        }
-        if run.streak.count() < failure.adjust_at() {
-            run.adjust = Adjust::None;
-            return Ok(false);
-        }
-        let prompt = calibrated_total(estimate, self.calibration());
-        let room = u64::from(config.context_window).saturating_sub(prompt + MIN_ANSWER_ROOM);
-        run.adjust = adjustment(&failure, config, room);
-        let what = match &failure {
-            Failure::CutOff { looping: true } => {
-                "the reply was cut off at the output limit while it repeated itself"
-            }
-            Failure::CutOff { looping: false } => "the reply was cut off at the output limit",
-            Failure::Unreadable(_) => "the reply could not be read",
-            Failure::InvalidInput { .. } => "the same tool call was refused as invalid",
-            Failure::Repeated { error: Some(_), .. } => "the same tool call failed the same way",
-            Failure::Repeated { error: None, .. } => "the same tool call gave the same result",
-        };
-        let change = match &run.adjust {
-            Adjust::MoreOutput(max) => format!("the next reply may take {max} tokens"),
-            Adjust::AnswerOnly => "the next reply is asked for the answer alone".to_owned(),
-            Adjust::OnlyTools(names) => format!("the next turn offers only {}", names.join(", ")),
-            Adjust::None => "nothing changes".to_owned(),
-        };
-        let times = match run.streak.count() {
-            1 => String::new(),
-            2 => " twice in a row".to_owned(),
-            n => format!(" {n} times in a row"),
-        };
-        let end = match failure.give_up_at().saturating_sub(run.streak.count()) {
-            1 => "once more ends the statement".to_owned(),
-            n => format!("{n} more times in a row end the statement"),
-        };
-        let note = format!("{what}{times}: {change}; {end}");
-        sink.emit(AgentEvent::Notice(note.clone()));
-        self.log(
-            &run.statement.conversation_id,
-            &run.statement.id,
-            LogKind::Auxiliary,
-            &note,
-        )
-        .await?;
-        Ok(false)
-    }
-
     /// Sends the turn's request and streams the answer, recording the call
     /// and logging each retry the client made. A prompted request whose
     /// reply schema the server refuses (`constrainedReplies: auto`) is sent
@@ -702,53 +595,6 @@ impl Agent {
                 .await?;
         }
         Ok(result)
-    }
-
-    /// The model failed or the user interrupted the answer: what had
-    /// arrived is kept in the history, marked as cut off and without its
-    /// unfinished calls (none of which runs); the log says why it ended.
-    async fn stop_on_model_error(
-        &mut self,
-        run: &mut Run,
-        turn: u32,
-        error: &LlmError,
-    ) -> Result<(), AgentError> {
-        let (conversation_id, statement_id) = (&run.statement.conversation_id, &run.statement.id);
-        let outcome = match error {
-            LlmError::Cancelled => Outcome::Cancelled,
-            other => Outcome::Failed(other.to_string()),
-        };
-        if let Some(partial) = error.partial_response() {
-            // Keep what arrived, marked, without its unfinished calls.
-            let mut parts: Vec<AssistantPart> = partial
-                .content
-                .iter()
-                .filter(|p| !matches!(p, AssistantPart::ToolCall(_)))
-                .cloned()
-                .collect();
-            parts.push(AssistantPart::Text {
-                text: CUT_OFF_MARK.into(),
-            });
-            run.report.answer = partial.text();
-            self.finish_turn(
-                conversation_id,
-                statement_id,
-                turn,
-                TurnRecord {
-                    assistant: parts,
-                    ..TurnRecord::default()
-                },
-            )
-            .await?;
-        }
-        let message = match &outcome {
-            Outcome::Cancelled => "interrupted by the user".to_owned(),
-            _ => error.to_string(),
-        };
-        self.log(conversation_id, statement_id, LogKind::Error, &message)
-            .await?;
-        run.report.outcome = outcome;
-        Ok(())
     }
 
     /// The final answer is in: the server is free for the side requests
