@@ -20,7 +20,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use satchel_agent::history::{CallRecord, StatementRecord, TurnRecord};
-use satchel_agent::{Phase, Transcript};
+use satchel_agent::{AgentConfig, Phase, Transcript};
 use satchel_core::{AssistantPart, Content, Message, ToolCall, ToolOutput, ToolResults, ToolSpec};
 use satchel_llm::{ChatRequest, LlmConfig, Mode, connect};
 use satchel_store::{
@@ -139,14 +139,21 @@ fn main() {
             let next = statement(seq).turns[0].clone();
             transcript.statements.last_mut().unwrap().turns.push(next);
         }
-        let shape = satchel_agent::AgentConfig::default().history_shape();
-        let history = transcript.history(system, shape, Phase::InStatement);
+        let history = transcript.history(
+            system,
+            AgentConfig::default().history_shape(),
+            Phase::InStatement,
+        );
         let started = Instant::now();
         black_box(serde_json::to_vec(&(&history, &specs)).unwrap());
         let baseline_time = started.elapsed();
 
         let started = Instant::now();
-        let history = transcript.history(system, shape, Phase::InStatement);
+        let history = transcript.history(
+            system,
+            AgentConfig::default().history_shape(),
+            Phase::InStatement,
+        );
         let built = started.elapsed();
         let request = ChatRequest::new(&history, &specs);
         let prepared = provider.prepare(&request, Mode::Stream).unwrap();

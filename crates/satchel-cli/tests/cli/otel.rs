@@ -210,7 +210,10 @@ fn a_run_with_one_tool_call_exports_one_trace_with_the_genai_conventions() {
                 attr(chat, "gen_ai.usage.input_tokens").as_i64().unwrap() > 0,
                 "{chat}"
             );
-            assert!(attr(chat, "gen_ai.usage.output_tokens").as_i64().unwrap() > 0, "{chat}");
+            assert!(
+                attr(chat, "gen_ai.usage.output_tokens").as_i64().unwrap() > 0,
+                "{chat}"
+            );
             assert!(
                 attr(chat, "gen_ai.usage.cache_read.input_tokens").is_i64(),
                 "{chat}"
