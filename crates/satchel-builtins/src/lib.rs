@@ -143,7 +143,7 @@ mod tests {
     #[test]
     fn every_builtin_schema_compiles() {
         let tools = builtin_tools(&BuiltinDeps::default());
-        assert_eq!(tools.len(), 14);
+        assert_eq!(tools.len(), 15);
         let mut registry = Registry::new();
         for tool in tools {
             let name = tool.spec().name.clone();
