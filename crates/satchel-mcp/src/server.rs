@@ -24,6 +24,7 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use opentelemetry::context::FutureExt as _;
 use rmcp::ErrorData;
+use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestMethod,
     CompleteRequestParams, CompleteResult, GetTaskParams, GetTaskResult, Implementation,
@@ -35,7 +36,6 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::task_manager::TaskManager;
-use rmcp::ServerHandler;
 use satchel_core::{ErrorCode, ToolCall};
 use satchel_tools::policy::{Policy, Verdict};
 

@@ -199,11 +199,10 @@ impl Agent {
             Some(conversation) => conversation,
             None => &mut empty,
         };
-        let history = conversation.transcript.history(
-            &system,
-            snapshot.agent.history_shape(),
-            Phase::Idle,
-        );
+        let history =
+            conversation
+                .transcript
+                .history(&system, snapshot.agent.history_shape(), Phase::Idle);
         let request = ChatRequest::new(&history, &specs);
         let prepared = provider.prepare(&request, Mode::Stream)?;
         let encoding = provider.config().encoding;

@@ -115,7 +115,7 @@ impl Agent {
                     background: false,
                     writable_roots: None,
                 };
-                self.run_one(registry, snapshot, &hooks, call, ctx, sink, (otel, content))
+                self.run_one(registry, snapshot, call, ctx, sink, (&hooks, otel, content))
             });
             for (index, done) in wave.iter().zip(join_all(runs).await) {
                 finished[*index] = Some(done);
@@ -130,11 +130,10 @@ impl Agent {
         &self,
         registry: &Registry,
         snapshot: &Snapshot,
-        hooks: &HookContext,
         planned: &Planned,
         ctx: ToolContext,
         sink: &dyn EventSink,
-        (otel, content): (&opentelemetry::Context, &ContentPolicy),
+        (hooks, otel, content): (&HookContext, &opentelemetry::Context, &ContentPolicy),
     ) -> Finished {
         let mut call = planned.call.clone();
         let span = telemetry::start_tool(otel, &call, content);

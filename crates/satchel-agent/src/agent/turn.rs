@@ -34,9 +34,7 @@ use super::recording::stop_reason_name;
 use super::side_requests::{
     SidePlan, SidePrefix, SideResult, side_in_parallel, spawn_side_requests,
 };
-use super::streak::{
-    Adjust, Failure, Streak, input_failure, reply_failure,
-};
+use super::streak::{Adjust, Failure, Streak, input_failure, reply_failure};
 use super::tool_calls::{
     CallSetting, fit_results, native_results, prompted_results, room_for_results, text_trigger,
 };

@@ -17,7 +17,11 @@ use crate::{AgentEvent, EventSink};
 
 impl Agent {
     /// Ends the statement as failed with `message`, logged as its error.
-    pub(super) async fn fail_statement(&mut self, run: &mut Run, message: &str) -> Result<(), AgentError> {
+    pub(super) async fn fail_statement(
+        &mut self,
+        run: &mut Run,
+        message: &str,
+    ) -> Result<(), AgentError> {
         self.log(
             &run.statement.conversation_id,
             &run.statement.id,
