@@ -171,7 +171,8 @@ impl Agent {
 }
 
 /// Streams one answer, passing text and thinking to `sink`; each retry of
-/// the request is told to `sink` and described in `retries`, for the log.
+/// the request, and a reply stopped because it repeated itself, is told to
+/// `sink` and described in `retries`, for the log.
 pub(super) async fn stream_answer(
     provider: &dyn Provider,
     prepared: &PreparedRequest,
@@ -202,10 +203,12 @@ pub(super) async fn stream_answer(
                     judged = text.len();
                     if looping_early(&text) {
                         request.cancel();
-                        sink.emit(AgentEvent::Notice(format!(
+                        let note = format!(
                             "the reply was stopped after {} bytes: it was repeating itself",
                             text.len()
-                        )));
+                        );
+                        sink.emit(AgentEvent::Notice(note.clone()));
+                        retries.push(note);
                         return Ok(stopped_reply(prepared, text));
                     }
                 }

@@ -726,14 +726,7 @@ impl Agent {
             run.stop_blocks,
             super::hooks::MAX_STOP_BLOCKS
         );
-        sink.emit(AgentEvent::Notice(note.clone()));
-        self.log(
-            &run.statement.conversation_id,
-            &run.statement.id,
-            LogKind::Auxiliary,
-            &note,
-        )
-        .await?;
+        self.tell(run, &note, sink).await?;
         self.finish_turn(
             &run.statement.conversation_id,
             &run.statement.id,

@@ -38,15 +38,9 @@ pub(crate) fn connect_and_send(channel: libc::c_int, port: u16) -> io::Result<()
             return Err(io::Error::last_os_error());
         }
         let mut byte = [0u8; 1];
-        let mut iov = libc::iovec {
-            iov_base: byte.as_mut_ptr().cast(),
-            iov_len: 1,
-        };
+        let mut iov = one_byte(&mut byte);
         let mut control = Control([0; 64]);
-        let mut message: libc::msghdr = std::mem::zeroed();
-        message.msg_iov = &raw mut iov;
-        message.msg_iovlen = 1;
-        message.msg_control = control.0.as_mut_ptr().cast();
+        let mut message = message(&mut iov, &mut control);
         message.msg_controllen = libc::CMSG_SPACE(size_of::<libc::c_int>() as u32) as _;
         let header = libc::CMSG_FIRSTHDR(&raw const message);
         (*header).cmsg_level = libc::SOL_SOCKET;
@@ -67,16 +61,9 @@ pub(crate) fn receive(channel: &UnixDatagram) -> io::Result<OwnedFd> {
     // control message is new to this process and owned from here on.
     unsafe {
         let mut byte = [0u8; 1];
-        let mut iov = libc::iovec {
-            iov_base: byte.as_mut_ptr().cast(),
-            iov_len: 1,
-        };
+        let mut iov = one_byte(&mut byte);
         let mut control = Control([0; 64]);
-        let mut message: libc::msghdr = std::mem::zeroed();
-        message.msg_iov = &raw mut iov;
-        message.msg_iovlen = 1;
-        message.msg_control = control.0.as_mut_ptr().cast();
-        message.msg_controllen = control.0.len() as _;
+        let mut message = message(&mut iov, &mut control);
         if libc::recvmsg(
             channel.as_raw_fd(),
             &raw mut message,
@@ -95,4 +82,24 @@ pub(crate) fn receive(channel: &UnixDatagram) -> io::Result<OwnedFd> {
         let fd = std::ptr::read_unaligned(libc::CMSG_DATA(header).cast::<libc::c_int>());
         Ok(OwnedFd::from_raw_fd(fd))
     }
+}
+
+/// The one byte of payload a message carries beside its descriptor.
+fn one_byte(byte: &mut [u8; 1]) -> libc::iovec {
+    libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    }
+}
+
+/// A message of `iov` with `control` as its whole control buffer; the
+/// pointers are to the caller's storage, which must outlive the message.
+fn message(iov: &mut libc::iovec, control: &mut Control) -> libc::msghdr {
+    // SAFETY: `msghdr` is plain data; all-zero is its empty value.
+    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+    message.msg_iov = std::ptr::from_mut(iov);
+    message.msg_iovlen = 1;
+    message.msg_control = control.0.as_mut_ptr().cast();
+    message.msg_controllen = control.0.len() as _;
+    message
 }

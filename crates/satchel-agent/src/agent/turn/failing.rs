@@ -117,16 +117,27 @@ impl Agent {
             1 => "once more ends the statement".to_owned(),
             n => format!("{n} more times in a row end the statement"),
         };
-        let note = format!("{what}{times}: {change}; {end}");
-        sink.emit(AgentEvent::Notice(note.clone()));
+        self.tell(run, &format!("{what}{times}: {change}; {end}"), sink)
+            .await?;
+        Ok(false)
+    }
+
+    /// `note` shown to the user and kept in the log, as an auxiliary entry
+    /// of the statement.
+    pub(super) async fn tell(
+        &self,
+        run: &Run,
+        note: &str,
+        sink: &dyn EventSink,
+    ) -> Result<(), AgentError> {
+        sink.emit(AgentEvent::Notice(note.to_owned()));
         self.log(
             &run.statement.conversation_id,
             &run.statement.id,
             LogKind::Auxiliary,
-            &note,
+            note,
         )
-        .await?;
-        Ok(false)
+        .await
     }
 
     /// The model failed or the user interrupted the answer: what had
