@@ -236,33 +236,39 @@ impl ProcessTable {
     }
 
     /// Ends every process of `owner` (a conversation or session that
-    /// ended) and forgets them.
+    /// ended) and forgets them. They stay in the table until they are dead,
+    /// so an [`end_all`](Self::end_all) that comes meanwhile (Satchel
+    /// exiting while this runs in a task the runtime drops) still kills
+    /// the ones that outlast their TERM.
     pub async fn end_owner(&self, owner: &str) {
-        let processes: Vec<Arc<BackgroundProcess>> = {
-            let mut entries = lock(&self.entries);
-            let (mine, others): (Vec<Entry>, Vec<Entry>) =
-                entries.drain(..).partition(|e| e.owner == owner);
-            *entries = others;
-            mine.into_iter().map(|e| e.process).collect()
-        };
+        let processes: Vec<Arc<BackgroundProcess>> = lock(&self.entries)
+            .iter()
+            .filter(|e| e.owner == owner)
+            .map(|e| e.process.clone())
+            .collect();
         lock(&self.forwards).close_owner(owner);
         lock(&self.nets).remove(owner);
-        end(processes).await;
+        end(&processes).await;
+        lock(&self.entries).retain(|e| !processes.iter().any(|p| Arc::ptr_eq(p, &e.process)));
     }
 
     /// Ends every process in the table (Satchel is exiting).
     pub async fn end_all(&self) {
-        let processes: Vec<Arc<BackgroundProcess>> =
-            lock(&self.entries).drain(..).map(|e| e.process).collect();
+        let processes: Vec<Arc<BackgroundProcess>> = lock(&self.entries)
+            .iter()
+            .map(|e| e.process.clone())
+            .collect();
         lock(&self.forwards).close_all();
-        end(processes).await;
+        end(&processes).await;
+        lock(&self.entries).clear();
     }
 }
 
 /// Kills processes concurrently: the slowest grace period, not their sum.
-async fn end(processes: Vec<Arc<BackgroundProcess>>) {
+async fn end(processes: &[Arc<BackgroundProcess>]) {
     let kills: Vec<_> = processes
-        .into_iter()
+        .iter()
+        .cloned()
         .map(|process| tokio::spawn(async move { process.kill().await }))
         .collect();
     for kill in kills {

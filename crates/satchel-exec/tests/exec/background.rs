@@ -257,6 +257,34 @@ async fn the_limit_refuses_a_start_and_lists_the_live_ones() {
     assert!(!other.state().is_running());
 }
 
+/// A session's end runs in a task; Satchel exiting meanwhile must still kill
+/// what ignores TERM (the race that left `trap '' TERM` processes alive).
+#[tokio::test]
+async fn an_exit_during_an_owners_end_still_kills_what_ignores_term() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = std::sync::Arc::new(ProcessTable::new(None));
+    let marker = format!("77.{}", std::process::id());
+    let process = table
+        .start(
+            "c1",
+            "stubborn",
+            &bash(&format!("trap '' TERM; sleep {marker}"), dir.path()),
+            false,
+            &config(dir.path()),
+        )
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let ending = tokio::spawn({
+        let table = table.clone();
+        async move { table.end_owner("c1").await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    table.end_all().await;
+    assert!(!process.state().is_running());
+    assert_eq!(running_with(&marker), Vec::<String>::new());
+    ending.abort();
+}
+
 #[tokio::test]
 async fn a_pipe_input_interrupts_and_ends() {
     let dir = tempfile::tempdir().unwrap();
