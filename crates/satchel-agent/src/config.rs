@@ -19,6 +19,9 @@ pub struct AgentConfig {
     /// The current statement's latest turns whose results are sent whole
     /// (`recentToolTurns`; 0: all); see [`crate::history::Shape`].
     pub recent_tool_turns: usize,
+    /// The current statement's latest turns whose text and thinking are
+    /// sent (`recentReasoningTurns`; 0: all); see [`crate::history::Shape`].
+    pub recent_reasoning_turns: usize,
     /// Share of the context window past which old turns are summarised.
     pub context_threshold: f64,
     /// Past statements always kept whole when older ones are summarised.
@@ -54,7 +57,10 @@ pub enum SideTiming {
 
 /// The default of `recentToolTurns`: measured by `satchel bench history`
 /// (bench/history-results.md).
-pub const DEFAULT_RECENT_TOOL_TURNS: usize = 3;
+pub const DEFAULT_RECENT_TOOL_TURNS: usize = 10;
+
+/// The default of `recentReasoningTurns`, measured the same way.
+pub(crate) const DEFAULT_RECENT_REASONING_TURNS: usize = 2;
 
 /// The built-in system prompt.
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are a capable assistant working in the user's project through tools. \
@@ -68,6 +74,7 @@ impl Default for AgentConfig {
             max_turns: 25,
             tool_result_max_length: DEFAULT_TOOL_RESULT_MAX_LENGTH,
             recent_tool_turns: DEFAULT_RECENT_TOOL_TURNS,
+            recent_reasoning_turns: DEFAULT_RECENT_REASONING_TURNS,
             context_threshold: 0.8,
             keep_recent_statements: 2,
             system_prompt: None,
@@ -86,6 +93,7 @@ struct AgentSettings {
     context_threshold: Option<f64>,
     keep_recent_statements: Option<usize>,
     recent_tool_turns: Option<usize>,
+    recent_reasoning_turns: Option<usize>,
     system_prompt: Option<String>,
     side_requests: Option<bool>,
     side_request_timing: Option<SideTiming>,
@@ -124,12 +132,13 @@ fn tool_index(
 }
 
 impl AgentConfig {
-    /// How the history keeps results, from `toolResultMaxLength` and
-    /// `recentToolTurns`.
+    /// How the history keeps older turns, from `toolResultMaxLength`,
+    /// `recentToolTurns` and `recentReasoningTurns`.
     pub fn history_shape(&self) -> crate::history::Shape {
         crate::history::Shape {
             result_chars: self.tool_result_max_length,
             recent_turns: self.recent_tool_turns,
+            reasoning_turns: self.recent_reasoning_turns,
         }
     }
 
@@ -153,6 +162,7 @@ impl AgentConfig {
             "contextThreshold",
             "keepRecentStatements",
             "recentToolTurns",
+            "recentReasoningTurns",
             "systemPrompt",
             "sideRequests",
             "sideRequestTiming",
@@ -171,6 +181,9 @@ impl AgentConfig {
                         .or(single.keep_recent_statements);
                     parsed.recent_tool_turns =
                         parsed.recent_tool_turns.or(single.recent_tool_turns);
+                    parsed.recent_reasoning_turns = parsed
+                        .recent_reasoning_turns
+                        .or(single.recent_reasoning_turns);
                     parsed.system_prompt = parsed.system_prompt.or(single.system_prompt);
                     parsed.side_requests = parsed.side_requests.or(single.side_requests);
                     parsed.side_request_timing =
@@ -210,6 +223,9 @@ impl AgentConfig {
         }
         if let Some(turns) = parsed.recent_tool_turns {
             config.recent_tool_turns = turns;
+        }
+        if let Some(turns) = parsed.recent_reasoning_turns {
+            config.recent_reasoning_turns = turns;
         }
         config.system_prompt = parsed.system_prompt;
         if let Some(side) = parsed.side_requests {

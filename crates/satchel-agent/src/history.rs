@@ -5,12 +5,19 @@
 //! message with each turn's text followed by a `[Tool: ...] → result` line
 //! per call, the result cut to `toolResultMaxLength`; thinking is dropped.
 //! The statement in progress goes native: assistant messages with their
-//! tool calls (thinking included, as Anthropic requires within a tool
-//! loop) and tool-result messages as they were sent, except that the
-//! results of its older turns are cut to `toolResultMaxLength` like a past
-//! statement's ([`Shape::recent_turns`]: the latest turns stay whole, and
-//! the cut moves in steps of that many turns, so the prefix a provider
-//! caches changes once per step, not every turn). Statements already
+//! tool calls and tool-result messages as they were sent, except for its
+//! older turns ([`Shape`], measured by `satchel bench history` on a real
+//! 97-turn session, bench/history-results.md):
+//! - a result older than the latest `recentToolTurns` turns is replaced by
+//!   a one-line placeholder (observation masking);
+//! - the text and thinking of a turn older than the latest
+//!   `recentReasoningTurns` turns are left out; its calls stay, so what was
+//!   done is still there, not why;
+//! - a result whose call (same tool, same input) ran again in a later turn
+//!   points to the newer one (unless `recentToolTurns` is 0: all whole).
+//!
+//! Both windows move in steps of their size, so the prefix a provider
+//! caches changes once per step, not every turn. Statements already
 //! summarised are replaced by their summary.
 //!
 //! The names the stored history rows use ([`SUMMARY_ROLE`],
@@ -22,7 +29,7 @@ use std::collections::HashMap;
 use satchel_core::{
     AssistantPart, Content, Message, ToolCall, ToolOutput, ToolResult, ToolResults,
 };
-use satchel_tools::format::{cut_chars, past_result};
+use satchel_tools::format::cut_chars;
 
 use crate::summary::tool_call_line;
 
@@ -90,27 +97,43 @@ pub struct Transcript {
     rendered: HashMap<u32, (usize, usize, String)>,
 }
 
-/// How much of each result the history keeps.
+/// How much of each older turn the history keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shape {
-    /// Characters of a result kept in past statements and in the older
-    /// turns of the current one (`toolResultMaxLength`).
+    /// Characters of a result kept in past statements
+    /// (`toolResultMaxLength`).
     pub result_chars: usize,
     /// The current statement's latest turns whose results go whole
     /// (`recentToolTurns`; 0: every turn whole). Between this many and
-    /// twice as many less one stay whole: older turns are cut a step of
+    /// twice as many less one stay whole: older turns are masked a step of
     /// this many turns at a time.
     pub recent_turns: usize,
+    /// The current statement's latest turns whose text and thinking go
+    /// (`recentReasoningTurns`; 0: every turn's), in steps like
+    /// `recent_turns`.
+    pub reasoning_turns: usize,
 }
 
 impl Shape {
-    /// How many of a statement's first `turns` turns have their results cut.
+    /// How many of a statement's first `turns` turns have their results
+    /// masked.
     pub fn cut_turns(&self, turns: usize) -> usize {
-        if self.recent_turns == 0 || turns < 2 * self.recent_turns {
-            return 0;
-        }
-        (turns - self.recent_turns) / self.recent_turns * self.recent_turns
+        stepped(self.recent_turns, turns)
     }
+
+    /// How many of a statement's first `turns` turns have their reasoning
+    /// left out.
+    pub fn quiet_turns(&self, turns: usize) -> usize {
+        stepped(self.reasoning_turns, turns)
+    }
+}
+
+/// The turns before a window of `window` to `2 × window - 1` latest ones.
+fn stepped(window: usize, turns: usize) -> usize {
+    if window == 0 || turns < 2 * window {
+        return 0;
+    }
+    (turns - window) / window * window
 }
 
 /// Whether the last statement is still being answered.
@@ -170,19 +193,26 @@ impl Transcript {
             messages.push(Message::User {
                 content: statement.user.clone(),
             });
-            let cut = shape.cut_turns(statement.turns.len());
+            let turns = statement.turns.len();
+            let (cut, quiet) = (shape.cut_turns(turns), shape.quiet_turns(turns));
+            let newer = if shape.recent_turns == 0 {
+                HashMap::new()
+            } else {
+                newer_runs(&statement.turns)
+            };
             for (index, turn) in statement.turns.iter().enumerate() {
                 messages.push(match &turn.raw_reply {
                     Some(raw) => Message::assistant(raw.clone()),
+                    None if index < quiet => Message::Assistant {
+                        content: without_reasoning(&turn.assistant),
+                    },
                     None => Message::Assistant {
                         content: turn.assistant.clone(),
                     },
                 });
-                if index < cut {
-                    messages.extend(cut_results(turn, max_result_chars));
-                } else {
-                    messages.extend(turn.sent_results.iter().cloned());
-                }
+                messages.extend(turn.sent_results.iter().map(|message| {
+                    older_result(message, newer.get(&(index, call_id(message))), index < cut)
+                }));
             }
         }
         messages
@@ -195,34 +225,84 @@ impl Transcript {
     }
 }
 
-/// An older turn's results as they are sent once cut: each call's result
-/// cut to `max_chars` as in a past statement (the feedback block left out:
-/// the latest results carry a newer one); a prompted-mode message of
-/// results, which is text, cut the same way.
-fn cut_results(turn: &TurnRecord, max_chars: usize) -> Vec<Message> {
-    turn.sent_results
+/// A turn's calls without its text and thinking; a turn with no call (a
+/// reply the loop answered) keeps its text.
+fn without_reasoning(parts: &[AssistantPart]) -> Vec<AssistantPart> {
+    let calls: Vec<AssistantPart> = parts
         .iter()
-        .map(|message| match message {
-            Message::Tool(result) => {
-                let text = turn
-                    .calls
-                    .iter()
-                    .find(|record| record.call.id == result.call_id)
-                    .map_or_else(
-                        || cut_chars(&result.content.to_text(), max_chars),
-                        |record| past_result(&record.output, max_chars),
-                    );
-                Message::Tool(ToolResult {
-                    call_id: result.call_id.clone(),
-                    content: ToolResults::Text(text),
-                    is_error: result.is_error,
-                })
-            }
-            Message::User { content } => Message::user(cut_chars(&user_text(content), max_chars)),
-            other => other.clone(),
-        })
-        .collect()
+        .filter(|part| matches!(part, AssistantPart::ToolCall(_)))
+        .cloned()
+        .collect();
+    if calls.is_empty() {
+        parts.to_vec()
+    } else {
+        calls
+    }
 }
+
+/// The id a tool-result message answers (empty for any other message).
+fn call_id(message: &Message) -> &str {
+    match message {
+        Message::Tool(result) => &result.call_id,
+        _ => "",
+    }
+}
+
+/// For each (turn, call id) whose call (same tool, same input) ran again
+/// later: the last turn it ran in.
+fn newer_runs(turns: &[TurnRecord]) -> HashMap<(usize, &str), usize> {
+    let mut last: HashMap<(&str, String), usize> = HashMap::new();
+    for (index, turn) in turns.iter().enumerate() {
+        for record in &turn.calls {
+            last.insert((&record.call.name, record.call.input.to_string()), index);
+        }
+    }
+    let mut newer = HashMap::new();
+    for (index, turn) in turns.iter().enumerate() {
+        for record in &turn.calls {
+            let key = (record.call.name.as_str(), record.call.input.to_string());
+            if let Some(&later) = last.get(&key).filter(|&&later| later > index) {
+                newer.insert((index, record.call.id.as_str()), later);
+            }
+        }
+    }
+    newer
+}
+
+/// One result message of the statement in progress as it is sent: whole,
+/// pointing to the newer run of the same call, or masked when its turn is
+/// older than the window (the feedback block left out with it: the latest
+/// results carry a newer one).
+fn older_result(message: &Message, newer: Option<&usize>, masked: bool) -> Message {
+    let placeholder = match (message, newer) {
+        (Message::Tool(_), Some(later)) => format!(
+            "[The same call ran again in turn {}: its newer output is there.]",
+            later + 1
+        ),
+        (Message::Tool(result), None) if masked => {
+            let lines = result.content.to_text().lines().count();
+            format!(
+                "[Output of an older turn left out ({lines} lines); run the call again to see it.]"
+            )
+        }
+        (Message::User { content }, _) if masked => {
+            return Message::user(cut_chars(&user_text(content), OLDER_TEXT_CHARS));
+        }
+        _ => return message.clone(),
+    };
+    let Message::Tool(result) = message else {
+        return message.clone();
+    };
+    Message::Tool(ToolResult {
+        call_id: result.call_id.clone(),
+        content: ToolResults::Text(placeholder),
+        is_error: result.is_error,
+    })
+}
+
+/// Characters kept of a prompted-mode message of results (text, not
+/// result messages) in an older turn.
+const OLDER_TEXT_CHARS: usize = 200;
 
 /// The system message that carries a summary of older statements.
 pub fn summary_message(text: &str) -> String {
@@ -293,6 +373,7 @@ mod tests {
         Shape {
             result_chars,
             recent_turns: 0,
+            reasoning_turns: 0,
         }
     }
 
@@ -359,53 +440,102 @@ mod tests {
         assert_eq!(idle.len(), 1 + 4);
     }
 
-    #[test]
-    fn older_turns_of_the_current_statement_have_their_results_cut_a_step_at_a_time() {
-        let long = "y".repeat(100);
-        let turn = |n: usize| {
-            let call = ToolCall {
-                id: format!("t{n}"),
-                name: "bash".into(),
-                input: json!({"command": "ls"}),
-            };
-            let output = ToolOutput::success(ToolResults::Text(format!("{n}{long}")), "ran");
-            TurnRecord {
-                assistant: vec![AssistantPart::ToolCall(call.clone())],
-                sent_results: vec![Message::tool_result(&call.id, &output)],
-                calls: vec![CallRecord { call, output }],
-                raw_reply: None,
-            }
+    /// A turn that thinks `n`, runs `command` and reads a long result.
+    fn turn(n: usize, command: &str) -> TurnRecord {
+        let call = ToolCall {
+            id: format!("t{n}"),
+            name: "bash".into(),
+            input: json!({ "command": command }),
         };
+        let output =
+            ToolOutput::success(ToolResults::Text(format!("{n}{}", "y".repeat(100))), "ran");
+        TurnRecord {
+            assistant: vec![
+                AssistantPart::Text {
+                    text: format!("thought {n}"),
+                },
+                AssistantPart::ToolCall(call.clone()),
+            ],
+            sent_results: vec![Message::tool_result(&call.id, &output)],
+            calls: vec![CallRecord { call, output }],
+            raw_reply: None,
+        }
+    }
+
+    /// The results and the assistants' texts sent for `turns` under `shape`.
+    fn sent(turns: Vec<TurnRecord>, shape: Shape) -> (Vec<String>, Vec<String>) {
+        let mut transcript = Transcript::from_statements(vec![StatementRecord {
+            seq: 1,
+            user: vec![Content::Text { text: "go".into() }],
+            turns,
+        }]);
+        let mut results = Vec::new();
+        let mut texts = Vec::new();
+        for message in transcript.history("sys", shape, Phase::InStatement) {
+            match message {
+                Message::Tool(result) => results.push(result.content.to_text()),
+                Message::Assistant { content } => texts.push(text_of(&content)),
+                _ => {}
+            }
+        }
+        (results, texts)
+    }
+
+    #[test]
+    fn older_turns_lose_their_results_and_reasoning_a_step_at_a_time() {
         let shape = Shape {
             result_chars: 10,
             recent_turns: 2,
+            reasoning_turns: 1,
         };
         assert_eq!(
             (0..9).map(|n| shape.cut_turns(n)).collect::<Vec<_>>(),
             [0, 0, 0, 0, 2, 2, 4, 4, 6]
         );
-        let results = |turns: usize| {
-            let mut transcript = Transcript::from_statements(vec![StatementRecord {
-                seq: 1,
-                user: vec![Content::Text { text: "go".into() }],
-                turns: (0..turns).map(turn).collect(),
-            }]);
-            transcript
-                .history("sys", shape, Phase::InStatement)
-                .into_iter()
-                .filter_map(|m| match m {
-                    Message::Tool(result) => Some(result.content.to_text()),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
+        assert_eq!(
+            (0..5).map(|n| shape.quiet_turns(n)).collect::<Vec<_>>(),
+            [0, 0, 1, 2, 3]
+        );
+        let turns = |count: usize| (0..count).map(|n| turn(n, &format!("ls {n}"))).collect();
+        // Three turns: all results whole; the latest turn's reasoning kept.
+        let (results, texts) = sent(turns(3), shape);
+        assert!(results.iter().all(|r| r.len() > 100));
+        assert_eq!(texts, ["", "", "thought 2"]);
+        // Five: the first two results masked, the rest whole.
+        let (results, _) = sent(turns(5), shape);
+        let masked = "[Output of an older turn left out (1 lines); run the call again to see it.]";
+        assert_eq!(results[..2], [masked, masked]);
+        assert!(results[2..].iter().all(|r| r.len() > 100), "{results:?}");
+    }
+
+    #[test]
+    fn a_call_run_again_points_to_its_newer_output_unless_all_is_whole() {
+        let turns = || {
+            vec![
+                turn(0, "pytest"),
+                turn(1, "edit"),
+                turn(2, "pytest"),
+                turn(3, "ls"),
+            ]
         };
-        // Three turns: all whole.
-        assert!(results(3).iter().all(|r| r.len() > 100));
-        // Five: the first two cut as a past statement's, the rest whole.
-        let five = results(5);
-        assert_eq!(five[0], format!("0{}... [truncated]", "y".repeat(9)));
-        assert_eq!(five[1], format!("1{}... [truncated]", "y".repeat(9)));
-        assert!(five[2..].iter().all(|r| r.len() > 100), "{five:?}");
+        let shape = Shape {
+            result_chars: 10,
+            recent_turns: 10,
+            reasoning_turns: 0,
+        };
+        let (results, texts) = sent(turns(), shape);
+        assert_eq!(
+            results[0],
+            "[The same call ran again in turn 3: its newer output is there.]"
+        );
+        assert!(results[1..].iter().all(|r| r.len() > 100), "{results:?}");
+        assert_eq!(texts[0], "thought 0");
+        let whole = Shape {
+            recent_turns: 0,
+            ..shape
+        };
+        let (results, _) = sent(turns(), whole);
+        assert!(results.iter().all(|r| r.len() > 100), "{results:?}");
     }
 
     #[test]

@@ -455,8 +455,8 @@ pub(crate) enum BenchCommand {
 
 #[derive(Debug, Args)]
 pub(crate) struct BenchHistoryArgs {
-    /// The session [default: bench/history/swe-agent-pydicom-1458.jsonl in
-    /// the project].
+    /// The session [default: bench/history/gemini-3-pro-pytest-7490.jsonl
+    /// in the project].
     #[arg(long, value_name = "FILE")]
     pub(crate) cassette: Option<std::path::PathBuf>,
     /// Observation masking keeps this many latest results verbatim.
@@ -465,6 +465,9 @@ pub(crate) struct BenchHistoryArgs {
     /// Satchel's `recentToolTurns` [default: the built-in default].
     #[arg(long, value_name = "N")]
     pub(crate) recent_turns: Option<usize>,
+    /// Satchel's `recentReasoningTurns` [default: the built-in default].
+    #[arg(long, value_name = "N")]
+    pub(crate) reasoning_turns: Option<usize>,
     /// Satchel's `toolResultMaxLength` [default: the built-in default].
     #[arg(long, value_name = "N")]
     pub(crate) result_chars: Option<usize>,

@@ -7,11 +7,12 @@
 //! public trajectory): its last request holds the whole conversation, and
 //! each request's prompt is rebuilt from the turns before it.
 //!
-//! Needed facts: a distinctive word (an identifier of 8 characters or
-//! more, a path or dotted name, a number of 3 digits or more) first seen
+//! Needed facts: a word that reads as code (a name with `_` or an inner
+//! capital, a path or dotted name, a number of 3 digits or more) first seen
 //! in a tool result and used again by the model in a later turn. For each
 //! strategy the bench says whether that word was still in the prompt the
-//! model answered from when it used it.
+//! model answered from when it used it. Plain words are left out: that a
+//! model writes "otherwise" after a file said it is no fact it needed.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -56,13 +57,16 @@ struct Measured {
 pub(crate) async fn run(args: BenchHistoryArgs, root: &Path) -> anyhow::Result<ExitCode> {
     let path = match &args.cassette {
         Some(path) => path.clone(),
-        None => root.join("bench/history/swe-agent-pydicom-1458.jsonl"),
+        None => root.join("bench/history/gemini-3-pro-pytest-7490.jsonl"),
     };
     let session = read_session(&path)?;
     let config = satchel_agent::AgentConfig::default();
     let shape = Shape {
         result_chars: args.result_chars.unwrap_or(config.tool_result_max_length),
         recent_turns: args.recent_turns.unwrap_or(config.recent_tool_turns),
+        reasoning_turns: args
+            .reasoning_turns
+            .unwrap_or(config.recent_reasoning_turns),
     };
     let provider = counting_provider(&session.model)?;
     let facts = needed_facts(&session);
@@ -122,6 +126,7 @@ fn prompt(session: &Session, request: usize, strategy: Strategy) -> Vec<Message>
     let whole = Shape {
         result_chars: usize::MAX,
         recent_turns: 0,
+        reasoning_turns: 0,
     };
     match strategy {
         Strategy::Full => transcript.history(&session.system, whole, Phase::InStatement),
@@ -194,7 +199,17 @@ fn read_session(path: &Path) -> anyhow::Result<Session> {
             Some("system") => system.push(text),
             Some("user") if turns.is_empty() => opening.push(Content::Text { text }),
             Some("assistant") => turns.push(assistant_turn(message, text)?),
-            Some("tool") | Some("user") => {
+            // An agent's reply to an answer it refused (no command, or
+            // several): a user message between turns, kept as it was.
+            Some("user") => {
+                let Some(turn) = turns.last_mut() else {
+                    bail!("{}: a user message before any answer", path.display());
+                };
+                turn.sent_results.push(Message::User {
+                    content: vec![Content::Text { text }],
+                });
+            }
+            Some("tool") => {
                 let Some(turn) = turns.last_mut() else {
                     bail!("{}: a tool result before any answer", path.display());
                 };
@@ -322,7 +337,7 @@ struct Fact {
 
 fn needed_facts(session: &Session) -> Vec<Fact> {
     let Ok(words) = Regex::new(
-        r"[A-Za-z_][A-Za-z0-9_]*(?:[./][A-Za-z0-9_]+)+|[A-Za-z_][A-Za-z0-9_]{7,}|\b[0-9]{3,}\b",
+        r"[A-Za-z_][A-Za-z0-9_]*(?:[./][A-Za-z0-9_]+)+|\b[A-Za-z0-9]*_[A-Za-z0-9_]*\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b|\b[0-9]{3,}\b",
     ) else {
         return Vec::new();
     };
@@ -395,7 +410,11 @@ fn report(
             "cassette": path.display().to_string(),
             "turns": session.turns.len(),
             "needed_facts": needed,
-            "satchel": {"toolResultMaxLength": shape.result_chars, "recentToolTurns": shape.recent_turns},
+            "satchel": {
+                "toolResultMaxLength": shape.result_chars,
+                "recentToolTurns": shape.recent_turns,
+                "recentReasoningTurns": shape.reasoning_turns,
+            },
             "mask_window": args.mask_window,
             "strategies": strategies,
         });
@@ -404,12 +423,12 @@ fn report(
     }
     writeln!(
         out,
-        "{}: {} turns, {} needed facts; satchel: toolResultMaxLength {}, recentToolTurns {}; masking: last {} results\n",
+        "{}: {} turns, {} needed facts; satchel: recentToolTurns {}, recentReasoningTurns {}; masking: last {} results\n",
         path.display(),
         session.turns.len(),
         needed,
-        shape.result_chars,
         shape.recent_turns,
+        shape.reasoning_turns,
         args.mask_window
     )?;
     write!(out, "| turn |")?;

@@ -163,3 +163,41 @@ fn a_recorded_session_replays_without_a_model_and_a_changed_prompt_fails_naming_
         "{message}"
     );
 }
+
+/// `satchel bench history` on the committed 97-turn session of a real
+/// model: Satchel's history costs at most 40 % of full history's prompt
+/// tokens, less than observation masking's, and keeps at least as many of
+/// the facts the model used later as masking does.
+#[test]
+fn bench_history_puts_satchel_below_masking_on_the_committed_session() {
+    let project = Project::new(&json!({}));
+    let session = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../bench/history/gemini-3-pro-pytest-7490.jsonl");
+    let output = project
+        .command(&["bench", "history", "--json", "--cassette"])
+        .arg(&session)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(report["turns"].as_u64().unwrap() >= 50, "{report}");
+    let strategy = |name: &str| {
+        report["strategies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["strategy"] == name)
+            .unwrap()
+            .clone()
+    };
+    let (masking, satchel) = (strategy("observation masking"), strategy("satchel"));
+    assert!(
+        satchel["ratio_to_full"].as_f64().unwrap() <= 0.40,
+        "{satchel}"
+    );
+    assert!(satchel["total_tokens"].as_u64() < masking["total_tokens"].as_u64());
+    assert!(
+        satchel["needed_facts_kept"].as_u64() >= masking["needed_facts_kept"].as_u64(),
+        "{satchel}\n{masking}"
+    );
+}

@@ -46,6 +46,7 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "contextThreshold",
     "keepRecentStatements",
     "recentToolTurns",
+    "recentReasoningTurns",
     "systemPrompt",
     "sideRequests",
     "sideRequestTiming",
