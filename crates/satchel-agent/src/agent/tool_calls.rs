@@ -16,7 +16,7 @@ use opentelemetry::context::FutureExt as _;
 use satchel_core::text::char_prefix;
 use satchel_core::{Content, ErrorCode, Message, ToolCall, ToolOutput, ToolResult, ToolResults};
 use satchel_llm::prompted::{PromptedResult, format_results};
-use satchel_llm::{Calibration, Response, TokenEstimate, count_tokens};
+use satchel_llm::{Calibration, Response, Tape, TokenEstimate, count_tokens};
 use satchel_store::NewCallStart;
 use satchel_tools::format::{generic_result, generic_use};
 use satchel_tools::{CallTrace, Consent, Registry, ToolContext, dispatch_with, not_recorded};
@@ -174,51 +174,27 @@ impl Agent {
                     Err(error) => (not_recorded(&error.to_string()), None),
                     Ok(id) => {
                         start = Some(id);
-                        match self
-                            .pre_tool_hooks(hooks, registry, &mut call, &ctx.cancel, sink)
-                            .await
-                        {
-                            Pre::Refused(output, label) => (output, Some(label)),
-                            Pre::Go(steer, hook_label, context) => {
-                                let notifying = self.notifying_consent(hooks);
-                                let consent: &dyn Consent = match &notifying {
-                                    Some(notifying) => notifying,
-                                    None => self.consent.as_ref(),
-                                };
-                                // Within the call's span: an MCP client
-                                // call carries it on as its parent.
-                                let dispatched = dispatch_with(
+                        match self.model_tape.as_ref().filter(|t| t.replays_tools()) {
+                            Some(tape) => replayed(tape, &call),
+                            None => {
+                                self.dispatch(
                                     registry,
-                                    &snapshot.policy,
-                                    consent,
-                                    &call,
+                                    snapshot,
+                                    &mut call,
                                     &ctx,
-                                    &steer,
-                                )
-                                .with_context(span.clone())
-                                .await;
-                                let label = match (dispatched.decision_label(), hook_label) {
-                                    (Some(label), Some(hook)) => Some(format!("{label} ({hook})")),
-                                    (label, hook) => label.or(hook),
-                                };
-                                let mut output = dispatched.output;
-                                add_note(&mut output, context.into_iter().collect());
-                                self.post_tool_hooks(
-                                    hooks,
-                                    registry,
-                                    &call,
-                                    &mut output,
-                                    &ctx.cancel,
                                     sink,
+                                    (hooks, &span),
                                 )
-                                .await;
-                                (output, label)
+                                .await
                             }
                         }
                     }
                 }
             }
         };
+        if let Some(tape) = &self.model_tape {
+            tape.record_tool(&call, &output);
+        }
         let duration = clock.elapsed();
         telemetry::end_tool(&span, &call, &output, duration, content);
         sink.emit(AgentEvent::ToolFinished {
@@ -239,6 +215,56 @@ impl Agent {
             duration,
             start,
         }
+    }
+    /// A call on record, run: its hooks before, the policy, consent and
+    /// the tool, its hooks after. The output and the decision's label.
+    async fn dispatch(
+        &self,
+        registry: &Registry,
+        snapshot: &Snapshot,
+        call: &mut ToolCall,
+        ctx: &ToolContext,
+        sink: &dyn EventSink,
+        (hooks, span): (&HookContext, &opentelemetry::Context),
+    ) -> (ToolOutput, Option<String>) {
+        match self
+            .pre_tool_hooks(hooks, registry, call, &ctx.cancel, sink)
+            .await
+        {
+            Pre::Refused(output, label) => (output, Some(label)),
+            Pre::Go(steer, hook_label, context) => {
+                let notifying = self.notifying_consent(hooks);
+                let consent: &dyn Consent = match &notifying {
+                    Some(notifying) => notifying,
+                    None => self.consent.as_ref(),
+                };
+                // Within the call's span: an MCP client call carries it on
+                // as its parent.
+                let dispatched =
+                    dispatch_with(registry, &snapshot.policy, consent, call, ctx, &steer)
+                        .with_context(span.clone())
+                        .await;
+                let label = match (dispatched.decision_label(), hook_label) {
+                    (Some(label), Some(hook)) => Some(format!("{label} ({hook})")),
+                    (label, hook) => label.or(hook),
+                };
+                let mut output = dispatched.output;
+                add_note(&mut output, context.into_iter().collect());
+                self.post_tool_hooks(hooks, registry, call, &mut output, &ctx.cancel, sink)
+                    .await;
+                (output, label)
+            }
+        }
+    }
+}
+
+/// `--replay-tools`: the output the cassette holds for `call` (nothing
+/// runs, no hook fires: the recorded output is the one they shaped), or an
+/// error naming what is missing.
+fn replayed(tape: &Tape, call: &ToolCall) -> (ToolOutput, Option<String>) {
+    match tape.tool_output(call) {
+        Ok(output) => (output, Some("replayed from the cassette".to_owned())),
+        Err(message) => (ToolOutput::error(ErrorCode::ToolUnavailable, message), None),
     }
 }
 

@@ -840,9 +840,15 @@ pub(crate) struct TapeArgs {
     pub(crate) record: Option<std::path::PathBuf>,
     /// Answer the model requests from the cassette FILE, in order, with no
     /// model and no network; a request that differs from the recorded one
-    /// fails the run, naming it and the first difference. Tools run for real.
+    /// fails the run, naming it and the first difference. Tools run for
+    /// real unless `--replay-tools` is given.
     #[arg(long, value_name = "FILE")]
     pub(crate) replay: Option<std::path::PathBuf>,
+    /// With `--replay`: answer each tool call from the cassette too (the
+    /// output it gave when recorded), so nothing runs; a call the cassette
+    /// does not hold gets an error naming it.
+    #[arg(long, requires = "replay")]
+    pub(crate) replay_tools: bool,
 }
 
 /// Policy for this run only, on top of every agent.json: what a script or

@@ -90,7 +90,11 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Some(flags) = cli.command.tape_flags() {
         host.model_tape = match (&flags.record, &flags.replay) {
             (Some(path), _) => Some(satchel_llm::Tape::record(path, host.redactor.clone())?),
-            (None, Some(path)) => Some(satchel_llm::Tape::replay(path, host.redactor.clone())?),
+            (None, Some(path)) => Some(satchel_llm::Tape::replay(
+                path,
+                host.redactor.clone(),
+                flags.replay_tools,
+            )?),
             (None, None) => None,
         };
     }

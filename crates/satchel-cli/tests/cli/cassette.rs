@@ -164,6 +164,67 @@ fn a_recorded_session_replays_without_a_model_and_a_changed_prompt_fails_naming_
     );
 }
 
+/// `--replay-tools`: each call's recorded output answers it, so nothing
+/// runs (a command that appends to a file leaves it as it was); without the
+/// flag the command runs again, its output differs, and the replay fails at
+/// the request that carries it.
+#[test]
+fn replay_tools_answers_calls_from_the_cassette_and_runs_nothing() {
+    let command = "echo ran >> runs.txt; wc -l < runs.txt";
+    let model = FakeModel::start(vec![
+        Reply::call("bash", json!({ "command": command })),
+        Reply::text("It has run once."),
+    ]);
+    let project = Project::new(&config(&model.base_url()));
+    let cassette = project.path("session.jsonl");
+    let cassette_arg = cassette.to_str().unwrap();
+    let runs = project.path("project").join("runs.txt");
+
+    let (recorded, output) = run(&project, &["--record", cassette_arg], "run it");
+    assert!(output.status.success(), "{recorded}");
+    assert_eq!(
+        recorded["tool_calls"][0]["results"][0]["json"]["stdout"],
+        "1\n"
+    );
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    let tools: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["kind"] == "tool")
+        .collect();
+    assert_eq!(tools.len(), 1, "{text}");
+    assert_eq!(tools[0]["call"]["input"]["command"], command);
+
+    project.write_config(&config(&nowhere()));
+    let (replayed, output) = run(
+        &project,
+        &["--replay", cassette_arg, "--replay-tools"],
+        "run it",
+    );
+    assert!(
+        output.status.success(),
+        "{replayed}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    pretty_assertions::assert_eq!(essence(&replayed), essence(&recorded));
+    assert_eq!(std::fs::read_to_string(&runs).unwrap(), "ran\n");
+
+    // Tools run for real: the command appends again, prints 2, and the
+    // next model request is not the recorded one.
+    let (failed, output) = run(&project, &["--replay", cassette_arg], "run it");
+    assert!(!output.status.success(), "{failed}");
+    assert_eq!(std::fs::read_to_string(&runs).unwrap(), "ran\nran\n");
+    let message = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stderr),
+        failed["outcome"]["error"]
+    );
+    assert!(
+        message.contains("model request 2 differs from recorded request 2"),
+        "{message}"
+    );
+}
+
 /// `satchel bench history` on the committed 97-turn session of a real
 /// model: Satchel's history costs at most 40 % of full history's prompt
 /// tokens, less than observation masking's, and keeps at least as many of

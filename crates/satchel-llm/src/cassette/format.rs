@@ -1,11 +1,14 @@
 //! The cassette file: JSON lines, readable and diffable. The first line
 //! says what the file is (`{"satchel_cassette": 1}`); then one line per
-//! model request in the order the requests were sent (`seq`), and one
-//! `server` line per server and model whose limits were asked:
+//! model request in the order the requests were sent (`seq`), one
+//! `server` line per server and model whose limits were asked, and one
+//! `tool` line per tool call that ran (its call and its output, for
+//! `--replay-tools`):
 //!
 //! ```json
 //! {"satchel_cassette":1}
 //! {"kind":"server","model":"gpt-4o","info":null}
+//! {"kind":"tool","call":{"id":"call_1","name":"bash","input":{"command":"ls"}},"output":{...}}
 //! {"seq":1,"request":{"method":"POST","url":"http://127.0.0.1:8080/v1/chat/completions","headers":{"accept":"text/event-stream","content-type":"application/json"},"body":{"model":"gpt-4o","messages":[...]}},"response":{"status":200,"headers":{"content-type":"text/event-stream"},"events":["data: {...}","data: [DONE]",""]}}
 //! ```
 //!
@@ -18,6 +21,7 @@ use std::path::Path;
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
 use satchel_core::redact::Redactor;
+use satchel_core::{ToolCall, ToolOutput};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -29,6 +33,9 @@ const VERSION: u64 = 1;
 
 /// The `kind` of a server line.
 pub(super) const SERVER: &str = "server";
+
+/// The `kind` of a tool line.
+pub(super) const TOOL: &str = "tool";
 
 /// The first line.
 pub(super) fn header() -> Value {
@@ -87,6 +94,25 @@ pub struct ServerLine {
     pub model: String,
     /// The answer; `null` when the server told nothing.
     pub info: Option<ServerInfo>,
+}
+
+/// A tool call that ran while recording, and its output (redacted).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolLine {
+    /// Always `tool`.
+    pub kind: String,
+    /// The call as the model made it (after any hook rewrote its input).
+    pub call: ToolCall,
+    /// What the call gave back, as the model got it.
+    pub output: ToolOutput,
+}
+
+/// A cassette's lines by kind.
+#[derive(Debug, Default)]
+pub(super) struct Parsed {
+    pub(super) interactions: Vec<Interaction>,
+    pub(super) servers: Vec<ServerLine>,
+    pub(super) tools: Vec<ToolLine>,
 }
 
 /// True for a header name that may carry a credential.
@@ -208,10 +234,7 @@ pub(super) fn write_line<T: Serialize>(out: &mut impl Write, line: &T) -> std::i
 }
 
 /// The interactions (in `seq` order) and server lines of a cassette.
-pub(super) fn parse(
-    path: &Path,
-    text: &str,
-) -> Result<(Vec<Interaction>, Vec<ServerLine>), CassetteError> {
+pub(super) fn parse(path: &Path, text: &str) -> Result<Parsed, CassetteError> {
     let invalid = |line: usize, message: String| CassetteError::Invalid {
         path: path.to_owned(),
         line,
@@ -243,25 +266,29 @@ pub(super) fn parse(
         }
         None => return Err(invalid(1, "the file is empty".to_owned())),
     }
-    let mut interactions = Vec::new();
-    let mut servers = Vec::new();
+    let mut parsed = Parsed::default();
     for (index, line) in lines {
         let value: Value =
             serde_json::from_str(line).map_err(|e| invalid(index + 1, format!("not JSON: {e}")))?;
         if value["kind"] == SERVER {
-            servers.push(
+            parsed.servers.push(
                 serde_json::from_value(value)
                     .map_err(|e| invalid(index + 1, format!("not a server line: {e}")))?,
             );
+        } else if value["kind"] == TOOL {
+            parsed.tools.push(
+                serde_json::from_value(value)
+                    .map_err(|e| invalid(index + 1, format!("not a tool line: {e}")))?,
+            );
         } else {
-            interactions.push(
+            parsed.interactions.push(
                 serde_json::from_value(value)
                     .map_err(|e| invalid(index + 1, format!("not an interaction: {e}")))?,
             );
         }
     }
-    interactions.sort_by_key(|i: &Interaction| i.seq);
-    Ok((interactions, servers))
+    parsed.interactions.sort_by_key(|i: &Interaction| i.seq);
+    Ok(parsed)
 }
 
 #[cfg(test)]

@@ -11,9 +11,13 @@
 //! [`Redactor`] before they are written (and, on replay, before they are
 //! compared), so no secret the redactor knows reaches a cassette.
 //!
-//! What does not live here: tool results (a replay runs tools for real),
-//! the command-line flags (the binary builds the tape), anything about
-//! which requests the agent makes.
+//! Each tool call that ran is written too (a `tool` line: the call and its
+//! output, redacted); a replay runs tools for real unless it was opened
+//! with tools replayed (`--replay-tools`), when the agent asks the tape
+//! for each call's recorded output instead ([`Tape::tool_output`]).
+//!
+//! What does not live here: the command-line flags (the binary builds the
+//! tape), anything about which requests the agent makes.
 
 mod format;
 mod normalize;
@@ -27,8 +31,9 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use reqwest::header::HeaderMap;
 use satchel_core::redact::Redactor;
+use satchel_core::{ToolCall, ToolOutput};
 
-pub use format::{Interaction, RecordedRequest, RecordedResponse, ServerLine};
+pub use format::{Interaction, RecordedRequest, RecordedResponse, ServerLine, ToolLine};
 pub use normalize::{first_difference, normalize_body};
 
 use crate::server_info::ServerInfo;
@@ -63,7 +68,7 @@ pub fn read_interactions(path: &Path) -> Result<Vec<Interaction>, CassetteError>
         path: path.to_owned(),
         source,
     })?;
-    Ok(format::parse(path, &text)?.0)
+    Ok(format::parse(path, &text)?.interactions)
 }
 
 /// Record or replay of a run's model traffic; cheap to clone, one per run.
@@ -95,6 +100,8 @@ struct Player {
     used: Vec<bool>,
     /// Requests asked so far.
     asked: u64,
+    /// Recorded tool calls; `None` when tools run for real.
+    tools: Option<Vec<(ToolLine, bool)>>,
 }
 
 impl std::fmt::Debug for Tape {
@@ -137,25 +144,91 @@ impl Tape {
     }
 
     /// A tape that answers from the cassette at `path`; live requests are
-    /// redacted by `redactor` before they are compared.
-    pub fn replay(path: &Path, redactor: Redactor) -> Result<Tape, CassetteError> {
+    /// redacted by `redactor` before they are compared. With `tools`, each
+    /// tool call is answered from the cassette too (see
+    /// [`tool_output`](Self::tool_output)).
+    pub fn replay(path: &Path, redactor: Redactor, tools: bool) -> Result<Tape, CassetteError> {
         let text = std::fs::read_to_string(path).map_err(|source| CassetteError::Io {
             path: path.to_owned(),
             source,
         })?;
-        let (interactions, servers) = format::parse(path, &text)?;
+        let parsed = format::parse(path, &text)?;
         // (read_interactions reads the same lines for other tools.)
-        let used = vec![false; interactions.len()];
+        let used = vec![false; parsed.interactions.len()];
+        let tools = tools.then(|| parsed.tools.into_iter().map(|t| (t, false)).collect());
         Ok(Tape(Arc::new(Inner {
             path: path.to_owned(),
             redactor,
             mode: Mode::Replay(Mutex::new(Player {
-                interactions,
-                servers,
+                interactions: parsed.interactions,
+                servers: parsed.servers,
                 used,
                 asked: 0,
+                tools,
             })),
         })))
+    }
+
+    /// True when tool calls are answered from the cassette.
+    pub fn replays_tools(&self) -> bool {
+        match &self.0.mode {
+            Mode::Replay(player) => player
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .tools
+                .is_some(),
+            Mode::Record(_) => false,
+        }
+    }
+
+    /// Recording: writes `call` and the `output` it gave, redacted.
+    pub fn record_tool(&self, call: &ToolCall, output: &ToolOutput) {
+        if !matches!(self.0.mode, Mode::Record(_)) {
+            return;
+        }
+        let mut value = serde_json::json!({
+            "kind": format::TOOL,
+            "call": call,
+            "output": output,
+        });
+        self.0.redactor.redact_json(&mut value);
+        self.write(&value);
+    }
+
+    /// Replaying tools: the output recorded for `call` (the same id, tool
+    /// and input), or why there is none.
+    pub fn tool_output(&self, call: &ToolCall) -> Result<ToolOutput, String> {
+        let path = self.0.path.display();
+        let Mode::Replay(player) = &self.0.mode else {
+            return Err(format!("cassette {path} is being recorded, not replayed"));
+        };
+        let mut player = player.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(tools) = player.tools.as_mut() else {
+            return Err(format!(
+                "cassette {path} is replayed with tools run for real"
+            ));
+        };
+        let Some((line, used)) = tools
+            .iter_mut()
+            .find(|(line, used)| !*used && line.call.id == call.id)
+        else {
+            return Err(format!(
+                "cassette {path} holds no result for tool call `{}` ({}): it was recorded \
+                 without it (an older Satchel, or the call never ended)",
+                call.id, call.name
+            ));
+        };
+        let mut asked = serde_json::to_value(&call.input).unwrap_or_default();
+        self.0.redactor.redact_json(&mut asked);
+        if line.call.name != call.name || line.call.input != asked {
+            return Err(format!(
+                "tool call `{}` differs from the one recorded in cassette {path}: recorded {} {}, \
+                 asked {} {}",
+                call.id, line.call.name, line.call.input, call.name, asked
+            ));
+        }
+        *used = true;
+        Ok(line.output.clone())
     }
 
     /// The cassette's path.
@@ -327,10 +400,10 @@ impl Tape {
         }
     }
 
-    fn write(&self, interaction: &Interaction) {
+    fn write<T: serde::Serialize>(&self, line: &T) {
         if let Mode::Record(recorder) = &self.0.mode {
             let mut recorder = recorder.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Err(error) = recorder.write(interaction) {
+            if let Err(error) = recorder.write(line) {
                 tracing::warn!("cassette {}: {error}", self.0.path.display());
             }
         }
