@@ -232,3 +232,47 @@ fn the_repl_answers_through_the_real_server() {
         "the statement answered: {log}"
     );
 }
+
+/// A session with the real server, recorded, replays with the server gone:
+/// the same outcome, answer and tool calls, from the real server's own
+/// bytes (its SSE chunking, usage and limits), with its tools replayed.
+#[test]
+fn a_real_servers_session_replays_the_same_with_the_server_gone() {
+    let server = ModelServer::start();
+    let project = project(
+        &server,
+        json!({"llm": {"toolCalling": "prompted", "constrainedReplies": "on",
+                        "maxOutputTokens": 200},
+               "sideRequests": false, "maxTurns": 2}),
+    );
+    let cassette = project.path("real.jsonl");
+    let cassette = cassette.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let mut all = vec!["run", "--json"];
+        all.extend(args);
+        all.push("list the files here");
+        let output = project.satchel(&all);
+        let transcript: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+        (transcript, output)
+    };
+    let (recorded, output) = run(&["--record", cassette]);
+    assert_answer_or_loud_error(&recorded, &output);
+    drop(server);
+    let (replayed, output) = run(&["--replay", cassette, "--replay-tools"]);
+    assert!(
+        output.status.code() == Some(0) || recorded["outcome"]["status"] != "answered",
+        "{replayed}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let essence = |t: &Value| {
+        let calls: Vec<Value> = t["tool_calls"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|c| json!([c["tool"], c["input"], c["results"], c["is_error"]]))
+            .collect();
+        json!([t["outcome"]["status"], t["answer"], t["turns"], calls])
+    };
+    pretty_assertions::assert_eq!(essence(&replayed), essence(&recorded));
+}
