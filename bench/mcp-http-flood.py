@@ -14,6 +14,7 @@ Python 3 standard library only. Examples:
     python3 bench/mcp-http-flood.py -n 10000
     python3 bench/mcp-http-flood.py -n 10000 -- --max-sessions 1000000   # no cap in practice
     python3 bench/mcp-http-flood.py --binary target/release/satchel -n 10000
+    python3 bench/mcp-http-flood.py -n 10000 --settle 20 -- --session-idle 5s   # after expiry
 
 Arguments after `--` go to `satchel mcp serve --http 127.0.0.1:0`.
 """
@@ -133,6 +134,13 @@ def main():
     parser.add_argument("-n", "--requests", type=int, default=10_000)
     parser.add_argument("-c", "--connections", type=int, default=8)
     parser.add_argument("--binary", default="target/debug/satchel")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=2.0,
+        help="seconds to wait after the flood before reading RSS again "
+        "(past --session-idle, to see memory come back once sessions expire)",
+    )
     parser.add_argument("serve_args", nargs="*", help="extra `mcp serve` arguments (after --)")
     args = parser.parse_args()
 
@@ -145,7 +153,7 @@ def main():
             statuses = flood(host, port, args.requests, args.connections)
             elapsed = time.monotonic() - started
             after = rss_kib(process.pid)
-            time.sleep(2)
+            time.sleep(args.settle)
             settled = rss_kib(process.pid)
         finally:
             process.terminate()
@@ -159,7 +167,8 @@ def main():
         ("time taken", f"{elapsed:.2f} s ({args.requests / elapsed:.0f} requests/s)"),
         ("RSS before", f"{before / 1024:.1f} MiB"),
         ("RSS after flood", f"{after / 1024:.1f} MiB"),
-        ("RSS 2 s later", f"{settled / 1024:.1f} MiB"),
+        (f"RSS {args.settle:g} s later", f"{settled / 1024:.1f} MiB"),
+        ("later ÷ before", f"{settled / before:.2f}"),
     ]
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
