@@ -37,6 +37,7 @@ use satchel_tools::hooks::{HookApprovals, HookSet};
 use satchel_tools::{Consent, LiveRegistry, Style};
 
 pub use self::context::ContextReport;
+pub use self::hooks::record_hook_runs;
 use crate::history::Transcript;
 use crate::resume::load_transcript;
 use crate::{AgentEvent, EventSink, HotConfig, Resources, Snapshot, ToolTally};

@@ -27,7 +27,10 @@ pub mod summary;
 pub mod telemetry;
 pub mod tool_index;
 
-pub use agent::{Agent, AgentDeps, AgentError, ContextReport, HookSetup, Outcome, StatementReport};
+pub use agent::{
+    Agent, AgentDeps, AgentError, ContextReport, HookSetup, Outcome, StatementReport,
+    record_hook_runs,
+};
 pub use config::{AgentConfig, DEFAULT_RECENT_TOOL_TURNS, DEFAULT_SYSTEM_PROMPT, SideTiming};
 pub use events::{AgentEvent, EventSink, Silent};
 pub use feedback::Feedback;

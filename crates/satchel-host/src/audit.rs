@@ -11,8 +11,10 @@ use satchel_store::{
     AuditSource, AuditStore, Clock, NewCallStart, NewToolCall, SystemClock, Timestamp,
     ToolCallStore,
 };
+use satchel_tools::hooks::CallHooks;
 use satchel_tools::{CallObserver, CallSource, Consent, Registry, ToolContext, observed_dispatch};
 
+use crate::call_hooks::HostCallHooks;
 use crate::{Host, LazyStore};
 
 impl Host {
@@ -28,8 +30,9 @@ impl Host {
         ctx: &ToolContext,
         source: AuditSource,
     ) -> ToolOutput {
-        let observer: Arc<dyn CallObserver> =
-            Arc::new(AuditObserver::new(self.store.clone(), source));
+        let observer: Arc<dyn CallObserver> = Arc::new(
+            AuditObserver::new(self.store.clone(), source).with_hooks(self.call_hooks(source)),
+        );
         let channel = CallSource {
             channel: source.as_str().to_owned(),
             peer: None,
@@ -53,12 +56,25 @@ impl Host {
 pub struct AuditObserver {
     store: Arc<LazyStore>,
     source: AuditSource,
+    hooks: Option<HostCallHooks>,
 }
 
 impl AuditObserver {
     /// Records into `store` under `source`.
     pub fn new(store: Arc<LazyStore>, source: AuditSource) -> AuditObserver {
-        AuditObserver { store, source }
+        AuditObserver {
+            store,
+            source,
+            hooks: None,
+        }
+    }
+
+    /// Fires `hooks` around each call, once it is on record.
+    pub fn with_hooks(self, hooks: HostCallHooks) -> AuditObserver {
+        AuditObserver {
+            hooks: Some(hooks),
+            ..self
+        }
     }
 }
 
@@ -128,6 +144,10 @@ impl CallObserver for AuditObserver {
             .await
             .map(Some)
             .map_err(|error| error.to_string())
+    }
+
+    fn hooks(&self) -> Option<&dyn CallHooks> {
+        self.hooks.as_ref().map(|hooks| hooks as &dyn CallHooks)
     }
 
     async fn on_end(&self, start: String) {

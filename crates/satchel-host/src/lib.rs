@@ -34,6 +34,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod audit;
+mod call_hooks;
 mod conversation;
 mod hooks;
 mod host;

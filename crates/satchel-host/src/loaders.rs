@@ -84,7 +84,7 @@ fn refuse_everything(project: &Path) -> Policy {
 /// stays (the error is logged once per change); `fallback` serves only if
 /// no build ever succeeded. `what` names the value and the fallback, for
 /// the log.
-fn reloading<T: Send + Sync + 'static>(
+pub(crate) fn reloading<T: Send + Sync + 'static>(
     project: &Path,
     paths: Vec<PathBuf>,
     what: (&'static str, &'static str),

@@ -14,8 +14,9 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use satchel_core::{ErrorCode, ToolCall, ToolOutput};
 
+use crate::hooks::{Before, CallHooks, HookPlace, add_note};
 use crate::policy::Policy;
-use crate::{Consent, Registry, ToolContext, dispatch};
+use crate::{Consent, Registry, ToolContext, dispatch, dispatch_with};
 
 /// Who made a call, for the audit trail.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +62,12 @@ pub trait CallObserver: Send + Sync + 'static {
     /// Called after [`CallObserver::on_call`] wrote the call's record, with
     /// what `on_start` returned.
     async fn on_end(&self, _start: String) {}
+
+    /// The hooks to fire around each call, once it is on record
+    /// (`PreToolUse` before it runs, `PostToolUse` after); none by default.
+    fn hooks(&self) -> Option<&dyn CallHooks> {
+        None
+    }
 }
 
 /// The output of a call that was not run because it could not be put on
@@ -101,24 +108,52 @@ pub async fn observed_dispatch(
         },
         None => None,
     };
-    let dispatched = dispatch(registry, policy, consent, call, ctx).await;
+    let hooks = observer.and_then(|observer| observer.hooks());
+    let place = HookPlace {
+        registry,
+        policy,
+        ctx,
+    };
+    let started_at = SystemTime::now();
+    let clock = std::time::Instant::now();
+    let mut call = call.clone();
+    let (output, decision) = match hooks {
+        None => {
+            let dispatched = dispatch(registry, policy, consent, &call, ctx).await;
+            let decision = dispatched.decision_label();
+            (dispatched.output, decision)
+        }
+        Some(hooks) => match hooks.before(place, &mut call).await {
+            Before::Refused(output, label) => (output, Some(label)),
+            Before::Go(steer, hook_label, context) => {
+                let dispatched = dispatch_with(registry, policy, consent, &call, ctx, &steer).await;
+                let decision = match (dispatched.decision_label(), hook_label) {
+                    (Some(label), Some(hook)) => Some(format!("{label} ({hook})")),
+                    (label, hook) => label.or(hook),
+                };
+                let mut output = dispatched.output;
+                add_note(&mut output, context.into_iter().collect());
+                hooks.after(place, &call, &mut output).await;
+                (output, decision)
+            }
+        },
+    };
     if let Some(observer) = observer {
-        let decision = dispatched.decision_label();
         let recorded = observer
             .on_call(
                 source,
-                call,
-                &dispatched.output,
+                &call,
+                &output,
                 decision.as_deref(),
-                dispatched.started_at,
-                dispatched.started_at + dispatched.duration,
+                started_at,
+                started_at + clock.elapsed(),
             )
             .await;
         if recorded && let Some(start) = start {
             observer.on_end(start).await;
         }
     }
-    dispatched.output
+    output
 }
 
 #[cfg(test)]

@@ -23,13 +23,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use satchel_core::{ErrorCode, ToolCall, ToolOutput};
+use satchel_core::{ToolCall, ToolOutput};
 use satchel_store::{AuditSource, NewAudit, Store};
 use satchel_tools::hooks::{
-    Fired, HookApprovals, HookEvent, HookSet, Permission, RunSetting, claude_name, fire, tool_names,
+    Before, Fired, HookApprovals, HookEvent, HookSet, RunSetting, add_note, after_event,
+    after_notes, before_fields, decide_before, fire, from_mcp, permission_mode, tool_names,
 };
-use satchel_tools::policy::{Decision, Mode};
-use satchel_tools::{Consent, ConsentAnswer, Registry, Steer, ToolContext, ToolSource};
+use satchel_tools::policy::Decision;
+use satchel_tools::{Consent, ConsentAnswer, Registry, ToolContext};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -84,96 +85,82 @@ impl HookContext {
     }
 
     async fn record(&self, event: HookEvent, fired: &Fired) {
-        let rows = fired
-            .runs
-            .iter()
-            .map(|run| {
-                let error_code = if run.timed_out {
-                    Some("HOOK_TIMEOUT".to_owned())
-                } else {
-                    run.reply.failure.as_ref().map(|_| "HOOK_FAILED".to_owned())
-                };
-                (
-                    &run.hook,
-                    run.sandboxed,
-                    error_code,
-                    format!("{}; {}", run.status(), run.reply.summary()),
-                    run.started_at,
-                    run.duration,
-                )
-            })
-            .chain(fired.skipped.iter().map(|hook| {
-                (
-                    hook,
-                    false,
-                    None,
-                    "skipped: not approved (satchel hooks trust)".to_owned(),
-                    std::time::SystemTime::now(),
-                    Duration::ZERO,
-                )
-            }));
-        for (hook, sandboxed, error_code, decision, started_at, duration) in rows {
-            let row = NewAudit {
-                source: self.source,
-                caller: self.caller.clone(),
-                tool: format!("hook:{event}"),
-                input: json!({
-                    "command": hook.command,
-                    "matcher": hook.matcher,
-                    "origin": hook.origin.to_string(),
-                    "file": hook.file.display().to_string(),
-                    "sandboxed": sandboxed,
-                }),
-                is_error: error_code.is_some(),
-                error_code,
-                decision: Some(decision),
-                conversation_id: self.conversation_id.clone(),
-                started_at: timestamp(started_at),
-                finished_at: timestamp(started_at + duration),
-                duration_us: u64::try_from(duration.as_micros()).unwrap_or(u64::MAX),
+        record_hook_runs(
+            self.store.as_ref(),
+            self.source,
+            self.caller.clone(),
+            self.conversation_id.clone(),
+            event,
+            fired,
+        )
+        .await;
+    }
+}
+
+/// Puts every run of `fired` (and every unapproved hook it skipped) on
+/// record as an audit row: `hook:<event>`, the hook, exit status, duration
+/// and decision. A row that cannot be written is a warning: the hook has
+/// already run.
+pub async fn record_hook_runs(
+    store: &dyn Store,
+    source: AuditSource,
+    caller: Option<String>,
+    conversation_id: Option<String>,
+    event: HookEvent,
+    fired: &Fired,
+) {
+    let rows = fired
+        .runs
+        .iter()
+        .map(|run| {
+            let error_code = if run.timed_out {
+                Some("HOOK_TIMEOUT".to_owned())
+            } else {
+                run.reply.failure.as_ref().map(|_| "HOOK_FAILED".to_owned())
             };
-            if let Err(error) = self.store.record_audit(row).await {
-                tracing::warn!(%error, hook = %hook.label(), "a hook's run could not be put on record");
-            }
+            (
+                &run.hook,
+                run.sandboxed,
+                error_code,
+                format!("{}; {}", run.status(), run.reply.summary()),
+                run.started_at,
+                run.duration,
+            )
+        })
+        .chain(fired.skipped.iter().map(|hook| {
+            (
+                hook,
+                false,
+                None,
+                "skipped: not approved (satchel hooks trust)".to_owned(),
+                std::time::SystemTime::now(),
+                Duration::ZERO,
+            )
+        }));
+    for (hook, sandboxed, error_code, decision, started_at, duration) in rows {
+        let row = NewAudit {
+            source,
+            caller: caller.clone(),
+            tool: format!("hook:{event}"),
+            input: json!({
+                "command": hook.command,
+                "matcher": hook.matcher,
+                "origin": hook.origin.to_string(),
+                "file": hook.file.display().to_string(),
+                "sandboxed": sandboxed,
+            }),
+            is_error: error_code.is_some(),
+            error_code,
+            decision: Some(decision),
+            conversation_id: conversation_id.clone(),
+            started_at: timestamp(started_at),
+            finished_at: timestamp(started_at + duration),
+            duration_us: u64::try_from(duration.as_micros()).unwrap_or(u64::MAX),
+        };
+        if let Err(error) = store.record_audit(row).await {
+            tracing::warn!(%error, hook = %hook.label(), "a hook's run could not be put on record");
         }
     }
-}
-
-/// What PreToolUse hooks decided about a call.
-pub(super) enum Pre {
-    /// Refused: the output the model gets, and the label for the record.
-    Refused(ToolOutput, String),
-    /// Go on, steered so, with the label for the record and the context
-    /// for the model.
-    Go(Steer, Option<String>, Option<String>),
-}
-
-/// Claude Code's name for the policy's mode.
-fn permission_mode(mode: Mode) -> &'static str {
-    match mode {
-        Mode::ReadOnly => "plan",
-        Mode::Workspace => "default",
-        Mode::Trust => "bypassPermissions",
-    }
-}
-
-/// Whether `name` is an MCP server's tool in `registry`.
-fn from_mcp(registry: &Registry, name: &str) -> bool {
-    registry.get(name).is_some_and(
-        |tool| matches!(tool.source(), ToolSource::Extra { group, .. } if group == "mcp"),
-    )
-}
-
-/// Adds `notes` to the output's note for the model.
-pub(super) fn add_note(output: &mut ToolOutput, notes: Vec<String>) {
-    if notes.is_empty() {
-        return;
-    }
-    let note = notes.join("\n");
-    output.response = Some(match output.response.take() {
-        Some(existing) => format!("{existing}\n{note}"),
-        None => note,
-    });
 }
 
 fn fields(pairs: impl IntoIterator<Item = (&'static str, Value)>) -> Map<String, Value> {
@@ -273,66 +260,19 @@ impl Agent {
         call: &mut ToolCall,
         cancel: &CancellationToken,
         sink: &dyn EventSink,
-    ) -> Pre {
+    ) -> Before {
         let mcp = from_mcp(registry, &call.name);
         let fired = self
             .fire_hooks(
                 hooks,
                 HookEvent::PreToolUse,
                 &tool_names(&call.name, mcp),
-                fields([
-                    ("tool_name", json!(claude_name(&call.name, mcp))),
-                    ("tool_input", call.input.clone()),
-                    ("tool_use_id", json!(call.id)),
-                ]),
+                before_fields(call, mcp),
                 cancel,
                 sink,
             )
             .await;
-        let mut merged = fired.merged;
-        let mut reasons: Vec<String> = merged.blocks.clone();
-        let mut steer = Steer::default();
-        match &merged.permission {
-            Some((Permission::Deny, why)) => reasons.extend(why.iter().cloned()),
-            Some((Permission::Ask, why)) => steer.ask = Some(why.join("; ")),
-            Some((Permission::Allow, _)) => steer.allow = true,
-            None => {}
-        }
-        let denied =
-            !merged.blocks.is_empty() || matches!(merged.permission, Some((Permission::Deny, _)));
-        if denied {
-            let reason = if reasons.is_empty() {
-                "a PreToolUse hook denied it".to_owned()
-            } else {
-                reasons.join("; ")
-            };
-            let mut details = Map::new();
-            details.insert("hook_reason".into(), json!(reason));
-            let output = ToolOutput::error_with(
-                ErrorCode::PermissionDenied,
-                format!(
-                    "A PreToolUse hook blocked this call: {reason}. It did not run. Do not retry it as it is; adapt to the reason."
-                ),
-                details,
-            )
-            .with_user_message(format!("hook blocked `{}`: {reason}", call.name));
-            return Pre::Refused(output, format!("deny by PreToolUse hook: {reason}"));
-        }
-        let mut label = None;
-        if let Some(input) = merged.updated_input.take() {
-            call.input = input;
-            label = Some("input rewritten by a PreToolUse hook".to_owned());
-        }
-        if steer.allow {
-            label = Some(match label {
-                Some(label) => format!("{label}; allowed by a PreToolUse hook"),
-                None => "allowed by a PreToolUse hook".to_owned(),
-            });
-        }
-        let context = merged
-            .context_text()
-            .map(|context| format!("PreToolUse hook context: {context}"));
-        Pre::Go(steer, label, context)
+        decide_before(fired, call)
     }
 
     /// Runs the PostToolUse (or, for a failed call, PostToolUseFailure)
@@ -347,54 +287,21 @@ impl Agent {
         cancel: &CancellationToken,
         sink: &dyn EventSink,
     ) {
-        // A call that never ran (refused, unknown, invalid) has no
-        // PostToolUse, as in Claude Code.
-        if matches!(
-            output.error_code,
-            Some(ErrorCode::PermissionDenied | ErrorCode::ToolNotFound | ErrorCode::InvalidParams)
-        ) {
-            return;
-        }
         let mcp = from_mcp(registry, &call.name);
-        let mut extra = fields([
-            ("tool_name", json!(claude_name(&call.name, mcp))),
-            ("tool_input", call.input.clone()),
-            ("tool_use_id", json!(call.id)),
-        ]);
-        let event = if output.is_error {
-            extra.insert("error".into(), json!(output.results.to_text()));
-            extra.insert(
-                "is_interrupt".into(),
-                json!(output.error_code == Some(ErrorCode::Cancelled)),
-            );
-            HookEvent::PostToolUseFailure
-        } else {
-            let response = output
-                .results
-                .structured()
-                .cloned()
-                .unwrap_or_else(|| json!(output.results.to_text()));
-            extra.insert("tool_response".into(), response);
-            HookEvent::PostToolUse
+        let Some((event, fields)) = after_event(call, output, mcp) else {
+            return;
         };
         let fired = self
             .fire_hooks(
                 hooks,
                 event,
                 &tool_names(&call.name, mcp),
-                extra,
+                fields,
                 cancel,
                 sink,
             )
             .await;
-        let mut notes: Vec<String> = Vec::new();
-        for reason in &fired.merged.blocks {
-            notes.push(format!("{event} hook: {reason}"));
-        }
-        if let Some(context) = fired.merged.context_text() {
-            notes.push(format!("{event} hook context: {context}"));
-        }
-        add_note(output, notes);
+        add_note(output, after_notes(event, &fired));
     }
 
     /// A consent that tells `Notification` hooks before the user is asked.

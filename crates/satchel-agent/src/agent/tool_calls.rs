@@ -19,12 +19,13 @@ use satchel_llm::prompted::{PromptedResult, format_results};
 use satchel_llm::{Calibration, Response, Tape, TokenEstimate, count_tokens};
 use satchel_store::NewCallStart;
 use satchel_tools::format::{generic_result, generic_use};
+use satchel_tools::hooks::{Before, add_note};
 use satchel_tools::{CallTrace, Consent, Registry, ToolContext, dispatch_with, not_recorded};
 use tokio_util::sync::CancellationToken;
 
 use super::Agent;
 use super::answer::Planned;
-use super::hooks::{HookContext, Pre, add_note};
+use super::hooks::HookContext;
 use super::model::calibrated_total;
 use super::recording::timestamp;
 use crate::history::{CallRecord, Transcript};
@@ -231,8 +232,8 @@ impl Agent {
             .pre_tool_hooks(hooks, registry, call, &ctx.cancel, sink)
             .await
         {
-            Pre::Refused(output, label) => (output, Some(label)),
-            Pre::Go(steer, hook_label, context) => {
+            Before::Refused(output, label) => (output, Some(label)),
+            Before::Go(steer, hook_label, context) => {
                 let notifying = self.notifying_consent(hooks);
                 let consent: &dyn Consent = match &notifying {
                     Some(notifying) => notifying,

@@ -453,3 +453,112 @@ fn the_repl_asks_to_approve_a_hook_and_asks_consent_when_a_hook_says_ask() {
         "{sent:?}"
     );
 }
+
+/// One `tools/call` of `bash` through `satchel mcp serve` over stdio: the
+/// call's result.
+fn mcp_serve_call(project: &Project, command: &str) -> (Value, String) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let mut child = project
+        .command(&["mcp", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for request in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": command}}}),
+    ] {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let answer = loop {
+        let line = lines.next().expect("stdout closed early").unwrap();
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == 2 {
+            break message["result"].clone();
+        }
+    };
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let mut log = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    (answer, log)
+}
+
+/// Calls made outside a conversation fire the same hooks: `tools call` and
+/// `mcp serve` skip an unapproved project hook (and say so), and once it is
+/// approved its guard refuses `rm -rf` for both, with the reason for the
+/// caller; each run is on the audit trail.
+#[test]
+fn tools_call_and_mcp_serve_fire_approved_hooks_only() {
+    let model = FakeModel::start(Vec::new());
+    let project = project_with(
+        &model,
+        json!({"PreToolUse": [{"matcher": "Bash", "hooks": [hook("block-rm-rf.sh")]}]}),
+        json!({}),
+    );
+    let call = |file: &str| {
+        let input = json!({"command": format!("rm -rf build && touch {file}")});
+        project.satchel(&["tools", "call", "bash", &input.to_string()])
+    };
+
+    // Not approved: skipped, said, and the command ran.
+    let output = call("unguarded.txt");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(project.path("project/unguarded.txt").exists());
+    assert!(
+        text(&output.stderr).contains("hook skipped"),
+        "{}",
+        text(&output.stderr)
+    );
+    let (answer, log) = mcp_serve_call(&project, "rm -rf build && touch served.txt");
+    assert_eq!(answer["isError"], false, "{answer}");
+    assert!(project.path("project/served.txt").exists());
+    assert!(log.contains("hook skipped"), "{log}");
+
+    // Approved: the guard refuses both, and nothing runs.
+    let trusted = project.satchel(&["hooks", "trust"]);
+    assert!(trusted.status.success(), "{}", text(&trusted.stderr));
+    let output = call("guarded.txt");
+    assert!(!output.status.success());
+    let said = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(
+        said.contains("'rm -rf' is not allowed in this repository"),
+        "{said}"
+    );
+    assert!(!project.path("project/guarded.txt").exists());
+    let (answer, _) = mcp_serve_call(&project, "rm -rf build && touch served-guarded.txt");
+    assert_eq!(answer["isError"], true, "{answer}");
+    assert!(
+        answer.to_string().contains("'rm -rf' is not allowed"),
+        "{answer}"
+    );
+    assert!(!project.path("project/served-guarded.txt").exists());
+
+    let audit = hook_audit(&project);
+    assert_eq!(
+        audit
+            .iter()
+            .filter(|(tool, decision)| tool == "hook:PreToolUse"
+                && decision.starts_with("exit 2; deny: Blocked"))
+            .count(),
+        2,
+        "{audit:?}"
+    );
+    assert_eq!(
+        audit
+            .iter()
+            .filter(|(_, decision)| decision.starts_with("skipped: not approved"))
+            .count(),
+        2,
+        "{audit:?}"
+    );
+}

@@ -11,13 +11,15 @@
 //! hook in its process group with a deadline (sandboxed unless it is the
 //! user's own), and `approvals` remembers which project hooks the user
 //! approved, one by one, by a hash of their definition. [`fire`] puts
-//! these together for one event.
+//! these together for one event, and `calls` says what `PreToolUse` and
+//! `PostToolUse` do to a call, wherever it comes from.
 //!
 //! What does not live here: when events fire and what their decisions do
 //! to a statement (the agent loop), recording the runs (the caller has
 //! the store), asking the user to approve a hook (the front ends).
 
 mod approvals;
+mod calls;
 mod config;
 mod matcher;
 mod reply;
@@ -30,6 +32,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use approvals::HookApprovals;
+pub use calls::{
+    Before, CallHooks, HookPlace, add_note, after_event, after_notes, before_fields, decide_before,
+    from_mcp, permission_mode,
+};
 pub use config::{
     CLAUDE_SETTINGS, CODEX_HOOKS, DEFAULT_TIMEOUT, Hook, HookEvent, HookOrigin, HookSet,
 };
