@@ -19,6 +19,7 @@ pub mod background;
 mod capture;
 mod config;
 mod error;
+mod memory;
 mod meter;
 mod outcome;
 mod result;
@@ -29,6 +30,7 @@ mod text;
 
 pub use config::{OutputConfig, RunnerConfig, SpillConfig};
 pub use error::ExecError;
+pub use memory::give_back_freed_memory;
 pub use meter::OutputMeter;
 pub use outcome::{Captured, ExecOutcome, Exit, SpillFile};
 pub use result::cap_result;

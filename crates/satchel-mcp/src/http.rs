@@ -455,7 +455,7 @@ async fn expire_idle_sessions(
         }
         // The sessions closed a tick ago have wound down by now.
         if std::mem::take(&mut closed_some) {
-            give_back_freed_memory();
+            satchel_exec::give_back_freed_memory();
         }
         let expired = sessions.table().take_expired(Instant::now(), idle);
         closed_some = !expired.is_empty();
@@ -465,19 +465,6 @@ async fn expire_idle_sessions(
                 tracing::debug!(session = %id, %error, "closing an idle session failed");
             }
         }
-    }
-}
-
-/// Returns the memory freed by closed sessions to the system. glibc's
-/// allocator keeps freed memory in its per-thread arenas: after 10,000
-/// abandoned sessions expired, the server stayed at twice its starting
-/// size without this (`bench/mcp-http-flood.py --settle`).
-fn give_back_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists; it
-    // takes no pointer and is safe to call from any thread at any time.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 

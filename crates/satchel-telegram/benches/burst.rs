@@ -9,7 +9,9 @@
 //! difference. Peak RSS of the process is sampled while the bot runs.
 //!
 //! `cargo bench -p satchel-telegram --bench burst` (`BURST_USERS`,
-//! `BURST_MESSAGES`, `BURST_MODEL_MS` change the load).
+//! `BURST_MESSAGES`, `BURST_MODEL_MS` change the load; `BURST_IDLE_SECS`,
+//! default 3, is how long a chat stays quiet before its conversation is
+//! put away, and memory is read again once every chat was idle).
 
 #![allow(
     clippy::disallowed_methods,
@@ -184,6 +186,8 @@ struct Pass {
     wall: Duration,
     rss_before: f64,
     peak_rss: f64,
+    /// Once every chat was idle past `idle_chat` (conversations put away).
+    idle_rss: f64,
 }
 
 async fn satchel_pass(
@@ -211,6 +215,8 @@ async fn satchel_pass(
         None,
     );
     options.poll_seconds = 1;
+    let idle = Duration::from_secs(env_number("BURST_IDLE_SECS", 3));
+    options.idle_chat = idle;
     let rss_before = rss_mib();
     let stop = CancellationToken::new();
     let bot = tokio::spawn(satchel_telegram::run(host.clone(), options, stop.clone()));
@@ -247,6 +253,8 @@ async fn satchel_pass(
             "user {user}: each message answered once, in order"
         );
     }
+    tokio::time::sleep(idle + Duration::from_secs(2)).await;
+    let idle_rss = rss_mib();
     stop.cancel();
     bot.await.unwrap().unwrap();
     host.close().await;
@@ -256,6 +264,7 @@ async fn satchel_pass(
         wall,
         rss_before,
         peak_rss,
+        idle_rss,
     }
 }
 
@@ -330,9 +339,13 @@ fn main() {
             paced.wall.as_secs_f64()
         );
         println!(
-            "resident memory: {:.0} MiB before the bot, peak {:.0} MiB while it ran \
-             (the process also holds the Bot API server and the model)",
-            own.rss_before, own.peak_rss
+            "resident memory: {:.0} MiB before the bot, peak {:.0} MiB while it ran, \
+             {:.0} MiB once every chat was idle (÷ before: {:.2}; the process also holds \
+             the Bot API server and the model)",
+            own.rss_before,
+            own.peak_rss,
+            own.idle_rss,
+            own.idle_rss / own.rss_before.max(0.001)
         );
         println!("every message answered exactly once, in order per chat: yes");
     });

@@ -530,7 +530,16 @@ pub(crate) struct ChatWorker {
 
 impl ChatWorker {
     async fn run(mut self, mut inputs: mpsc::UnboundedReceiver<Input>) {
-        while let Some(input) = inputs.recv().await {
+        loop {
+            let input = match tokio::time::timeout(self.bot.options.idle_chat, inputs.recv()).await
+            {
+                Ok(Some(input)) => input,
+                Ok(None) => return,
+                Err(_idle) => {
+                    self.put_away();
+                    continue;
+                }
+            };
             self.waiting.fetch_sub(1, Ordering::SeqCst);
             if self.bot.shutdown.is_cancelled() {
                 // Left in the inbox for the next run.
@@ -550,6 +559,16 @@ impl ChatWorker {
             if handled {
                 self.bot.done(update_id).await;
             }
+        }
+    }
+
+    /// A chat quiet for `idle_chat`: its conversation (history, tools,
+    /// settings) is dropped and the memory given back; the next message
+    /// takes the conversation up again from the record, as after a restart.
+    fn put_away(&mut self) {
+        if self.agent.take().is_some() {
+            tracing::debug!(chat = self.chat_id, "idle chat: conversation put away");
+            satchel_exec::give_back_freed_memory();
         }
     }
 

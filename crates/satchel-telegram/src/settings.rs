@@ -30,6 +30,11 @@ pub struct TelegramSettings {
     /// API server).
     #[serde(default)]
     pub sends_per_second: Option<u32>,
+    /// Seconds after a chat's last message when its conversation is put
+    /// away (default 300); its next message takes it up again from the
+    /// record.
+    #[serde(default)]
+    pub idle_chat_seconds: Option<u64>,
 }
 
 /// Serving updates through a webhook instead of long polling.
@@ -60,6 +65,9 @@ pub struct BotOptions {
     pub poll_seconds: u32,
     /// Messages sent per second, all chats together (0: unpaced).
     pub sends_per_second: u32,
+    /// How long a chat may go without a message before its conversation
+    /// is put away (its memory freed; taken up again from the record).
+    pub idle_chat: Duration,
 }
 
 impl std::fmt::Debug for BotOptions {
@@ -102,6 +110,7 @@ impl BotOptions {
             messages_per_minute: settings.messages_per_minute.unwrap_or(20).max(1),
             poll_seconds: 25,
             sends_per_second: settings.sends_per_second.unwrap_or(25),
+            idle_chat: Duration::from_secs(settings.idle_chat_seconds.unwrap_or(300).max(1)),
         }
     }
 }

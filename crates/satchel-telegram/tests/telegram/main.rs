@@ -101,7 +101,7 @@ fn options(api: &BotApi, consent_seconds: u64) -> BotOptions {
             allowed_users: vec![USER],
             consent_timeout_seconds: Some(consent_seconds),
             messages_per_minute: Some(1000),
-            sends_per_second: None,
+            ..TelegramSettings::default()
         },
         None,
         Vec::new(),
@@ -805,6 +805,37 @@ async fn each_chat_remembers_in_its_own_namespace() {
         shared.stats().await.unwrap().total,
         0,
         "not in the configured namespace"
+    );
+    rig.stop().await;
+}
+
+/// A chat quiet past `idle_chat` has its conversation put away; its next
+/// message takes the same conversation up again from the record, so the
+/// model sees the earlier exchange.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_chat_is_put_away_and_taken_up_again_from_the_record() {
+    let mut rig = Rig::start_with(
+        vec![
+            Reply::text("First answer: noted the number 4711."),
+            Reply::text("Second answer."),
+        ],
+        json!({}),
+        |mut options| {
+            options.idle_chat = std::time::Duration::from_millis(300);
+            options
+        },
+    )
+    .await;
+    rig.api.user_says(USER, "remember the number 4711");
+    rig.wait_for_answer("First answer").await;
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    rig.api.user_says(USER, "which number was it?");
+    rig.wait_for_answer("Second answer").await;
+    let requests = rig.model.main_requests();
+    let second = serde_json::to_string(&requests[1]).unwrap();
+    assert!(
+        second.contains("remember the number 4711") && second.contains("noted the number 4711"),
+        "the earlier exchange is not in the second request: {second}"
     );
     rig.stop().await;
 }
