@@ -11,7 +11,10 @@
 //! - [`diagnostic`]: an `echo` tool for latency checks and client debugging.
 //! - [`conformance`]: a diagnostic fixture mode for the official MCP
 //!   conformance suite (its fixture tools, resources and prompts around
-//!   [`SatchelServer`]); not for real clients.
+//!   [`SatchelServer`]); not for real clients, and not in the product's
+//!   build: only with the `conformance-fixtures` feature, which the tests
+//!   turn on (without it, [`conformance::ConformanceServer::new`] says how
+//!   to get it).
 //!
 //! What does not live here: storage (calls reach the audit trail through
 //! [`satchel_tools::CallObserver`]), the tools themselves, and printing.
@@ -19,6 +22,10 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod client;
+#[cfg(feature = "conformance-fixtures")]
+pub mod conformance;
+#[cfg(not(feature = "conformance-fixtures"))]
+#[path = "conformance_absent.rs"]
 pub mod conformance;
 mod consent;
 pub mod convert;

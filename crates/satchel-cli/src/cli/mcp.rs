@@ -191,7 +191,8 @@ pub(crate) struct ServeArgs {
     /// Diagnostic: also serve the fixture tools, resources and prompts of
     /// the official MCP conformance suite (@modelcontextprotocol/conformance),
     /// so its scenarios can run against this server. Not for real clients:
-    /// the fixtures ask, log, and start tasks just to be tested.
+    /// the fixtures ask, log, and start tasks just to be tested. Only in a
+    /// build with the `satchel-mcp/conformance-fixtures` feature (the tests').
     #[arg(long, hide_short_help = true)]
     pub(crate) conformance_fixtures: bool,
     /// HTTP: most live sessions. Over it, a new client takes the place of

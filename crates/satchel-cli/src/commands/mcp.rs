@@ -78,9 +78,9 @@ async fn serve(args: ServeArgs, project: &Arc<Host>) -> anyhow::Result<ExitCode>
     };
     let server = SatchelServer::new(live.clone(), options);
     let served = if args.conformance_fixtures {
+        let server = ConformanceServer::new(server)?;
         // Stderr: stdout may carry the protocol.
         eprintln!("satchel: conformance fixture mode (diagnostic, not for real clients)");
-        let server = ConformanceServer::new(server)?;
         serve_with(server, &args, &shutdown).await
     } else {
         serve_with(server, &args, &shutdown).await
