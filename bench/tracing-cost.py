@@ -60,7 +60,9 @@ class Model(BaseHTTPRequestHandler):
                     "index": 0,
                     "id": f"call_{done}",
                     "type": "function",
-                    "function": {"name": "bash", "arguments": json.dumps({"command": "true"})},
+                    # A different command each turn: the same call with the
+                    # same result three times in a row is a loop Satchel stops.
+                    "function": {"name": "bash", "arguments": json.dumps({"command": f"true {done}"})},
                 }
                 chunks = [
                     chunk({"role": "assistant", "tool_calls": [call]}),
