@@ -16,7 +16,8 @@ use satchel_tools::external::{SpecCache, ToolDirs};
 use satchel_tools::policy::Policy;
 use satchel_tools::{LiveRegistry, Settings, ToolsConfig};
 
-use crate::memory::{LazyMemory, ModelFetcher};
+use crate::memory::LazyMemory;
+use satchel_memory::ModelFetcher;
 use crate::model::{self, ModelGenerator, ModelSummarizer};
 use crate::store::{self, LazyStore};
 use crate::{HostPaths, trust};

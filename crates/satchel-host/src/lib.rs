@@ -54,6 +54,7 @@ pub use host::{
     Host, HostOptions, PROJECT_TOOLS, config_paths, memory_config, read_settings, refused,
     tools_configurer,
 };
-pub use memory::{LazyMemory, ModelFetcher};
+pub use memory::LazyMemory;
+pub use satchel_memory::ModelFetcher;
 pub use paths::HostPaths;
 pub use store::LazyStore;
