@@ -33,7 +33,7 @@ fn version_names_the_commit_and_the_build_date() {
         .args(["rev-parse", "--short=12", "HEAD"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output();
-    if let Ok(head) = head.filter(|head| head.status.success()) {
+    if let Some(head) = head.ok().filter(|head| head.status.success()) {
         assert_eq!(&captures[1], stdout(&head).trim(), "{line}");
     }
 }
@@ -131,8 +131,12 @@ fn only_the_first_memory_store_fetches_the_missing_model() {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut call = |id: u64, message: Value| -> Value {
+    // Writes a message; a request's answer is returned.
+    let mut send = |message: Value| -> Value {
         writeln!(stdin, "{message}").unwrap();
+        let Some(id) = message.get("id").cloned() else {
+            return Value::Null;
+        };
         loop {
             let line = lines.next().expect("stdout closed early").unwrap();
             let answer: Value = serde_json::from_str(&line).unwrap();
@@ -141,19 +145,12 @@ fn only_the_first_memory_store_fetches_the_missing_model() {
             }
         }
     };
-    let init = call(
-        1,
+    let init = send(
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}}),
     );
     assert_eq!(init["result"]["serverInfo"]["name"], "satchel");
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    )
-    .unwrap();
-    let code = call(
-        2,
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let code = send(
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "code", "arguments": {"action": "execute", "language": "bash", "code": "echo ran"}}}),
     );
     assert_eq!(code["result"]["isError"], false, "{code}");
@@ -164,8 +161,7 @@ fn only_the_first_memory_store_fetches_the_missing_model() {
         "start-up or a code call asked for the model"
     );
 
-    let stored = call(
-        3,
+    let stored = send(
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory", "arguments": {"action": "store", "layer": "long", "content": "The user drinks black tea"}}}),
     );
     assert_eq!(stored["result"]["isError"], false, "{stored}");
