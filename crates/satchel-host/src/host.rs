@@ -17,10 +17,10 @@ use satchel_tools::policy::Policy;
 use satchel_tools::{LiveRegistry, Settings, ToolsConfig};
 
 use crate::memory::LazyMemory;
-use satchel_memory::ModelFetcher;
 use crate::model::{self, ModelGenerator, ModelSummarizer};
 use crate::store::{self, LazyStore};
 use crate::{HostPaths, trust};
+use satchel_memory::ModelFetcher;
 
 /// The project's tools directory, relative to the project.
 pub const PROJECT_TOOLS: &str = ".agents/tools";

@@ -55,6 +55,6 @@ pub use host::{
     tools_configurer,
 };
 pub use memory::LazyMemory;
-pub use satchel_memory::ModelFetcher;
 pub use paths::HostPaths;
+pub use satchel_memory::ModelFetcher;
 pub use store::LazyStore;

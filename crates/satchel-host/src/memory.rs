@@ -244,7 +244,10 @@ mod tests {
         let lazy = LazyMemory::new(store, config, None, Some(fetcher.clone()));
 
         let memory = lazy.get_in(None).await.unwrap();
-        memory.current_session(Some("conversation-1")).await.unwrap();
+        memory
+            .current_session(Some("conversation-1"))
+            .await
+            .unwrap();
         lazy.get_in(Some("someone-else")).await.unwrap();
         lazy.finish_backfill().await;
         assert_eq!(asked(), 0, "opening memory fetched the model");

