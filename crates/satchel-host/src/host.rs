@@ -16,10 +16,11 @@ use satchel_tools::external::{SpecCache, ToolDirs};
 use satchel_tools::policy::Policy;
 use satchel_tools::{LiveRegistry, Settings, ToolsConfig};
 
-use crate::memory::{LazyMemory, ModelFetcher};
+use crate::memory::LazyMemory;
 use crate::model::{self, ModelGenerator, ModelSummarizer};
 use crate::store::{self, LazyStore};
 use crate::{HostPaths, trust};
+use satchel_memory::ModelFetcher;
 
 /// The project's tools directory, relative to the project.
 pub const PROJECT_TOOLS: &str = ".agents/tools";

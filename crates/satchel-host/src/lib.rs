@@ -55,6 +55,7 @@ pub use host::{
     Host, HostOptions, PROJECT_TOOLS, config_paths, memory_config, read_settings, refused,
     tools_configurer,
 };
-pub use memory::{LazyMemory, ModelFetcher};
+pub use memory::LazyMemory;
 pub use paths::HostPaths;
+pub use satchel_memory::ModelFetcher;
 pub use store::LazyStore;

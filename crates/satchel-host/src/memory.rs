@@ -3,25 +3,16 @@
 //! commands, so one process loads the model and builds the vector index at
 //! most once.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use satchel_builtins::memory::MemoryHandle;
 use satchel_memory::{
-    Memory, MemoryConfig, MemoryOptions, ModelSource, Summarizer, spawn_maintenance,
+    Memory, MemoryConfig, MemoryOptions, ModelFetcher, ModelSource, Summarizer, spawn_maintenance,
 };
 use satchel_store::SystemClock;
 
 use crate::store::LazyStore;
-
-/// Fetches the embedding model into a directory (the binary's fetcher
-/// shows its progress to the user); tried once per process.
-#[async_trait]
-pub trait ModelFetcher: Send + Sync {
-    /// Fetches and verifies the model into `dir`.
-    async fn fetch(&self, dir: &Path) -> Result<(), String>;
-}
 
 /// The memory over the project's database, opened on first use and shared
 /// by the `memory` commands and the `memory` tool, so one process loads
@@ -39,25 +30,6 @@ pub struct LazyMemory {
     namespaces: std::sync::Mutex<std::collections::HashMap<String, Arc<Memory>>>,
     /// Embedding memories stored without one, started when memory opens.
     backfill: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
-}
-
-/// Fetches the embedding model into `dir` when it is missing and fetching
-/// is allowed, once per process; a failure is a warning (recall then says
-/// once that it uses keywords only, and how to fix it).
-async fn fetch_if_missing(fetcher: Option<&dyn ModelFetcher>, dir: &Path, configured: bool) {
-    static TRIED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    let Some(fetcher) = fetcher else {
-        return;
-    };
-    if satchel_memory::Embedder::files_present(dir)
-        || !configured
-        || TRIED.swap(true, std::sync::atomic::Ordering::SeqCst)
-    {
-        return;
-    }
-    if let Err(error) = fetcher.fetch(dir).await {
-        tracing::warn!("the embedding model could not be fetched: {error}");
-    }
 }
 
 /// Embeds, in the background, memories stored before the model was there.
@@ -141,12 +113,16 @@ impl LazyMemory {
             .get_or_init(|| async {
                 let store = self.store.get().await?.clone();
                 let config = self.config();
-                if let Some(dir) = &config.model_dir {
-                    fetch_if_missing(self.fetcher.as_deref(), dir, config.fetch_model).await;
-                }
-                let model = match &config.model_dir {
-                    Some(dir) => ModelSource::Dir(dir.clone()),
-                    None => ModelSource::None,
+                // Opening memory fetches nothing: the first store or recall
+                // that embeds does (a `code` call opens memory only for its
+                // session).
+                let model = match (&config.model_dir, &self.fetcher) {
+                    (Some(dir), Some(fetcher)) if config.fetch_model => ModelSource::Fetch {
+                        dir: dir.clone(),
+                        fetcher: Arc::clone(fetcher),
+                    },
+                    (Some(dir), _) => ModelSource::Dir(dir.clone()),
+                    (None, _) => ModelSource::None,
                 };
                 let memory = Arc::new(Memory::new(
                     Arc::new(store),
@@ -234,6 +210,60 @@ impl MemoryHandle for LazyMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Counts what it is asked to fetch, and fetches nothing.
+    #[derive(Debug, Default)]
+    struct CountingFetcher {
+        asked: std::sync::atomic::AtomicUsize,
+    }
+
+    #[async_trait]
+    impl ModelFetcher for CountingFetcher {
+        async fn fetch(&self, _dir: &std::path::Path) -> Result<(), String> {
+            self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Err("offline in this test".into())
+        }
+    }
+
+    /// Opening memory, its sessions (what a `code` call asks for), another
+    /// namespace and the backfill fetch nothing; the first store does,
+    /// once per process.
+    #[tokio::test]
+    async fn only_a_store_or_recall_fetches_the_missing_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(LazyStore::new(
+            Some(dir.path().join("satchel.db")),
+            satchel_store::Redactor::default(),
+        ));
+        let config = MemoryConfig {
+            model_dir: Some(dir.path().join("no-model")),
+            ..MemoryConfig::default()
+        };
+        let fetcher = Arc::new(CountingFetcher::default());
+        let asked = || fetcher.asked.load(std::sync::atomic::Ordering::SeqCst);
+        let lazy = LazyMemory::new(store, config, None, Some(fetcher.clone()));
+
+        let memory = lazy.get_in(None).await.unwrap();
+        memory
+            .current_session(Some("conversation-1"))
+            .await
+            .unwrap();
+        lazy.get_in(Some("someone-else")).await.unwrap();
+        lazy.finish_backfill().await;
+        assert_eq!(asked(), 0, "opening memory fetched the model");
+
+        let request = satchel_memory::StoreRequest::new(
+            satchel_memory::MemoryLayer::Long,
+            "The user drinks black tea",
+        );
+        memory.store(request.clone()).await.unwrap();
+        assert_eq!(asked(), 1, "the first store did not fetch the model");
+        memory
+            .recall(satchel_memory::RecallQuery::new("tea"))
+            .await
+            .unwrap();
+        assert_eq!(asked(), 1, "a failed fetch is tried once per process");
+    }
 
     #[tokio::test]
     async fn a_new_memory_section_reaches_the_open_memory() {

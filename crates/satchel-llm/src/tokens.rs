@@ -1,14 +1,14 @@
 //! Token counting on the exact bytes of a request: [`Encoding`],
 //! [`count_tokens`], and the per-section [`TokenEstimate`].
 //!
-//! Counting uses the BPE of `bpe-openai` (OpenAI's `o200k_base` and
-//! `cl100k_base` vocabularies, embedded at build time, linear time even on
-//! adversarial input) after Satchel's own pre-tokenizer (see
-//! `pretokenize`), which gives the same pieces as tiktoken's regular
-//! expressions several times faster. Each vocabulary loads once, on first
-//! use (about 0.15 s in a release build), and is shared for the life of the
-//! process; within one count, the counts of repeated short pieces are
-//! remembered.
+//! Counting uses the BPE of the `bpe` crate (OpenAI's `o200k_base` and
+//! `cl100k_base` vocabularies, built as `bpe-openai` builds them by
+//! `build.rs` and embedded gzipped; linear time even on adversarial input)
+//! after Satchel's own pre-tokenizer (see `pretokenize`), which gives the
+//! same pieces as tiktoken's regular expressions several times faster.
+//! Each vocabulary is inflated and loaded once, on first use, and is shared
+//! for the life of the process; within one count, the counts of repeated
+//! short pieces are remembered.
 //!
 //! A request body is counted in one pass: the tokenizer's pre-tokenizer
 //! splits the body into pieces, each piece is counted, and its tokens go to
@@ -24,7 +24,7 @@ use std::sync::{Arc, LazyLock};
 
 use bytes::Bytes;
 
-use bpe_openai::byte_pair_encoding::BytePairEncoding;
+use bpe::byte_pair_encoding::BytePairEncoding;
 
 use serde::{Deserialize, Serialize};
 
@@ -57,14 +57,41 @@ impl Encoding {
     }
 
     fn vocabulary(self) -> &'static Vocabulary {
-        static O200K: LazyLock<Vocabulary> =
-            LazyLock::new(|| Vocabulary::new(&bpe_openai::o200k_base().bpe));
-        static CL100K: LazyLock<Vocabulary> =
-            LazyLock::new(|| Vocabulary::new(&bpe_openai::cl100k_base().bpe));
+        static O200K: LazyLock<Vocabulary> = LazyLock::new(|| {
+            Vocabulary::new(embedded(include_bytes!(concat!(
+                env!("OUT_DIR"),
+                "/o200k_base.bpe.gz"
+            ))))
+        });
+        static CL100K: LazyLock<Vocabulary> = LazyLock::new(|| {
+            Vocabulary::new(embedded(include_bytes!(concat!(
+                env!("OUT_DIR"),
+                "/cl100k_base.bpe.gz"
+            ))))
+        });
         match self {
             Encoding::O200k => &O200K,
             Encoding::Cl100k => &CL100K,
         }
+    }
+}
+
+/// A vocabulary `build.rs` embedded (gzipped MessagePack), loaded for the
+/// life of the process.
+///
+/// # Panics
+/// When the embedded bytes do not load: a broken build, not anything a
+/// user or model can cause (as `bpe-openai` does for its own).
+fn embedded(gzipped: &'static [u8]) -> &'static BytePairEncoding {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let loaded = flate2::read::GzDecoder::new(gzipped)
+        .read_to_end(&mut bytes)
+        .map_err(|error| error.to_string())
+        .and_then(|_| rmp_serde::from_slice(&bytes).map_err(|error| error.to_string()));
+    match loaded {
+        Ok(bpe) => Box::leak(Box::new(bpe)),
+        Err(error) => panic!("the embedded token vocabulary does not load: {error}"),
     }
 }
 

@@ -41,8 +41,8 @@ pub use error::MemoryError;
 pub use index::{Bm25, Candidate, KeywordScores, RecallIndex, SemanticSearch};
 pub use memory::{Memory, spawn_maintenance, validate_category};
 pub use requests::{
-    ListQuery, MAX_LIMIT, Maintenance, MemoryOptions, ModelSource, Recall, RecallQuery, Recalled,
-    SessionChange, StoreRequest, Stored,
+    ListQuery, MAX_LIMIT, Maintenance, MemoryOptions, ModelFetcher, ModelSource, Recall,
+    RecallQuery, Recalled, SessionChange, StoreRequest, Stored,
 };
 pub use satchel_store::{MemoryLayer, MemoryRecord, MemorySession, MemoryStats};
 pub use session::{NEW_SESSION_SENTINEL, SYSTEM_CATEGORY, Summarizer, division_after};

@@ -191,7 +191,13 @@ impl Memory {
                 match &self.model {
                     ModelSource::Loaded(embedder) => Some(Arc::clone(embedder)),
                     ModelSource::None => None,
-                    ModelSource::Dir(dir) => {
+                    ModelSource::Dir(dir) | ModelSource::Fetch { dir, .. } => {
+                        if let ModelSource::Fetch { fetcher, .. } = &self.model
+                            && !Embedder::files_present(dir)
+                            && let Err(error) = fetcher.fetch(dir).await
+                        {
+                            tracing::warn!("the embedding model could not be fetched: {error}");
+                        }
                         if !Embedder::files_present(dir) {
                             return None;
                         }
@@ -216,13 +222,24 @@ impl Memory {
             .clone()
     }
 
+    /// Whether the model can be had without fetching it: loaded already,
+    /// or its files present (a backfill must not start a download).
+    fn model_at_hand(&self) -> bool {
+        match &self.model {
+            ModelSource::Fetch { dir, .. } => {
+                self.embedder.initialized() || Embedder::files_present(dir)
+            }
+            ModelSource::Dir(_) | ModelSource::Loaded(_) | ModelSource::None => true,
+        }
+    }
+
     /// Why semantic recall is off, said the first time only.
     fn fallback_notice(&self) -> Option<String> {
         if self.fallback_said.swap(true, Ordering::SeqCst) {
             return None;
         }
         let reason = match &self.model {
-            ModelSource::Dir(dir) => format!(
+            ModelSource::Dir(dir) | ModelSource::Fetch { dir, .. } => format!(
                 "the embedding model is not available in {} (`satchel doctor --fix` fetches it)",
                 dir.display()
             ),
@@ -250,9 +267,10 @@ impl Memory {
     /// available), `batch` at a time, each batch committed before the
     /// next, until none is left; returns how many got one. Resumable: a
     /// stopped run leaves the rest for the next. Nothing to do, and 0,
-    /// without a model.
+    /// without a model, or with one still to be fetched (the first store
+    /// or recall fetches it; the next open backfills).
     pub async fn backfill_embeddings(&self, batch: usize) -> Result<usize, MemoryError> {
-        if self.embedder().await.is_none() {
+        if !self.model_at_hand() || self.embedder().await.is_none() {
             return Ok(0);
         }
         let mut done = 0;

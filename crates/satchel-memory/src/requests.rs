@@ -2,7 +2,7 @@
 //! requests to store, recall and list, their answers, and the options a
 //! memory is built with.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use satchel_store::{Clock, MemoryLayer, MemoryRecord, MemorySession, Timestamp};
@@ -14,12 +14,31 @@ use crate::session::Summarizer;
 /// Most results one recall or listing returns.
 pub const MAX_LIMIT: usize = 100;
 
+/// Fetches the embedding model into a directory when memory first needs
+/// it (the binary's fetcher downloads and verifies it, and tells the user
+/// why). The memory crate itself never touches the network.
+#[async_trait::async_trait]
+pub trait ModelFetcher: Send + Sync + std::fmt::Debug {
+    /// Fetches and verifies the model into `dir`.
+    async fn fetch(&self, dir: &Path) -> Result<(), String>;
+}
+
 /// Where the embedding model comes from.
 #[derive(Debug, Clone)]
 pub enum ModelSource {
     /// Load it from this directory on first use (keyword recall only when
     /// the files are missing).
     Dir(PathBuf),
+    /// Load it from `dir` on first use, fetching it there first when the
+    /// files are missing: the first store or recall that embeds fetches
+    /// (once per process; a failure leaves recall on keywords). Opening
+    /// memory, sessions, listing and the background backfill fetch nothing.
+    Fetch {
+        /// Where the model is, or goes.
+        dir: PathBuf,
+        /// Who fetches it.
+        fetcher: Arc<dyn ModelFetcher>,
+    },
     /// Use this model, already loaded.
     Loaded(Arc<Embedder>),
     /// No model: keyword recall only.

@@ -6,18 +6,20 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 mod extend;
+mod install;
 mod mcp;
 mod tools;
 
 pub(crate) use extend::*;
 use extend::{HOOKS_EXAMPLES, SKILLS_EXAMPLES};
+pub(crate) use install::*;
 use mcp::MCP_EXAMPLES;
 pub(crate) use mcp::*;
 pub(crate) use tools::*;
 
 /// Satchel: tools, memory and a notebook for LLM agents.
 #[derive(Debug, Parser)]
-#[command(name = "satchel", version, about, long_about = None, after_help = EXAMPLES)]
+#[command(name = "satchel", version = VERSION, about, long_about = None, after_help = EXAMPLES)]
 pub(crate) struct Cli {
     /// Project directory: where `.agents/` is read and relative paths start.
     #[arg(
@@ -218,6 +220,12 @@ pub(crate) enum Command {
     /// PostgreSQL server, either way).
     #[command(subcommand, after_help = DB_EXAMPLES)]
     Db(DbCommand),
+    /// Print a shell's completion script for satchel (bash, zsh, fish...).
+    #[command(after_help = COMPLETIONS_EXAMPLES)]
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), or write one per subcommand.
+    #[command(hide = true)]
+    Man(ManArgs),
 }
 
 const CONFIG_EXAMPLES: &str = "\

@@ -261,7 +261,14 @@ async fn embedding_model(project: &Host, fix: bool) -> Check {
     };
     let mut wrong = fetch::unverified(&dir, &fetch::MINILM);
     if !wrong.is_empty() && fix {
-        if let Err(error) = fetch::fetch(&fetch::index_url(), &dir, &fetch::MINILM).await {
+        if let Err(error) = fetch::fetch(
+            &fetch::index_url(),
+            &dir,
+            &fetch::MINILM,
+            "`doctor --fix` asked for it; memory stores and recalls by meaning with it",
+        )
+        .await
+        {
             return check(
                 "embedding model",
                 Status::Fail,

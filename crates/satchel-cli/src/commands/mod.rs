@@ -11,6 +11,7 @@ mod doctor;
 mod edit_costs;
 pub(crate) mod fetch;
 mod hooks;
+mod install;
 mod log;
 mod mcp;
 mod mcp_import;
@@ -38,6 +39,12 @@ use crate::paths;
 
 /// Runs the parsed command line.
 pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // Generated from the command line alone: no project, no paths.
+    match &cli.command {
+        Command::Completions(args) => return install::completions(args),
+        Command::Man(args) => return install::man(args),
+        _ => {}
+    }
     let root = std::path::absolute(&cli.project)?;
     let user_paths = paths::host_paths();
     let origin = crate::cli::Origin {
@@ -123,7 +130,9 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Skills(command) => skills::run(command, &project).await,
         Command::Config(command) => config::run(command, &project, &origin).await,
         Command::Doctor(args) => doctor::run(args, &project).await,
-        Command::Db(_) => unreachable!("handled before the project is loaded"),
+        Command::Db(_) | Command::Completions(_) | Command::Man(_) => {
+            unreachable!("handled before the project is loaded")
+        }
     }
 }
 

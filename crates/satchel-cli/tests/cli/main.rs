@@ -26,6 +26,7 @@ mod first_hour;
 mod hooks;
 mod hostile;
 mod http_abuse;
+mod install;
 mod instructions;
 mod local_servers;
 mod mcp_client;
