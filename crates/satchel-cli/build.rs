@@ -3,6 +3,11 @@
 //! and the build date (`SOURCE_DATE_EPOCH` when set, for reproducible
 //! builds; else the time of the build).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a build script talks to cargo through the environment and runs tools"
+)]
+
 use std::path::Path;
 use std::process::Command;
 
