@@ -61,6 +61,30 @@ pub trait CallObserver: Send + Sync + 'static {
     /// Called after [`CallObserver::on_call`] wrote the call's record, with
     /// what `on_start` returned.
     async fn on_end(&self, _start: String) {}
+
+    /// Called once per call that ran, with what `on_start` returned: its
+    /// record written, then its start ended. By default
+    /// [`CallObserver::on_call`], then [`CallObserver::on_end`] when the
+    /// record was written; a store that can do both in one transaction
+    /// overrides this.
+    #[allow(clippy::too_many_arguments, reason = "on_call's, and the start")]
+    async fn on_finish(
+        &self,
+        start: Option<String>,
+        source: &CallSource,
+        call: &ToolCall,
+        output: &ToolOutput,
+        decision: Option<&str>,
+        started: SystemTime,
+        finished: SystemTime,
+    ) {
+        let recorded = self
+            .on_call(source, call, output, decision, started, finished)
+            .await;
+        if recorded && let Some(start) = start {
+            self.on_end(start).await;
+        }
+    }
 }
 
 /// The output of a call that was not run because it could not be put on
@@ -104,8 +128,9 @@ pub async fn observed_dispatch(
     let dispatched = dispatch(registry, policy, consent, call, ctx).await;
     if let Some(observer) = observer {
         let decision = dispatched.decision_label();
-        let recorded = observer
-            .on_call(
+        observer
+            .on_finish(
+                start,
                 source,
                 call,
                 &dispatched.output,
@@ -114,9 +139,6 @@ pub async fn observed_dispatch(
                 dispatched.started_at + dispatched.duration,
             )
             .await;
-        if recorded && let Some(start) = start {
-            observer.on_end(start).await;
-        }
     }
     dispatched.output
 }

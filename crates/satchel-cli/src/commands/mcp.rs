@@ -61,10 +61,10 @@ async fn serve(args: ServeArgs, project: &Arc<Host>) -> anyhow::Result<ExitCode>
         working_dir: project.root.clone(),
         config: satchel_host::loaders::config_loader(project),
         policy: satchel_host::loaders::policy_loader(project),
-        observer: Some(Arc::new(satchel_host::AuditObserver::new(
-            project.store.clone(),
-            AuditSource::Mcp,
-        ))),
+        observer: Some(Arc::new(
+            satchel_host::AuditObserver::new(project.store.clone(), AuditSource::Mcp)
+                .answering_before_the_end_commits(),
+        )),
         resources: Some(Arc::new(satchel_host::resources::HostResources::new(
             project.clone(),
         ))),
