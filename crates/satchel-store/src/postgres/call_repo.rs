@@ -44,6 +44,10 @@ INSERT INTO audit (id, source, tool, input, is_error, error_code, decision, conv
 SELECT audit_id, source, tool, input, is_error, error_code, decision, conversation_id, id, started_at, finished_at, duration_us, caller
 FROM new_rows";
 
+/// Puts a call on record before it runs.
+const INSERT_START: &str = "INSERT INTO call_starts (id, source, tool, call_id, input, conversation_id, started_at, caller)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+
 /// The columns of calls to write, one array a column.
 #[derive(Default)]
 struct Columns {
@@ -349,36 +353,47 @@ impl AuditStore for PgStore {
 
     async fn begin_call(&self, start: NewCallStart) -> Result<String, StoreError> {
         let start = self.redacted(start);
-        transact!(self, |tx, ctx| {
-            let id = ctx.new_id();
-            tx.execute(
-                "INSERT INTO call_starts (id, source, tool, call_id, input, conversation_id, started_at, caller)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                &[
-                    &id,
-                    &start.source.as_str(),
-                    &start.call.name,
-                    &start.call.id,
-                    &serde_json::to_string(&start.call.input)?,
-                    &start.conversation_id,
-                    &start.started_at.as_millis(),
-                    &start.caller,
-                ],
-            )
-            .await?;
-            Ok(id)
-        })
+        // One statement in autocommit: one round trip, no BEGIN or COMMIT.
+        let client = self.writer().await?;
+        let id = self.ctx().new_id();
+        let written: Result<u64, PgFailure> = async {
+            let input = serde_json::to_string(&start.call.input)?;
+            let statement = client.prepare_cached(INSERT_START).await?;
+            Ok(client
+                .execute(
+                    &statement,
+                    &[
+                        &id,
+                        &start.source.as_str(),
+                        &start.call.name,
+                        &start.call.id,
+                        &input,
+                        &start.conversation_id,
+                        &start.started_at.as_millis(),
+                        &start.caller,
+                    ],
+                )
+                .await?)
+        }
+        .await;
+        written.map_err(|failure| self.error(failure))?;
+        Ok(id)
     }
 
     async fn end_calls(&self, ids: Vec<String>) -> Result<(), StoreError> {
         if ids.is_empty() {
             return Ok(());
         }
-        transact!(self, |tx, _ctx| {
-            tx.execute("DELETE FROM call_starts WHERE id = ANY($1)", &[&ids])
+        let client = self.writer().await?;
+        let ended: Result<u64, PgFailure> = async {
+            let statement = client
+                .prepare_cached("DELETE FROM call_starts WHERE id = ANY($1)")
                 .await?;
-            Ok(())
-        })
+            Ok(client.execute(&statement, &[&ids]).await?)
+        }
+        .await;
+        ended.map_err(|failure| self.error(failure))?;
+        Ok(())
     }
 
     async fn finish_calls(
