@@ -15,8 +15,8 @@ use tokio_postgres::types::ToSql;
 
 use crate::postgres::failure::PgFailure;
 use crate::postgres::repo::{
-    Unreadable, all, big, first, json, limit, optional_small, read, timestamp,
-    touch_conversation, unsigned,
+    Unreadable, all, big, first, json, limit, optional_small, read, timestamp, touch_conversation,
+    unsigned,
 };
 use crate::postgres::{Ctx, PgStore, search, transact};
 use crate::{
@@ -88,7 +88,8 @@ impl Columns {
         self.id.push(ctx.new_id());
         self.audit_id.push(ctx.new_id());
         self.input.push(serde_json::to_string(&new.call.input)?);
-        self.results.push(serde_json::to_string(&new.output.results)?);
+        self.results
+            .push(serde_json::to_string(&new.output.results)?);
         self.conversation_id.push(new.conversation_id);
         self.statement_id.push(new.statement_id);
         self.turn.push(new.turn.map(i64::from));
@@ -97,7 +98,8 @@ impl Columns {
         self.response.push(new.output.response);
         self.user_message.push(new.output.user_message);
         self.is_error.push(new.output.is_error);
-        self.error_code.push(new.output.error_code.map(ErrorCode::as_str));
+        self.error_code
+            .push(new.output.error_code.map(ErrorCode::as_str));
         self.started_at.push(new.started_at.as_millis());
         self.finished_at.push(new.finished_at.as_millis());
         self.duration_us.push(big(new.duration_us));

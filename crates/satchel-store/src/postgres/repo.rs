@@ -8,15 +8,13 @@ use serde_json::Value;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use crate::postgres::failure::PgFailure;
 use crate::postgres::call_repo::select_tool_calls;
+use crate::postgres::failure::PgFailure;
 use crate::postgres::{PgStore, search, transact};
 use crate::{
-    Conversation,
-    ConversationDump, ConversationSearch, ConversationStore, ConversationSummary, LlmMessage,
-    LogEntry, LogKind, LogStore, MessageStore, NewConversation,
-    NewLlmMessage, NewLogEntry, NewStatement, SearchHit, Statement, StatementStore, StoreError,
-    Timestamp,
+    Conversation, ConversationDump, ConversationSearch, ConversationStore, ConversationSummary,
+    LlmMessage, LogEntry, LogKind, LogStore, MessageStore, NewConversation, NewLlmMessage,
+    NewLogEntry, NewStatement, SearchHit, Statement, StatementStore, StoreError, Timestamp,
 };
 
 const CONVERSATION_COLUMNS: &str = "id, title, goal, created_at, updated_at";
@@ -24,7 +22,6 @@ const STATEMENT_COLUMNS: &str = "id, conversation_id, seq, objective, created_at
 const LOG_COLUMNS: &str = "id, conversation_id, seq, kind, text, parent_id, side_conversation, statement_id, call_id, created_at";
 const MESSAGE_COLUMNS: &str =
     "id, conversation_id, statement_id, turn, seq, role, content, created_at";
-
 
 /// A stored name or number this build cannot read.
 #[derive(Debug, thiserror::Error)]

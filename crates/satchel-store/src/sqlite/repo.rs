@@ -7,13 +7,12 @@ use satchel_core::{Content, ToolCall, ToolOutput, ToolResults};
 use serde_json::Value;
 
 use crate::redact::Redactor;
-use crate::sqlite::failure::{Failure, column_error};
 use crate::sqlite::call_repo::select_tool_calls;
+use crate::sqlite::failure::{Failure, column_error};
 use crate::sqlite::{Redact, SqliteStore};
 use crate::{
-    Conversation,
-    ConversationDump, ConversationSearch, ConversationStore, ConversationSummary, LlmMessage,
-    LogEntry, LogKind, LogStore, MessageStore, NewAudit, NewCallStart, NewConversation,
+    Conversation, ConversationDump, ConversationSearch, ConversationStore, ConversationSummary,
+    LlmMessage, LogEntry, LogKind, LogStore, MessageStore, NewAudit, NewCallStart, NewConversation,
     NewLlmMessage, NewLogEntry, NewStatement, NewToolCall, SearchHit, Statement, StatementStore,
     StoreError, Timestamp,
 };
@@ -23,7 +22,6 @@ const STATEMENT_COLUMNS: &str = "id, conversation_id, seq, objective, created_at
 const LOG_COLUMNS: &str = "id, conversation_id, seq, kind, text, parent_id, side_conversation, statement_id, call_id, created_at";
 const MESSAGE_COLUMNS: &str =
     "id, conversation_id, statement_id, turn, seq, role, content, created_at";
-
 
 /// A stored name this build does not know.
 #[derive(Debug, thiserror::Error)]
@@ -241,7 +239,11 @@ pub(super) fn all<T>(
 // ---------------------------------------------------------------- writes
 
 /// Bumps a conversation's `updated_at`; fails when it does not exist.
-pub(super) fn touch_conversation(tx: &Transaction<'_>, id: &str, now: Timestamp) -> Result<(), Failure> {
+pub(super) fn touch_conversation(
+    tx: &Transaction<'_>,
+    id: &str,
+    now: Timestamp,
+) -> Result<(), Failure> {
     let changed = tx
         .prepare_cached("UPDATE conversations SET updated_at = max(updated_at, ?2) WHERE id = ?1")?
         .execute(params![id, now.as_millis()])?;

@@ -68,43 +68,49 @@ backend_test!(a_call_whose_record_fails_keeps_its_start, |db| async {
     assert_eq!(unfinished[0].id, start);
 });
 
-backend_test!(a_batch_larger_than_a_statement_is_written_whole, |db| async {
-    let store = db.open().await;
-    let conversation = store
-        .create_conversation(NewConversation::default())
-        .await
-        .unwrap();
-    let calls: Vec<_> = (0..2500u64)
-        .map(|n| {
-            let mut call = sample_call(n);
-            if n % 3 == 0 {
-                call.conversation_id = Some(conversation.id.clone());
-            }
-            call
-        })
-        .collect();
-    let ids = store.record_tool_calls(calls).await.unwrap();
-    assert_eq!(ids.len(), 2500);
-    let mut sorted = ids.clone();
-    sorted.sort();
-    sorted.dedup();
-    assert_eq!(sorted.len(), 2500, "ids are unique");
-    assert_eq!(
-        store.tool_calls(&conversation.id).await.unwrap().len(),
-        834
-    );
-    let audit = store.audit(AuditQuery::default()).await.unwrap();
-    assert_eq!(audit.len(), 2500);
-    // Each audit row names its own record, in order.
-    let mut linked: Vec<String> = audit.iter().filter_map(|a| a.tool_call_id.clone()).collect();
-    linked.sort();
-    assert_eq!(linked, sorted);
-    // A batch with one bad row leaves nothing.
-    let mut bad = vec![sample_call(9000), sample_call(9001)];
-    bad[1].conversation_id = Some("no-such-conversation".into());
-    assert!(store.record_tool_calls(bad).await.is_err());
-    assert_eq!(store.audit(AuditQuery::default()).await.unwrap().len(), 2500);
-});
+backend_test!(
+    a_batch_larger_than_a_statement_is_written_whole,
+    |db| async {
+        let store = db.open().await;
+        let conversation = store
+            .create_conversation(NewConversation::default())
+            .await
+            .unwrap();
+        let calls: Vec<_> = (0..2500u64)
+            .map(|n| {
+                let mut call = sample_call(n);
+                if n % 3 == 0 {
+                    call.conversation_id = Some(conversation.id.clone());
+                }
+                call
+            })
+            .collect();
+        let ids = store.record_tool_calls(calls).await.unwrap();
+        assert_eq!(ids.len(), 2500);
+        let mut sorted = ids.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 2500, "ids are unique");
+        assert_eq!(store.tool_calls(&conversation.id).await.unwrap().len(), 834);
+        let audit = store.audit(AuditQuery::default()).await.unwrap();
+        assert_eq!(audit.len(), 2500);
+        // Each audit row names its own record, in order.
+        let mut linked: Vec<String> = audit
+            .iter()
+            .filter_map(|a| a.tool_call_id.clone())
+            .collect();
+        linked.sort();
+        assert_eq!(linked, sorted);
+        // A batch with one bad row leaves nothing.
+        let mut bad = vec![sample_call(9000), sample_call(9001)];
+        bad[1].conversation_id = Some("no-such-conversation".into());
+        assert!(store.record_tool_calls(bad).await.is_err());
+        assert_eq!(
+            store.audit(AuditQuery::default()).await.unwrap().len(),
+            2500
+        );
+    }
+);
 
 backend_test!(writes_at_once_fail_alone, |db| async {
     let store = db.open().await;
