@@ -82,10 +82,11 @@ for _ in $(seq "$runs"); do
 done
 
 baseline="$(median <"$work/times.0")"
+floor="$(median <"$work/times.1")"
 echo "$(uname -r), $(nproc) cores; $runs runs each, in turn; median wall time"
-printf '%-42s %10s %8s\n' command "median ms" "x bash"
+printf '%-42s %10s %8s %8s\n' command "median ms" "x bash" "x floor"
 for i in "${!commands[@]}"; do
     m="$(median <"$work/times.$i")"
-    awk -v n="${names[$i]}" -v m="$m" -v b="$baseline" \
-        'BEGIN {printf "%-42s %10.2f %8.2f\n", n, m / 1000, m / b}'
+    awk -v n="${names[$i]}" -v m="$m" -v b="$baseline" -v f="$floor" \
+        'BEGIN {printf "%-42s %10.2f %8.2f %8.2f\n", n, m / 1000, m / b, m / f}'
 done

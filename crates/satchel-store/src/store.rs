@@ -139,6 +139,16 @@ pub trait AuditStore: Send + Sync {
     /// Marks calls whose own records are written as ended.
     async fn end_calls(&self, ids: Vec<String>) -> Result<(), StoreError>;
 
+    /// Writes finished calls' records and audit rows (as
+    /// [`ToolCallStore::record_tool_calls`] does) and ends the starts
+    /// `ended` in one transaction; returns the records' ids in order. On an
+    /// error nothing of it is kept: the starts stay on record as unfinished.
+    async fn finish_calls(
+        &self,
+        ended: Vec<String>,
+        records: Vec<NewToolCall>,
+    ) -> Result<Vec<String>, StoreError>;
+
     /// Calls that began and never ended, oldest first.
     async fn unfinished_calls(&self) -> Result<Vec<CallStartRecord>, StoreError>;
 }

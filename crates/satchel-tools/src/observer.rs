@@ -68,6 +68,30 @@ pub trait CallObserver: Send + Sync + 'static {
     fn hooks(&self) -> Option<&dyn CallHooks> {
         None
     }
+
+    /// Called once per call that ran, with what `on_start` returned: its
+    /// record written, then its start ended. By default
+    /// [`CallObserver::on_call`], then [`CallObserver::on_end`] when the
+    /// record was written; a store that can do both in one transaction
+    /// overrides this.
+    #[allow(clippy::too_many_arguments, reason = "on_call's, and the start")]
+    async fn on_finish(
+        &self,
+        start: Option<String>,
+        source: &CallSource,
+        call: &ToolCall,
+        output: &ToolOutput,
+        decision: Option<&str>,
+        started: SystemTime,
+        finished: SystemTime,
+    ) {
+        let recorded = self
+            .on_call(source, call, output, decision, started, finished)
+            .await;
+        if recorded && let Some(start) = start {
+            self.on_end(start).await;
+        }
+    }
 }
 
 /// The output of a call that was not run because it could not be put on
@@ -139,8 +163,9 @@ pub async fn observed_dispatch(
         },
     };
     if let Some(observer) = observer {
-        let recorded = observer
-            .on_call(
+        observer
+            .on_finish(
+                start,
                 source,
                 &call,
                 &output,
@@ -149,9 +174,6 @@ pub async fn observed_dispatch(
                 started_at + clock.elapsed(),
             )
             .await;
-        if recorded && let Some(start) = start {
-            observer.on_end(start).await;
-        }
     }
     output
 }

@@ -119,12 +119,12 @@ impl Agent {
                 duration_us: u64::try_from(done.duration.as_micros()).unwrap_or(u64::MAX),
             })
             .collect();
-        self.store.record_tool_calls(rows).await?;
         let starts = finished
             .iter()
             .filter_map(|done| done.start.clone())
             .collect();
-        self.store.end_calls(starts).await?;
+        // The records and the calls' ends in one transaction.
+        self.store.finish_calls(starts, rows).await?;
         let markdown = Style::Markdown;
         for done in &finished {
             let tool = registry.get(&done.call.name);

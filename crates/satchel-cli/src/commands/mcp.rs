@@ -63,7 +63,8 @@ async fn serve(args: ServeArgs, project: &Arc<Host>) -> anyhow::Result<ExitCode>
         policy: satchel_host::loaders::policy_loader(project),
         observer: Some(Arc::new(
             satchel_host::AuditObserver::new(project.store.clone(), AuditSource::Mcp)
-                .with_hooks(project.call_hooks(AuditSource::Mcp)),
+                .with_hooks(project.call_hooks(AuditSource::Mcp))
+                .answering_before_the_end_commits(),
         )),
         resources: Some(Arc::new(satchel_host::resources::HostResources::new(
             project.clone(),

@@ -18,6 +18,7 @@
 //! What does not live here: reading the environment (the caller passes
 //! the `PG*` variables in, see [`PgLocation::parse`]), SQLite.
 
+mod call_repo;
 mod code_repo;
 mod copy_rows;
 mod failure;

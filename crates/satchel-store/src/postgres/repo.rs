@@ -4,19 +4,17 @@
 
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
-use satchel_core::{ErrorCode, ToolOutput};
 use serde_json::Value;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
+use crate::postgres::call_repo::select_tool_calls;
 use crate::postgres::failure::PgFailure;
-use crate::postgres::{Ctx, PgStore, search, transact};
+use crate::postgres::{PgStore, search, transact};
 use crate::{
-    AuditQuery, AuditRecord, AuditSource, AuditStore, CallStartRecord, Conversation,
-    ConversationDump, ConversationSearch, ConversationStore, ConversationSummary, LlmMessage,
-    LogEntry, LogKind, LogStore, MessageStore, NewAudit, NewCallStart, NewConversation,
-    NewLlmMessage, NewLogEntry, NewStatement, NewToolCall, SearchHit, Statement, StatementStore,
-    StoreError, Timestamp, ToolCallRecord, ToolCallStore,
+    Conversation, ConversationDump, ConversationSearch, ConversationStore, ConversationSummary,
+    LlmMessage, LogEntry, LogKind, LogStore, MessageStore, NewConversation, NewLlmMessage,
+    NewLogEntry, NewStatement, SearchHit, Statement, StatementStore, StoreError, Timestamp,
 };
 
 const CONVERSATION_COLUMNS: &str = "id, title, goal, created_at, updated_at";
@@ -24,11 +22,6 @@ const STATEMENT_COLUMNS: &str = "id, conversation_id, seq, objective, created_at
 const LOG_COLUMNS: &str = "id, conversation_id, seq, kind, text, parent_id, side_conversation, statement_id, call_id, created_at";
 const MESSAGE_COLUMNS: &str =
     "id, conversation_id, statement_id, turn, seq, role, content, created_at";
-const TOOL_CALL_COLUMNS: &str = "id, conversation_id, statement_id, turn, call_id, tool, input, results, response, user_message, is_error, error_code, started_at, finished_at, duration_us";
-const AUDIT_COLUMNS: &str = "id, source, tool, input, is_error, error_code, decision, conversation_id, tool_call_id, started_at, finished_at, duration_us, caller";
-
-const INSERT_TOOL_CALL: &str = "INSERT INTO tool_calls (id, conversation_id, statement_id, turn, call_id, tool, input, results, response, user_message, is_error, error_code, started_at, finished_at, duration_us, search) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, CASE WHEN $2::text IS NULL THEN NULL ELSE to_tsvector('simple', $16) END)";
-const INSERT_AUDIT: &str = "INSERT INTO audit (id, source, tool, input, is_error, error_code, decision, conversation_id, tool_call_id, started_at, finished_at, duration_us, caller) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
 
 /// A stored name or number this build cannot read.
 #[derive(Debug, thiserror::Error)]
@@ -158,63 +151,6 @@ fn message_row(row: &Row) -> Result<LlmMessage, PgFailure> {
     })
 }
 
-fn tool_call_row(row: &Row) -> Result<ToolCallRecord, PgFailure> {
-    let results: String = row.try_get(7)?;
-    let error_code: Option<String> = row.try_get(11)?;
-    let error_code = error_code.and_then(|name| {
-        let code = ErrorCode::parse(&name);
-        if code.is_none() {
-            tracing::warn!(code = %name, "a stored tool call has an error code this build does not know");
-        }
-        code
-    });
-    Ok(ToolCallRecord {
-        id: row.try_get(0)?,
-        conversation_id: row.try_get(1)?,
-        statement_id: row.try_get(2)?,
-        turn: optional_small(row, 3)?,
-        call_id: row.try_get(4)?,
-        tool: row.try_get(5)?,
-        input: json(row, 6)?,
-        output: ToolOutput {
-            results: serde_json::from_str(&results)?,
-            response: row.try_get(8)?,
-            user_message: row.try_get(9)?,
-            is_error: row.try_get(10)?,
-            error_code,
-        },
-        started_at: timestamp(row, 12)?,
-        finished_at: timestamp(row, 13)?,
-        duration_us: unsigned(row, 14)?,
-    })
-}
-
-fn audit_source(row: &Row, index: usize) -> Result<AuditSource, PgFailure> {
-    let source: String = row.try_get(index)?;
-    Ok(AuditSource::parse(&source).ok_or(Unreadable {
-        what: "audit source",
-        value: source.clone(),
-    })?)
-}
-
-fn audit_row(row: &Row) -> Result<AuditRecord, PgFailure> {
-    Ok(AuditRecord {
-        id: row.try_get(0)?,
-        source: audit_source(row, 1)?,
-        tool: row.try_get(2)?,
-        input: json(row, 3)?,
-        is_error: row.try_get(4)?,
-        error_code: row.try_get(5)?,
-        decision: row.try_get(6)?,
-        conversation_id: row.try_get(7)?,
-        tool_call_id: row.try_get(8)?,
-        started_at: timestamp(row, 9)?,
-        finished_at: timestamp(row, 10)?,
-        duration_us: unsigned(row, 11)?,
-        caller: row.try_get(12)?,
-    })
-}
-
 /// Runs a query (prepared once per connection) and maps every row.
 pub(crate) async fn all<C, T>(
     client: &C,
@@ -270,7 +206,7 @@ pub(crate) use read;
 /// Bumps a conversation's `updated_at` (and locks its row, so that
 /// sequence numbers are taken one writer at a time); fails when it does
 /// not exist.
-async fn touch_conversation<C: GenericClient + Sync>(
+pub(super) async fn touch_conversation<C: GenericClient + Sync>(
     tx: &C,
     id: &str,
     now: Timestamp,
@@ -301,76 +237,6 @@ async fn next_seq<C: GenericClient + Sync>(
     let sql = format!("SELECT coalesce(max(seq), 0) + 1 FROM {table} WHERE conversation_id = $1");
     let statement = tx.prepare_cached(&sql).await?;
     Ok(tx.query_one(&statement, &[&conversation_id]).await?.get(0))
-}
-
-async fn insert_tool_call<C: GenericClient + Sync>(
-    tx: &C,
-    ctx: &Ctx<'_>,
-    new: NewToolCall,
-) -> Result<String, PgFailure> {
-    if let Some(conversation_id) = &new.conversation_id {
-        touch_conversation(tx, conversation_id, ctx.now()).await?;
-    }
-    let id = ctx.new_id();
-    let input = serde_json::to_string(&new.call.input)?;
-    let results = serde_json::to_string(&new.output.results)?;
-    let error_code = new.output.error_code.map(ErrorCode::as_str);
-    let text = search::tool_call_text(
-        &new.call.name,
-        &new.call.input,
-        &new.output.results,
-        new.output.response.as_deref(),
-    );
-    let turn = new.turn.map(i64::from);
-    let (started, finished, duration) = (
-        new.started_at.as_millis(),
-        new.finished_at.as_millis(),
-        big(new.duration_us),
-    );
-    let statement = tx.prepare_cached(INSERT_TOOL_CALL).await?;
-    tx.execute(
-        &statement,
-        &[
-            &id,
-            &new.conversation_id,
-            &new.statement_id,
-            &turn,
-            &new.call.id,
-            &new.call.name,
-            &input,
-            &results,
-            &new.output.response,
-            &new.output.user_message,
-            &new.output.is_error,
-            &error_code,
-            &started,
-            &finished,
-            &duration,
-            &text,
-        ],
-    )
-    .await?;
-    let statement = tx.prepare_cached(INSERT_AUDIT).await?;
-    tx.execute(
-        &statement,
-        &[
-            &ctx.new_id(),
-            &new.source.as_str(),
-            &new.call.name,
-            &input,
-            &new.output.is_error,
-            &error_code,
-            &new.decision,
-            &new.conversation_id,
-            &Some(&id),
-            &started,
-            &finished,
-            &duration,
-            &new.caller,
-        ],
-    )
-    .await?;
-    Ok(id)
 }
 
 // ---------------------------------------------------------------- traits
@@ -633,16 +499,6 @@ async fn select_messages<C: GenericClient + Sync>(
     all(client, &sql, &[&conversation_id], message_row).await
 }
 
-async fn select_tool_calls<C: GenericClient + Sync>(
-    client: &C,
-    conversation_id: &str,
-) -> Result<Vec<ToolCallRecord>, PgFailure> {
-    let sql = format!(
-        "SELECT {TOOL_CALL_COLUMNS} FROM tool_calls WHERE conversation_id = $1 ORDER BY started_at, id"
-    );
-    all(client, &sql, &[&conversation_id], tool_call_row).await
-}
-
 #[async_trait]
 impl StatementStore for PgStore {
     async fn add_statement(&self, new: NewStatement) -> Result<Statement, StoreError> {
@@ -809,154 +665,5 @@ impl MessageStore for PgStore {
     async fn messages(&self, conversation_id: &str) -> Result<Vec<LlmMessage>, StoreError> {
         read!(self, |client| select_messages(client, conversation_id)
             .await)
-    }
-}
-
-#[async_trait]
-impl ToolCallStore for PgStore {
-    async fn record_tool_call(&self, new: NewToolCall) -> Result<String, StoreError> {
-        let new = self.redacted(new);
-        transact!(self, |tx, ctx| insert_tool_call(&tx, &ctx, new).await)
-    }
-
-    async fn record_tool_calls(&self, new: Vec<NewToolCall>) -> Result<Vec<String>, StoreError> {
-        let new = self.redacted(new);
-        transact!(self, |tx, ctx| {
-            let mut ids = Vec::with_capacity(new.len());
-            for call in new {
-                ids.push(insert_tool_call(&tx, &ctx, call).await?);
-            }
-            Ok(ids)
-        })
-    }
-
-    async fn tool_call(&self, id: &str) -> Result<Option<ToolCallRecord>, StoreError> {
-        read!(self, |client| {
-            let sql = format!("SELECT {TOOL_CALL_COLUMNS} FROM tool_calls WHERE id = $1");
-            first(client, &sql, &[&id], tool_call_row).await
-        })
-    }
-
-    async fn tool_calls(&self, conversation_id: &str) -> Result<Vec<ToolCallRecord>, StoreError> {
-        read!(self, |client| select_tool_calls(client, conversation_id)
-            .await)
-    }
-}
-
-#[async_trait]
-impl AuditStore for PgStore {
-    async fn record_audit(&self, new: NewAudit) -> Result<String, StoreError> {
-        let new = self.redacted(new);
-        transact!(self, |tx, ctx| {
-            let id = ctx.new_id();
-            let statement = tx.prepare_cached(INSERT_AUDIT).await?;
-            tx.execute(
-                &statement,
-                &[
-                    &id,
-                    &new.source.as_str(),
-                    &new.tool,
-                    &serde_json::to_string(&new.input)?,
-                    &new.is_error,
-                    &new.error_code,
-                    &new.decision,
-                    &new.conversation_id,
-                    &None::<String>,
-                    &new.started_at.as_millis(),
-                    &new.finished_at.as_millis(),
-                    &big(new.duration_us),
-                    &new.caller,
-                ],
-            )
-            .await?;
-            Ok(id)
-        })
-    }
-
-    async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditRecord>, StoreError> {
-        read!(self, |client| {
-            let sql = format!(
-                "SELECT {AUDIT_COLUMNS} FROM audit
-                 WHERE ($1::text IS NULL OR tool = $1)
-                   AND ($2::text IS NULL OR source = $2)
-                   AND ($3::bigint IS NULL OR started_at >= $3)
-                   AND (NOT $4::boolean OR is_error)
-                 ORDER BY started_at DESC, id DESC
-                 LIMIT $5"
-            );
-            let mut rows = all(
-                client,
-                &sql,
-                &[
-                    &query.tool,
-                    &query.source.map(AuditSource::as_str),
-                    &query.since.map(Timestamp::as_millis),
-                    &query.failed_only,
-                    &query.limit.map(limit),
-                ],
-                audit_row,
-            )
-            .await?;
-            rows.reverse();
-            Ok(rows)
-        })
-    }
-
-    async fn begin_call(&self, start: NewCallStart) -> Result<String, StoreError> {
-        let start = self.redacted(start);
-        transact!(self, |tx, ctx| {
-            let id = ctx.new_id();
-            tx.execute(
-                "INSERT INTO call_starts (id, source, tool, call_id, input, conversation_id, started_at, caller)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                &[
-                    &id,
-                    &start.source.as_str(),
-                    &start.call.name,
-                    &start.call.id,
-                    &serde_json::to_string(&start.call.input)?,
-                    &start.conversation_id,
-                    &start.started_at.as_millis(),
-                    &start.caller,
-                ],
-            )
-            .await?;
-            Ok(id)
-        })
-    }
-
-    async fn end_calls(&self, ids: Vec<String>) -> Result<(), StoreError> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        transact!(self, |tx, _ctx| {
-            tx.execute("DELETE FROM call_starts WHERE id = ANY($1)", &[&ids])
-                .await?;
-            Ok(())
-        })
-    }
-
-    async fn unfinished_calls(&self) -> Result<Vec<CallStartRecord>, StoreError> {
-        read!(self, |client| {
-            all(
-                client,
-                "SELECT id, source, tool, call_id, input, conversation_id, started_at, caller
-                 FROM call_starts ORDER BY started_at, id",
-                &[],
-                |row| {
-                    Ok(CallStartRecord {
-                        id: row.try_get(0)?,
-                        source: audit_source(row, 1)?,
-                        tool: row.try_get(2)?,
-                        call_id: row.try_get(3)?,
-                        input: json(row, 4)?,
-                        conversation_id: row.try_get(5)?,
-                        started_at: timestamp(row, 6)?,
-                        caller: row.try_get(7)?,
-                    })
-                },
-            )
-            .await
-        })
     }
 }

@@ -11,6 +11,7 @@
 //! few commits but never corrupts the file. [`Durability::Full`] syncs the
 //! WAL on every commit for those who need power-cut durability too.
 
+mod call_repo;
 mod code_repo;
 mod copy_rows;
 mod failure;
@@ -31,7 +32,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::redact::Redactor;
 use crate::sqlite::failure::Failure;
-use crate::sqlite::writer::{Flow, Job, WriteCtx};
+use crate::sqlite::writer::{Job, Pending, WriteCtx};
 use crate::{Clock, StoreError, SystemClock};
 
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
@@ -193,16 +194,16 @@ impl SqliteStore {
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
         let (done_tx, done_rx) = oneshot::channel::<()>();
-        let stop: Job = Box::new(move |_| Flow::Stop(done_tx));
-        if self.inner.jobs.send(stop).await.is_err() {
+        if self.inner.jobs.send(Job::Stop(done_tx)).await.is_err() {
             return Ok(());
         }
         let _ = done_rx.await;
         Ok(())
     }
 
-    /// Runs `body` as one write transaction on the writer thread, after
-    /// redacting `input`; `Ok` means committed.
+    /// Runs `body` on the writer thread, after redacting `input`, in a
+    /// transaction of its own or (when other writes are waiting with it)
+    /// in a savepoint of a group's; `Ok` means committed.
     async fn write<T, R>(
         &self,
         input: T,
@@ -212,22 +213,44 @@ impl SqliteStore {
         T: Redact + Send + 'static,
         R: Send + 'static,
     {
-        if self.inner.closed.load(Ordering::SeqCst) {
-            return Err(StoreError::Closed);
-        }
-        let input = input.redact(&self.inner.options.redactor);
+        self.enqueue(input, body).await
+    }
+
+    /// Hands `body` to the writer now, behind every write queued before it
+    /// (unless the queue is full: then when the future is first polled),
+    /// and returns the future of its reply. [`SqliteStore::close`] waits
+    /// for it like for any queued write.
+    fn enqueue<T, R>(
+        &self,
+        input: T,
+        body: impl FnOnce(&Transaction<'_>, &WriteCtx<'_>, T) -> Result<R, Failure> + Send + 'static,
+    ) -> impl Future<Output = Result<R, StoreError>> + Send + 'static
+    where
+        T: Redact + Send + 'static,
+        R: Send + 'static,
+    {
         let (reply_tx, reply_rx) = oneshot::channel();
-        let job: Job = Box::new(move |writer| {
-            let result = writer.transact(|tx, ctx| body(tx, ctx, input));
-            let _ = reply_tx.send(result);
-            Flow::Continue
-        });
-        self.inner
-            .jobs
-            .send(job)
-            .await
-            .map_err(|_| StoreError::Closed)?;
-        reply_rx.await.map_err(|_| StoreError::Closed)?
+        let queued = if self.inner.closed.load(Ordering::SeqCst) {
+            Err(StoreError::Closed)
+        } else {
+            let input = input.redact(&self.inner.options.redactor);
+            let job = Job::Write(Box::new(Pending::new(
+                move |tx: &Transaction<'_>, ctx: &WriteCtx<'_>| body(tx, ctx, input),
+                reply_tx,
+            )));
+            match self.inner.jobs.try_send(job) {
+                Ok(()) => Ok(None),
+                Err(mpsc::error::TrySendError::Full(job)) => Ok(Some(job)),
+                Err(mpsc::error::TrySendError::Closed(_)) => Err(StoreError::Closed),
+            }
+        };
+        let jobs = self.inner.jobs.clone();
+        async move {
+            if let Some(job) = queued? {
+                jobs.send(job).await.map_err(|_| StoreError::Closed)?;
+            }
+            reply_rx.await.map_err(|_| StoreError::Closed)?
+        }
     }
 
     /// Runs `body` on a read-only connection on a blocking thread.

@@ -1,5 +1,9 @@
 //! The writer thread: the one connection that writes, fed jobs through a
-//! channel, each job one `BEGIN IMMEDIATE` ... `COMMIT` transaction.
+//! channel. Jobs that are waiting together are committed together (a
+//! group commit): one `BEGIN IMMEDIATE` ... `COMMIT` for the group, each
+//! job in a savepoint of its own, so a job that fails leaves nothing of
+//! itself and takes nothing from the others. A job's caller hears back
+//! only once the group's `COMMIT` returned.
 //!
 //! One writer means concurrent tasks queue in the channel instead of
 //! fighting over SQLite's write lock, so they never see `SQLITE_BUSY` (the
@@ -9,7 +13,7 @@ use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+use rusqlite::{Connection, Transaction, TransactionBehavior, ffi};
 use tokio::sync::{mpsc, oneshot};
 use uuid::{ContextV7, Uuid};
 
@@ -21,16 +25,65 @@ use crate::{Clock, StoreError, Timestamp};
 /// Jobs waiting for the writer; senders wait (asynchronously) when full.
 pub(crate) const QUEUE_CAPACITY: usize = 1024;
 
-/// What the writer loop does after a job.
-pub(crate) enum Flow {
-    /// Take the next job.
-    Continue,
-    /// Close the connection, end the thread, then signal the sender.
+/// Most jobs committed in one transaction.
+const GROUP_MAX: usize = 64;
+
+/// Work for the writer.
+pub(crate) enum Job {
+    /// A write, run in the writer's transaction.
+    Write(Box<dyn WriteJob>),
+    /// Finish the jobs queued before it, close the connection, end the
+    /// thread, then signal the sender.
     Stop(oneshot::Sender<()>),
 }
 
-/// Work for the writer; it replies through a channel of its own.
-pub(crate) type Job = Box<dyn FnOnce(&mut Writer) -> Flow + Send>;
+/// One write: its body, then its caller told how it ended.
+pub(crate) trait WriteJob: Send {
+    /// Runs the body inside the writer's transaction, keeping its value
+    /// for [`WriteJob::settle`].
+    fn run(&mut self, tx: &Transaction<'_>, ctx: &WriteCtx<'_>) -> Result<(), Failure>;
+
+    /// Tells the caller: `Ok` once committed (with the body's value), else
+    /// why nothing of it was kept.
+    fn settle(self: Box<Self>, outcome: Result<(), StoreError>);
+}
+
+/// A [`WriteJob`] made of a closure and the channel of its reply.
+pub(crate) struct Pending<F, R> {
+    body: Option<F>,
+    value: Option<R>,
+    reply: oneshot::Sender<Result<R, StoreError>>,
+}
+
+impl<F, R> Pending<F, R> {
+    /// A job running `body`, answering on `reply`.
+    pub(crate) fn new(body: F, reply: oneshot::Sender<Result<R, StoreError>>) -> Pending<F, R> {
+        Pending {
+            body: Some(body),
+            value: None,
+            reply,
+        }
+    }
+}
+
+impl<F, R> WriteJob for Pending<F, R>
+where
+    F: FnOnce(&Transaction<'_>, &WriteCtx<'_>) -> Result<R, Failure> + Send,
+    R: Send,
+{
+    fn run(&mut self, tx: &Transaction<'_>, ctx: &WriteCtx<'_>) -> Result<(), Failure> {
+        if let Some(body) = self.body.take() {
+            self.value = Some(body(tx, ctx)?);
+        }
+        Ok(())
+    }
+
+    fn settle(self: Box<Self>, outcome: Result<(), StoreError>) {
+        let Pending { value, reply, .. } = *self;
+        let result = outcome.and_then(|()| value.ok_or(StoreError::Closed));
+        let _ = reply.send(result);
+    }
+}
 
 /// State owned by the writer thread.
 pub(crate) struct Writer {
@@ -62,35 +115,135 @@ impl WriteCtx<'_> {
     }
 }
 
+/// The same SQLite error again, for each job of a group that one failure
+/// (a `BEGIN` or a `COMMIT`) ended.
+fn again(error: &rusqlite::Error) -> rusqlite::Error {
+    match error {
+        rusqlite::Error::SqliteFailure(code, message) => {
+            rusqlite::Error::SqliteFailure(*code, message.clone())
+        }
+        other => rusqlite::Error::SqliteFailure(
+            ffi::Error::new(ffi::SQLITE_ERROR),
+            Some(other.to_string()),
+        ),
+    }
+}
+
+/// How one job of a group ended inside the transaction.
+enum Ran {
+    /// Its body succeeded; it waits for the commit.
+    Done,
+    /// Its body failed (and was rolled back alone) with this error.
+    Failed(StoreError),
+    /// Its body panicked; it was rolled back alone.
+    Panicked,
+    /// Rolling it back failed: the whole transaction must go.
+    Broken(StoreError),
+}
+
 impl Writer {
-    /// Runs `body` in one immediate transaction and commits it; on any
-    /// failure the transaction is rolled back and nothing of it remains.
-    pub(crate) fn transact<R>(
-        &mut self,
-        body: impl FnOnce(&Transaction<'_>, &WriteCtx<'_>) -> Result<R, Failure>,
-    ) -> Result<R, StoreError> {
+    /// Runs `jobs` in one immediate transaction and commits it. Each job
+    /// of a group of several runs in its own savepoint: one that fails is
+    /// rolled back alone and told why; the others are told once the
+    /// commit returned (a failed commit fails them all, nothing kept).
+    pub(crate) fn run_group(&mut self, jobs: Vec<Box<dyn WriteJob>>) {
         let Writer {
             conn,
             path,
             clock,
             ids,
         } = self;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|error| classify(error, path))?;
-        let ctx = WriteCtx {
-            now: clock.now(),
-            ids,
+        let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+            Ok(tx) => tx,
+            Err(error) => {
+                for job in jobs {
+                    job.settle(Err(classify(again(&error), path)));
+                }
+                return;
+            }
         };
-        let value = match body(&tx, &ctx) {
-            Ok(value) => value,
-            Err(Failure::Sql(error)) => return Err(classify_on(&tx, error, path)),
-            Err(failure) => return Err(failure.into_store_error(path)),
-        };
-        if let Err(error) = tx.commit() {
-            return Err(classify_on(conn, error, path));
+        let alone = jobs.len() == 1;
+        let mut done: Vec<Box<dyn WriteJob>> = Vec::with_capacity(jobs.len());
+        for mut job in jobs {
+            let ctx = WriteCtx {
+                now: clock.now(),
+                ids,
+            };
+            match run_one(&tx, &ctx, job.as_mut(), alone, path) {
+                Ran::Done => done.push(job),
+                Ran::Failed(error) if !alone => job.settle(Err(error)),
+                Ran::Panicked if !alone => {
+                    tracing::error!("a store write panicked; it was rolled back");
+                    drop(job);
+                }
+                outcome => {
+                    // Nothing of the transaction can be kept: it is rolled
+                    // back (dropped), and every job that ran in it is told.
+                    drop(tx);
+                    match outcome {
+                        Ran::Failed(error) | Ran::Broken(error) => {
+                            for other in done {
+                                other.settle(Err(StoreError::Database {
+                                    path: path.clone(),
+                                    source: Box::new(std::io::Error::other(error.to_string())),
+                                }));
+                            }
+                            job.settle(Err(error));
+                        }
+                        _ => tracing::error!("a store write panicked; it was rolled back"),
+                    }
+                    return;
+                }
+            }
         }
-        Ok(value)
+        match tx.commit() {
+            Ok(()) => {
+                for job in done {
+                    job.settle(Ok(()));
+                }
+            }
+            Err(error) => {
+                for job in done {
+                    job.settle(Err(classify_on(conn, again(&error), path)));
+                }
+            }
+        }
+    }
+}
+
+/// Runs one job's body in `tx`: inside a savepoint of its own unless it is
+/// `alone` in the transaction (then the transaction is its savepoint).
+fn run_one(
+    tx: &Transaction<'_>,
+    ctx: &WriteCtx<'_>,
+    job: &mut dyn WriteJob,
+    alone: bool,
+    path: &Path,
+) -> Ran {
+    if !alone && let Err(error) = tx.execute_batch("SAVEPOINT job") {
+        return Ran::Broken(classify_on(tx, error, path));
+    }
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| job.run(tx, ctx)));
+    let ran = match outcome {
+        Ok(Ok(())) => {
+            if alone {
+                return Ran::Done;
+            }
+            match tx.execute_batch("RELEASE job") {
+                Ok(()) => return Ran::Done,
+                Err(error) => return Ran::Broken(classify_on(tx, error, path)),
+            }
+        }
+        Ok(Err(Failure::Sql(error))) => Ran::Failed(classify_on(tx, error, path)),
+        Ok(Err(failure)) => Ran::Failed(failure.into_store_error(path)),
+        Err(_) => Ran::Panicked,
+    };
+    if alone {
+        return ran;
+    }
+    match tx.execute_batch("ROLLBACK TO job; RELEASE job") {
+        Ok(()) => ran,
+        Err(error) => Ran::Broken(classify_on(tx, error, path)),
     }
 }
 
@@ -127,19 +280,7 @@ pub(crate) async fn start(
             if ready_tx.send(Ok(())).is_err() {
                 return;
             }
-            let mut closed_signal = None;
-            while let Some(job) = queue.blocking_recv() {
-                // A panicking job drops its reply sender, so its caller sees
-                // `Closed`; the writer itself carries on.
-                match std::panic::catch_unwind(AssertUnwindSafe(|| job(&mut writer))) {
-                    Ok(Flow::Continue) => {}
-                    Ok(Flow::Stop(signal)) => {
-                        closed_signal = Some(signal);
-                        break;
-                    }
-                    Err(_) => tracing::error!("a store write panicked; it was rolled back"),
-                }
-            }
+            let closed_signal = serve(&mut writer, &mut queue);
             queue.close();
             if let Err((_, error)) = writer.conn.close() {
                 let error = failure::classify(error, &writer.path);
@@ -155,4 +296,33 @@ pub(crate) async fn start(
         })?;
     ready_rx.await.map_err(|_| StoreError::Closed)??;
     Ok(jobs)
+}
+
+/// Takes jobs until every sender is gone or one says stop (returned), each
+/// time all those waiting (up to [`GROUP_MAX`]) as one group.
+fn serve(writer: &mut Writer, queue: &mut mpsc::Receiver<Job>) -> Option<oneshot::Sender<()>> {
+    while let Some(first) = queue.blocking_recv() {
+        let mut group = Vec::new();
+        let mut stop = None;
+        let mut next = Some(first);
+        while let Some(job) = next.take() {
+            match job {
+                Job::Write(write) => group.push(write),
+                Job::Stop(signal) => {
+                    stop = Some(signal);
+                    break;
+                }
+            }
+            if group.len() < GROUP_MAX {
+                next = queue.try_recv().ok();
+            }
+        }
+        if !group.is_empty() {
+            writer.run_group(group);
+        }
+        if stop.is_some() {
+            return stop;
+        }
+    }
+    None
 }

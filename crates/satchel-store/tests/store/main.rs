@@ -14,6 +14,7 @@
 #[macro_use]
 mod support;
 
+mod calls;
 mod code;
 mod concurrency;
 mod crash;

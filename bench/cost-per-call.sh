@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The cost of a call, at the floor (issue #47): every figure as a ratio to
+# its baseline measured in the same run, with the command that reproduces it.
+#
+#   (a) `mcp serve` stdio echo round trip p50 against the reference
+#       TypeScript server (server-everything) and a bare responder;
+#   (b) bash `true` over MCP against its floor: the bare responder's round
+#       trip plus the sandboxed spawn measured alone;
+#   (c) sandboxed against unsandboxed (`--mode trust`) bash `true` inside a
+#       running `mcp serve`;
+#   (d) one-shot `tools call bash`, `--version` and `tools list` against the
+#       fork-and-wait floor `timeout 60 bash -c true`;
+#   (e) PostgreSQL against SQLite: one recorded call p50 and batched calls/s.
+#
+# Usage: bench/cost-per-call.sh [RUNS]     (RUNS for (d), default 50)
+#   SATCHEL_BIN=/abs/path/to/satchel to measure another build (default: the
+#   release build of this checkout, built first). CPU=N pins every measured
+#   process to that CPU (default 1; CPU= to not pin). Needs the test peers
+#   (scripts/install-test-peers.sh) and PostgreSQL (scripts/install-postgres.sh).
+# Every part runs with temporary config, data and cache directories and
+# databases: nothing of the user's is read or written.
+set -euo pipefail
+
+runs="${1:-50}"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+cpu="${CPU-1}"
+pin=()
+if [ -n "$cpu" ] && command -v taskset >/dev/null 2>&1; then
+    pin=(taskset -c "$cpu")
+fi
+target="${CARGO_TARGET_DIR:-$root/target}"
+if [ -z "${SATCHEL_BIN:-}" ]; then
+    cargo build --release --quiet -p satchel-cli
+    SATCHEL_BIN="$target/release/satchel"
+fi
+export SATCHEL_BIN
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+
+echo "satchel: $SATCHEL_BIN; $(uname -r), $(nproc) cores; pinned: ${pin[*]:-no}"
+
+# (a), (b), (c): one rmcp client, servers running for the whole measurement.
+cargo bench --quiet -p satchel-mcp --bench roundtrip --no-run 2>/dev/null
+SATCHEL_ROUNDTRIP_ONLY=stdio "${pin[@]}" cargo bench --quiet -p satchel-mcp --bench roundtrip \
+    2>/dev/null | tee "$out/mcp"
+
+# (d): whole processes, in turn.
+"${pin[@]}" bench/startup.sh "$runs" | tee "$out/startup"
+
+# (e): the store's backends (LoCoMo recall left out: `cargo bench -p
+# satchel-store --bench backends` runs it).
+pg_bin="${SATCHEL_TEST_PG_BIN:-$(scripts/install-postgres.sh)}"
+cargo bench --quiet -p satchel-store --bench backends --no-run 2>/dev/null
+SATCHEL_TEST_PG_BIN="$pg_bin" SATCHEL_BENCH_LOCOMO=/nonexistent \
+    "${pin[@]}" cargo bench --quiet -p satchel-store --bench backends 2>/dev/null | tee "$out/store"
+
+# The summary: each ratio, its target, the command that reproduces it.
+ratio_after() { grep -F "$1" "$2" | head -1 | sed -E 's/.*: ([0-9.]+).*/\1/'; }
+startup_ratio() { grep -F "$1" "$out/startup" | head -1 | awk '{print $NF}'; }
+store_cell() { grep -F "$1" "$out/store" | head -1 | awk -F'|' '{gsub(/[ x]/, "", $5); print $5}'; }
+mcp="SATCHEL_ROUNDTRIP_ONLY=stdio cargo bench -p satchel-mcp --bench roundtrip"
+one="SATCHEL_BIN=$SATCHEL_BIN bench/startup.sh $runs"
+store="SATCHEL_BENCH_LOCOMO=/nonexistent cargo bench -p satchel-store --bench backends"
+echo
+echo "| figure | ratio | target | command |"
+echo "|---|---:|---:|---|"
+echo "| (a) mcp serve echo p50 / server-everything echo | $(ratio_after 'satchel echo / server-everything echo' "$out/mcp") | <= 1.0 | \`$mcp\` |"
+echo "| (a) mcp serve echo p50 / bare responder | $(ratio_after 'satchel echo / bare responder' "$out/mcp") | | \`$mcp\` |"
+echo "| (b) bash \`true\` over MCP / (bare responder + sandboxed spawn alone) | $(ratio_after 'satchel bash `true` / (bare' "$out/mcp") | <= 1.1 | \`$mcp\` |"
+echo "| (c) sandboxed / unsandboxed bash \`true\` in mcp serve | $(ratio_after 'sandboxed / unsandboxed' "$out/mcp") | <= 1.3 | \`$mcp\` |"
+echo "| (d) \`tools call bash '{\"command\":\"true\"}'\` / \`timeout 60 bash -c true\` | $(startup_ratio 'satchel tools call bash') | <= 2.7 | \`$one\` |"
+echo "| (d) the same, sandbox: none / floor | $(startup_ratio 'the same, sandbox: none') | | \`$one\` |"
+echo "| (d) \`satchel --version\` / floor | $(startup_ratio 'satchel --version') | <= 1.5 | \`$one\` |"
+echo "| (d) \`satchel tools list\` / floor | $(startup_ratio 'satchel tools list') | <= 1.5 | \`$one\` |"
+echo "| (e) PostgreSQL / SQLite, one call p50 | $(store_cell 'single call p50') | <= 2.0 | \`$store\` |"
+echo "| (e) PostgreSQL / SQLite, batched calls/s | $(store_cell 'batched, calls/s') | >= 0.5 | \`$store\` |"

@@ -1,0 +1,138 @@
+//! A call's end in one transaction (`finish_calls`: its record, its audit
+//! row, its start ended), batches written as one statement on PostgreSQL,
+//! and group commits on SQLite's writer: a write that fails in a group
+//! takes nothing from the others.
+
+use crate::support::sample_call;
+use satchel_store::{
+    AuditQuery, AuditSource, AuditStore, ConversationStore, NewCallStart, NewConversation,
+    StoreError, ToolCallStore,
+};
+
+fn start_of(n: u64) -> NewCallStart {
+    NewCallStart {
+        source: AuditSource::Mcp,
+        caller: Some("client 1".into()),
+        call: sample_call(n).call,
+        conversation_id: None,
+        started_at: crate::support::START,
+    }
+}
+
+backend_test!(a_call_ends_with_its_record_and_audit_row, |db| async {
+    let store = db.open().await;
+    let start = store.begin_call(start_of(1)).await.unwrap();
+    let other = store.begin_call(start_of(2)).await.unwrap();
+    assert_eq!(store.unfinished_calls().await.unwrap().len(), 2);
+
+    let ids = store
+        .finish_calls(vec![start.clone()], vec![sample_call(1)])
+        .await
+        .unwrap();
+    assert_eq!(ids.len(), 1);
+    let record = store.tool_call(&ids[0]).await.unwrap().unwrap();
+    assert_eq!(record.call_id, sample_call(1).call.id);
+    let audit = store.audit(AuditQuery::default()).await.unwrap();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].tool_call_id.as_deref(), Some(ids[0].as_str()));
+    // Only the start that was named is ended.
+    let unfinished = store.unfinished_calls().await.unwrap();
+    assert_eq!(
+        unfinished.iter().map(|c| c.id.clone()).collect::<Vec<_>>(),
+        vec![other]
+    );
+    // Ending nothing and recording nothing is nothing.
+    assert_eq!(
+        store.finish_calls(Vec::new(), Vec::new()).await.unwrap(),
+        Vec::<String>::new()
+    );
+});
+
+backend_test!(a_call_whose_record_fails_keeps_its_start, |db| async {
+    let store = db.open().await;
+    let start = store.begin_call(start_of(1)).await.unwrap();
+    let mut call = sample_call(1);
+    call.conversation_id = Some("no-such-conversation".into());
+    let refused = store.finish_calls(vec![start.clone()], vec![call]).await;
+    assert!(
+        matches!(
+            refused,
+            Err(StoreError::NotFound { .. } | StoreError::MissingReference { .. })
+        ),
+        "{refused:?}"
+    );
+    // Nothing of it was kept: no record, no audit row, the start unfinished.
+    assert!(store.audit(AuditQuery::default()).await.unwrap().is_empty());
+    let unfinished = store.unfinished_calls().await.unwrap();
+    assert_eq!(unfinished.len(), 1);
+    assert_eq!(unfinished[0].id, start);
+});
+
+backend_test!(
+    a_batch_larger_than_a_statement_is_written_whole,
+    |db| async {
+        let store = db.open().await;
+        let conversation = store
+            .create_conversation(NewConversation::default())
+            .await
+            .unwrap();
+        let calls: Vec<_> = (0..2500u64)
+            .map(|n| {
+                let mut call = sample_call(n);
+                if n % 3 == 0 {
+                    call.conversation_id = Some(conversation.id.clone());
+                }
+                call
+            })
+            .collect();
+        let ids = store.record_tool_calls(calls).await.unwrap();
+        assert_eq!(ids.len(), 2500);
+        let mut sorted = ids.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 2500, "ids are unique");
+        assert_eq!(store.tool_calls(&conversation.id).await.unwrap().len(), 834);
+        let audit = store.audit(AuditQuery::default()).await.unwrap();
+        assert_eq!(audit.len(), 2500);
+        // Each audit row names its own record, in order.
+        let mut linked: Vec<String> = audit
+            .iter()
+            .filter_map(|a| a.tool_call_id.clone())
+            .collect();
+        linked.sort();
+        assert_eq!(linked, sorted);
+        // A batch with one bad row leaves nothing.
+        let mut bad = vec![sample_call(9000), sample_call(9001)];
+        bad[1].conversation_id = Some("no-such-conversation".into());
+        assert!(store.record_tool_calls(bad).await.is_err());
+        assert_eq!(
+            store.audit(AuditQuery::default()).await.unwrap().len(),
+            2500
+        );
+    }
+);
+
+backend_test!(writes_at_once_fail_alone, |db| async {
+    let store = db.open().await;
+    let mut tasks = Vec::new();
+    for n in 0..200u64 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut call = sample_call(n);
+            if n % 7 == 0 {
+                call.conversation_id = Some(format!("missing-{n}"));
+            }
+            store.record_tool_call(call).await
+        }));
+    }
+    let mut written = 0;
+    for (n, task) in tasks.into_iter().enumerate() {
+        let result = task.await.unwrap();
+        assert_eq!(result.is_err(), n % 7 == 0, "call {n}: {result:?}");
+        written += usize::from(result.is_ok());
+    }
+    assert_eq!(
+        store.audit(AuditQuery::default()).await.unwrap().len(),
+        written
+    );
+});
