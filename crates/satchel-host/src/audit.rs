@@ -4,7 +4,7 @@
 //! runs that is not on record.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use satchel_core::{ToolCall, ToolOutput};
 use satchel_store::{
@@ -102,10 +102,7 @@ impl AuditObserver {
         started: SystemTime,
         finished: SystemTime,
     ) -> NewToolCall {
-        let millis = |at: SystemTime| {
-            let since_epoch = at.duration_since(UNIX_EPOCH).unwrap_or_default();
-            Timestamp::from_millis(i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX))
-        };
+        let millis = Timestamp::from_system_time;
         let duration = finished.duration_since(started).unwrap_or_default();
         NewToolCall {
             source: self.source,

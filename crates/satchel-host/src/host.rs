@@ -90,7 +90,7 @@ pub struct Host {
     pub model_tape: Option<satchel_llm::Tape>,
     /// The tools conversations share, with the MCP servers whose tools
     /// they import: started by the first conversation.
-    shared: tokio::sync::OnceCell<(Arc<LiveRegistry>, McpManager)>,
+    pub(crate) shared: tokio::sync::OnceCell<(Arc<LiveRegistry>, McpManager)>,
 }
 
 impl Host {
@@ -200,22 +200,6 @@ impl Host {
         for warning in &self.warnings {
             tracing::warn!("{warning}");
         }
-    }
-
-    /// The tools every conversation of this host shares (built-in,
-    /// external, and the MCP servers' of mcp.json, which join as they come
-    /// up), watched for changes: built and started on first use.
-    pub async fn shared_tools(&self) -> anyhow::Result<Arc<LiveRegistry>> {
-        let (live, _) = self
-            .shared
-            .get_or_try_init(|| async {
-                let live = Arc::new(self.tools(false).await?);
-                live.spawn_watcher();
-                let servers = crate::loaders::start_mcp_in_background(&live, self);
-                anyhow::Ok((live, servers))
-            })
-            .await?;
-        Ok(live.clone())
     }
 
     /// Completes a freshly read [`ToolsConfig`] as this host does: see

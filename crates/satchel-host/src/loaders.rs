@@ -149,6 +149,24 @@ pub fn load_mcp_config(host: &Host) -> McpConfig {
     config
 }
 
+impl Host {
+    /// The tools every conversation of this host shares (built-in,
+    /// external, and the MCP servers' of mcp.json, which join as they come
+    /// up), watched for changes: built and started on first use.
+    pub async fn shared_tools(&self) -> anyhow::Result<Arc<LiveRegistry>> {
+        let (live, _) = self
+            .shared
+            .get_or_try_init(|| async {
+                let live = Arc::new(self.tools(false).await?);
+                live.spawn_watcher();
+                let servers = start_mcp_in_background(&live, self);
+                anyhow::Ok((live, servers))
+            })
+            .await?;
+        Ok(live.clone())
+    }
+}
+
 /// Starts mcp.json's servers and waits for each to come up or fail; a
 /// server that fails is a warning (logged by the manager), never an error.
 pub async fn start_mcp_servers(live: &Arc<LiveRegistry>, host: &Host) -> McpManager {

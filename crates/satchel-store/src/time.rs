@@ -24,6 +24,15 @@ impl Timestamp {
         Timestamp(millis)
     }
 
+    /// The timestamp of a point of the system's clock (negative before
+    /// 1970).
+    pub fn from_system_time(time: SystemTime) -> Timestamp {
+        Timestamp(match time.duration_since(UNIX_EPOCH) {
+            Ok(since) => i64::try_from(since.as_millis()).unwrap_or(i64::MAX),
+            Err(before) => -i64::try_from(before.duration().as_millis()).unwrap_or(i64::MAX),
+        })
+    }
+
     /// Milliseconds since the unix epoch.
     pub const fn as_millis(self) -> i64 {
         self.0
@@ -92,11 +101,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
-        let millis = match SystemTime::now().duration_since(UNIX_EPOCH) {
-            Ok(since) => i64::try_from(since.as_millis()).unwrap_or(i64::MAX),
-            Err(before) => -i64::try_from(before.duration().as_millis()).unwrap_or(i64::MAX),
-        };
-        Timestamp(millis)
+        Timestamp::from_system_time(SystemTime::now())
     }
 }
 

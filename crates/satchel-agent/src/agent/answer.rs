@@ -11,6 +11,9 @@ use satchel_llm::{AssembledToolCall, Response, StopReason};
 use crate::history::text_of;
 use crate::{AgentEvent, EventSink};
 
+/// The name a prompted reply that could not be read is recorded under.
+pub(super) const UNREADABLE_REPLY: &str = "(unreadable reply)";
+
 /// A call to run, or the output it gets without running (malformed).
 #[derive(Debug, Clone)]
 pub(super) struct Planned {
@@ -94,7 +97,7 @@ pub(super) fn read_answer(
 fn unreadable_call(turn: u32) -> ToolCall {
     ToolCall {
         id: format!("prompted_{turn}_0"),
-        name: super::streak::UNREADABLE_REPLY.into(),
+        name: UNREADABLE_REPLY.into(),
         input: serde_json::Value::Null,
     }
 }

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use satchel_core::{ToolCall, ToolOutput};
-use satchel_store::{AuditSource, NewAudit, Store};
+use satchel_store::{AuditSource, NewAudit, Store, Timestamp};
 use satchel_tools::hooks::{
     Before, Fired, HookApprovals, HookEvent, HookSet, RunSetting, add_note, after_event,
     after_notes, before_fields, decide_before, fire, from_mcp, permission_mode, tool_names,
@@ -35,7 +35,6 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::Agent;
-use super::recording::timestamp;
 use crate::{AgentEvent, EventSink, Snapshot};
 
 /// Times in a row a `Stop` hook may send the model back to work.
@@ -153,8 +152,8 @@ pub async fn record_hook_runs(
             error_code,
             decision: Some(decision),
             conversation_id: conversation_id.clone(),
-            started_at: timestamp(started_at),
-            finished_at: timestamp(started_at + duration),
+            started_at: Timestamp::from_system_time(started_at),
+            finished_at: Timestamp::from_system_time(started_at + duration),
             duration_us: u64::try_from(duration.as_micros()).unwrap_or(u64::MAX),
         };
         if let Err(error) = store.record_audit(row).await {

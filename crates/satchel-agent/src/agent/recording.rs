@@ -8,7 +8,7 @@
 //! loop writes both, and nothing else does.
 
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use satchel_core::Message;
 use satchel_llm::{Calibration, LlmError, Provider, Response, StopReason, TokenEstimate};
@@ -114,8 +114,8 @@ impl Agent {
                 call: done.call.clone(),
                 output: done.output.clone(),
                 decision: done.decision.clone(),
-                started_at: timestamp(done.started_at),
-                finished_at: timestamp(done.started_at + done.duration),
+                started_at: Timestamp::from_system_time(done.started_at),
+                finished_at: Timestamp::from_system_time(done.started_at + done.duration),
                 duration_us: u64::try_from(done.duration.as_micros()).unwrap_or(u64::MAX),
             })
             .collect();
@@ -276,12 +276,4 @@ pub(super) fn stop_reason_name(reason: &StopReason) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_else(|| format!("{reason:?}"))
-}
-
-/// A store timestamp of `time`.
-pub(super) fn timestamp(time: SystemTime) -> Timestamp {
-    let millis = time
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    Timestamp::from_millis(millis)
 }

@@ -16,12 +16,9 @@
 use satchel_core::ErrorCode;
 use satchel_llm::{LimitSource, ModelConfig, Response, StopReason};
 
-use super::answer::Answer;
+use super::answer::{Answer, UNREADABLE_REPLY};
 use super::repetition::repeats_itself;
 use crate::history::CallRecord;
-
-/// The name a prompted reply that could not be read is recorded under.
-pub(super) const UNREADABLE_REPLY: &str = "(unreadable reply)";
 
 /// The same failure this many times in a row ends the statement (the
 /// same failing calls: one more, see [`Failure::give_up_at`]).

@@ -17,7 +17,7 @@ use satchel_core::text::char_prefix;
 use satchel_core::{Content, ErrorCode, Message, ToolCall, ToolOutput, ToolResult, ToolResults};
 use satchel_llm::prompted::{PromptedResult, format_results};
 use satchel_llm::{Calibration, Response, Tape, TokenEstimate, count_tokens};
-use satchel_store::NewCallStart;
+use satchel_store::{NewCallStart, Timestamp};
 use satchel_tools::format::{generic_result, generic_use};
 use satchel_tools::hooks::{Before, add_note};
 use satchel_tools::{CallTrace, Consent, Registry, ToolContext, dispatch_with, not_recorded};
@@ -27,7 +27,6 @@ use super::Agent;
 use super::answer::Planned;
 use super::hooks::HookContext;
 use super::model::calibrated_total;
-use super::recording::timestamp;
 use crate::history::{CallRecord, Transcript};
 use crate::telemetry::{self, ContentPolicy};
 use crate::{AgentEvent, EventSink, Snapshot, waves};
@@ -168,7 +167,7 @@ impl Agent {
                         caller: self.caller.clone(),
                         call: call.clone(),
                         conversation_id: ctx.conversation_id.clone(),
-                        started_at: timestamp(started_at),
+                        started_at: Timestamp::from_system_time(started_at),
                     })
                     .await;
                 match begun {
