@@ -79,9 +79,17 @@ async def main() -> None:
                     report["lines"].append(third["structured"]["output"])
                     await call("process", {"action": "kill", "process_id": lid})
 
-                    await call("bash", {"command": "echo done; exit 4", "background": True, "wait": 0})
-                    await asyncio.sleep(1.0)
-                    report["told"] = await call("bash", {"command": "true"})
+                    # The end is told with the first result after it is seen:
+                    # the start's own when the process ended before it
+                    # returned, else a later call's.
+                    report["told"] = await call(
+                        "bash", {"command": "echo done; exit 4", "background": True, "wait": 0}
+                    )
+                    for _ in range(20):
+                        if "Background process ended" in report["told"]["text"]:
+                            break
+                        await asyncio.sleep(0.5)
+                        report["told"] = await call("bash", {"command": "true"})
                     report["told_again"] = await call("bash", {"command": "true"})
 
                 # Three processes left running for the ending, one trapping TERM.
