@@ -140,14 +140,15 @@ pub async fn observed_dispatch(
     };
     let started_at = SystemTime::now();
     let clock = std::time::Instant::now();
-    let mut call = call.clone();
+    // Copied only when a hook may rewrite its input.
+    let mut call = std::borrow::Cow::Borrowed(call);
     let (output, decision) = match hooks {
         None => {
             let dispatched = dispatch(registry, policy, consent, &call, ctx).await;
             let decision = dispatched.decision_label();
             (dispatched.output, decision)
         }
-        Some(hooks) => match hooks.before(place, &mut call).await {
+        Some(hooks) => match hooks.before(place, call.to_mut()).await {
             Before::Refused(output, label) => (output, Some(label)),
             Before::Go(steer, hook_label, context) => {
                 let dispatched = dispatch_with(registry, policy, consent, &call, ctx, &steer).await;
