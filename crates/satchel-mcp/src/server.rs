@@ -606,8 +606,22 @@ impl ServerHandler for SatchelServer {
         Ok(())
     }
 
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+    /// The session begins with the answer to `initialize`, not with the
+    /// `initialized` notification: rmcp handles that notification in a
+    /// task of its own, and a client's first call (sent right after it)
+    /// could otherwise run before it, outside the session, and start a
+    /// process the session's next call cannot see.
+    async fn initialize(
+        &self,
+        request: rmcp::model::InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::InitializeResult, ErrorData> {
         self.session.begin();
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         // A session that began with `initialize` gets list changes through
         // its peer until the client goes away.
         let mut changes = self.inner.live.subscribe();

@@ -79,17 +79,21 @@ async def main() -> None:
                     report["lines"].append(third["structured"]["output"])
                     await call("process", {"action": "kill", "process_id": lid})
 
-                    # The end is told with the first result after it is seen:
-                    # the start's own when the process ended before it
-                    # returned, else a later call's.
+                    # The end is told once, in the first result after it is
+                    # seen: the start's own (its state) when the process
+                    # ended before the start returned, else a later call's
+                    # notice.
                     report["told"] = await call(
                         "bash", {"command": "echo done; exit 4", "background": True, "wait": 0}
                     )
-                    for _ in range(20):
-                        if "Background process ended" in report["told"]["text"]:
-                            break
-                        await asyncio.sleep(0.5)
-                        report["told"] = await call("bash", {"command": "true"})
+                    report["told_in"] = "start"
+                    if report["told"]["structured"]["state"] == "running":
+                        report["told_in"] = "notice"
+                        for _ in range(20):
+                            if "Background process ended" in report["told"]["text"]:
+                                break
+                            await asyncio.sleep(0.5)
+                            report["told"] = await call("bash", {"command": "true"})
                     report["told_again"] = await call("bash", {"command": "true"})
 
                 # Three processes left running for the ending, one trapping TERM.

@@ -46,7 +46,7 @@ impl Slot {
         })
     }
 
-    /// The client finished `initialize`: calls from now on are the session's.
+    /// The client was answered `initialize`: calls from now on are the session's.
     pub(crate) fn begin(&self) {
         self.begun.store(true, Ordering::Release);
     }
