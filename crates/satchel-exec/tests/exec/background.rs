@@ -142,6 +142,32 @@ async fn in_the_sandbox_a_trapped_term_and_a_daemon_still_end() {
     assert_eq!(running_with("996.123"), Vec::<String>::new());
 }
 
+/// What decides where a ^C goes, for a failure's message: the process's
+/// state, session, terminal and foreground group (`/proc/PID/stat`), and
+/// its blocked, ignored and caught signals (`/proc/PID/status`).
+fn signal_state(pid: i32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let field = |i: usize| fields.get(i).copied().unwrap_or("?");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let signals: Vec<&str> = status
+        .lines()
+        .filter(|l| l.starts_with("Sig") || l.starts_with("ShdPnd"))
+        .collect();
+    format!(
+        "pid {pid} state {} pgrp {} session {} tty {} tpgid {}; {}",
+        field(0),
+        field(2),
+        field(3),
+        field(4),
+        field(5),
+        signals.join("; ")
+    )
+}
+
 #[tokio::test]
 async fn python_on_a_terminal_answers_interrupts_and_exits() {
     let dir = tempfile::tempdir().unwrap();
@@ -182,7 +208,11 @@ async fn python_on_a_terminal_answers_interrupts_and_exits() {
             break;
         }
     }
-    assert!(seen.contains("KeyboardInterrupt"), "{seen:?}");
+    assert!(
+        seen.contains("KeyboardInterrupt"),
+        "{seen:?}\n{}",
+        signal_state(process.pid())
+    );
     process.write("exit(3)\n").await.unwrap();
     let end = process.read(Duration::from_secs(10), None).await;
     let end = if end.state.is_running() {
