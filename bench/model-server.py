@@ -25,8 +25,13 @@ statements (default 8) with side requests as scheduled and N with
 time to the first byte and to the answer on stdout (its last byte), wall
 time, requests per statement, and the ratios to `sideRequests: false`.
 
+With --fresh as well, each statement runs in a new conversation: a
+resumed conversation's prompt carries the goal and objective that side
+requests wrote, and a small model given another prompt takes another path,
+which the resumed measurement cannot tell apart from a delay.
+
 Usage: bench/model-server.py [--satchel target/debug/satchel] [--statements 10]
-       bench/model-server.py --llama-server [--statements 8]
+       bench/model-server.py --llama-server [--statements 8] [--fresh]
 Prints a markdown table. Nothing here touches the user's state: every
 setting gets its own temporary project, XDG directories and database.
 """
@@ -122,6 +127,9 @@ class Project:
         with open(os.path.join(self.dir, "project/.agents/agent.json"), "w") as f:
             json.dump(config, f)
         self.conversation = None
+        # Each statement in a new conversation (--fresh): what one setting's
+        # side requests wrote never reaches its later prompts.
+        self.fresh = False
         self.results = []  # (first byte s, wall s, exit code, answer on stdout s)
 
     def env(self):
@@ -140,7 +148,7 @@ class Project:
 
     def run(self, prompt):
         args = [self.satchel, "run"]
-        if self.conversation:
+        if self.conversation and not self.fresh:
             args += ["--resume", self.conversation]
         args.append(prompt)
         start = time.monotonic()
@@ -237,6 +245,7 @@ def llama_server_side_requests(args):
         # One server each: llama.cpp keeps one prompt cache per slot.
         side = project("side")
         none = project("none", sideRequests=False)
+        side.fresh = none.fresh = args.fresh
         for n, prompt in enumerate(prompts):
             order = (side, none) if n % 2 == 0 else (none, side)
             for p in order:
@@ -244,7 +253,8 @@ def llama_server_side_requests(args):
                 print(".", end="", file=sys.stderr, flush=True)
         print(file=sys.stderr)
         print(f"Satchel's defaults against llama-server (one slot, -c 8192) + SmolLM2-135M, "
-              f"{statements} statements each way, order alternating\n")
+              f"{statements} statements each way, order alternating, "
+              + ("each in a new conversation\n" if args.fresh else "one conversation each way\n"))
         print("| setting | first byte, median s | answer on stdout, median s | wall, median s "
               "| requests per statement, median (max) | exit codes |")
         print("|---|---:|---:|---:|---:|---|")
@@ -274,6 +284,10 @@ def main():
     parser.add_argument("--statements", type=int, default=None)
     parser.add_argument("--llama-server", action="store_true",
                         help="side-request delay on llama-server with Satchel's defaults")
+    parser.add_argument("--fresh", action="store_true",
+                        help="with --llama-server: each statement in a new conversation, so the "
+                             "goals side requests write never change a later prompt and the "
+                             "ratio is the scheduling's alone")
     args = parser.parse_args()
     if args.llama_server:
         llama_server_side_requests(args)

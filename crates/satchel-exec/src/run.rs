@@ -220,6 +220,28 @@ pub async fn run_metered(
 /// program, arguments, directory, the non-interactive environment, and,
 /// when sandboxed, the plan to confine it with (secrets hidden, its own
 /// `TMPDIR`). The caller adds its stdio and the `pre_exec` step.
+/// Sets SIGINT and SIGQUIT back to their defaults in a child, between
+/// fork and exec (`sigaction` only, async-signal-safe). A shell starts its
+/// background jobs with both ignored, and an ignored signal stays ignored
+/// across exec: a Satchel started with `&` (or by a service manager that
+/// ignores them) would hand that on, and a ^C typed to a program on its
+/// terminal, or sent by `process` `input`, would do nothing.
+pub(crate) fn default_interrupts() -> io::Result<()> {
+    for signal in [libc::SIGINT, libc::SIGQUIT] {
+        // SAFETY: a zeroed `sigaction` whose handler is SIG_DFL is a valid
+        // disposition, and `sigaction` is async-signal-safe.
+        let failed = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = libc::SIG_DFL;
+            libc::sigaction(signal, &action, std::ptr::null_mut()) != 0
+        };
+        if failed {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn base_command(
     request: &ExecRequest,
 ) -> Result<(Command, Option<sandbox::ChildPlan>, SandboxReport), ExecError> {
@@ -271,6 +293,7 @@ async fn spawn(request: &ExecRequest) -> Result<(Child, SandboxReport), ExecErro
     unsafe {
         command.pre_exec(move || {
             rustix::process::setsid()?;
+            default_interrupts()?;
             rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
             // The parent may have died before the signal was armed.
             if rustix::process::getppid() != Some(parent) {

@@ -477,6 +477,32 @@ async fn grep_and_glob_honour_gitignore_and_grep_shows_context() {
         limited.starts_with("src/lib.rs\n… 1 more files not shown"),
         "{limited}"
     );
+    // Content cut by head_limit inside a file: whole lines, in path order,
+    // the rest counted.
+    let cut = text(
+        &files
+            .call(
+                "grep",
+                json!({"pattern": "fn|alpha", "output_mode": "content", "head_limit": 3}),
+            )
+            .await,
+    );
+    assert_eq!(
+        cut,
+        "src/lib.rs:2:fn alpha() {}\nsrc/lib.rs:4:fn beta() {}\nsrc/main.rs:1:fn main() { alpha(); }\n"
+    );
+    let cut = text(
+        &files
+            .call(
+                "grep",
+                json!({"pattern": "fn", "output_mode": "content", "head_limit": 1, "-n": false}),
+            )
+            .await,
+    );
+    assert_eq!(
+        cut,
+        "src/lib.rs:fn alpha() {}\n… 2 more lines not shown (head_limit 1); narrow the search or raise head_limit.\n"
+    );
     let bad = files.call("grep", json!({"pattern": "(unclosed"})).await;
     assert!(error(&bad).contains("not a valid regex"));
 

@@ -649,3 +649,53 @@ fn file_tools_take_path_rules_and_follow_the_mode() {
     );
     assert!(wrong.unwrap_err().contains("a path pattern"));
 }
+
+/// Typing into a background shell is judged by the `bash(...)` rules that
+/// deny or ask: `process` `input` cannot run what `bash` may not.
+#[test]
+fn text_typed_into_a_background_process_meets_bash_deny_and_ask_rules() {
+    let process = builtin_registry()
+        .unwrap()
+        .get("process")
+        .unwrap()
+        .spec()
+        .clone();
+    let rules = policy(json!({"permissions": {
+        "mode": "trust",
+        "allow": ["bash(git *)", "process"],
+        "deny": ["bash(rm *)"],
+        "ask": ["bash(git push*)"]
+    }}));
+    let typed = |text: &str| {
+        rules.decide(
+            &process,
+            &json!({"action": "input", "process_id": "p1", "text": text}),
+        )
+    };
+    let denied = typed("ls\nrm -rf ~/work\n");
+    assert_eq!(denied.verdict, Verdict::Deny, "{denied:?}");
+    assert!(
+        denied
+            .judgements
+            .iter()
+            .any(|j| j.subject.contains("rm -rf ~/work")),
+        "{denied:?}"
+    );
+    assert_eq!(typed("echo $(rm -r x)\n").verdict, Verdict::Deny);
+    assert_eq!(typed("git push origin main\n").verdict, Verdict::Ask);
+    // Allow rules for bash do not widen what `process` may do, and text
+    // for another program (Python here) keeps the process tool's verdict.
+    assert_eq!(typed("git status\n").verdict, Verdict::Allow);
+    assert_eq!(typed("print([1, 2])\n").verdict, Verdict::Allow);
+    assert_eq!(typed("\u{3}").verdict, Verdict::Allow);
+    // Reading output is not typing.
+    assert_eq!(
+        rules
+            .decide(
+                &process,
+                &json!({"action": "output", "process_id": "p1", "text": "rm -rf /"})
+            )
+            .verdict,
+        Verdict::Allow
+    );
+}

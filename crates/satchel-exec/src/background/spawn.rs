@@ -58,6 +58,7 @@ fn spawn_once(request: &ExecRequest, tty: bool) -> Result<Spawned, ExecError> {
         if new_session {
             rustix::process::setsid()?;
         }
+        crate::run::default_interrupts()?;
         rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
         if rustix::process::getppid() != Some(parent) {
             return Err(io::Error::other("parent exited during spawn"));

@@ -142,6 +142,22 @@ async fn in_the_sandbox_a_trapped_term_and_a_daemon_still_end() {
     assert_eq!(running_with("996.123"), Vec::<String>::new());
 }
 
+/// Runs `start` with SIGINT and SIGQUIT ignored in this process, as a
+/// non-interactive shell leaves them for a job started with `&`.
+fn with_interrupts_ignored<T>(start: impl FnOnce() -> T) -> T {
+    let set = |disposition: libc::sighandler_t| {
+        for signal in [libc::SIGINT, libc::SIGQUIT] {
+            // SAFETY: SIG_IGN and SIG_DFL are valid dispositions; the
+            // test harness installs no handler of its own for either.
+            unsafe { libc::signal(signal, disposition) };
+        }
+    };
+    set(libc::SIG_IGN);
+    let started = start();
+    set(libc::SIG_DFL);
+    started
+}
+
 /// What decides where a ^C goes, for a failure's message: the process's
 /// state, session, terminal and foreground group (`/proc/PID/stat`), and
 /// its blocked, ignored and caught signals (`/proc/PID/status`).
@@ -172,15 +188,19 @@ fn signal_state(pid: i32) -> String {
 async fn python_on_a_terminal_answers_interrupts_and_exits() {
     let dir = tempfile::tempdir().unwrap();
     let table = ProcessTable::new(None);
-    let process = table
-        .start(
+    // Started as a shell starts a background job (`satchel mcp serve &`):
+    // SIGINT and SIGQUIT ignored, which exec keeps. The child must not
+    // inherit that, or the ^C below raises nothing.
+    let process = with_interrupts_ignored(|| {
+        table.start(
             "c1",
             "python3 -i",
             &bash("exec python3 -i -q", dir.path()),
             true,
             &config(dir.path()),
         )
-        .unwrap();
+    })
+    .unwrap();
     let prompt = Regex::new(">>> $").unwrap();
     let start = process
         .read(Duration::from_secs(10), Some(prompt.clone()))

@@ -520,6 +520,9 @@ impl Policy {
                 beyond_limits = Some(why);
             }
         }
+        if let Some(typed) = typed_into_a_process(tool, input) {
+            judgements.extend(self.judge_typed(typed));
+        }
         let verdict = judgements
             .iter()
             .map(|j| j.verdict)
@@ -531,6 +534,40 @@ impl Policy {
             judgements,
             beyond_limits,
         }
+    }
+
+    /// Text typed into a background process may be commands for the shell
+    /// it runs: each command the text holds, read as a script, meets the
+    /// `bash(...)` rules that deny or ask. Allow rules do not apply (the
+    /// text may be for another program), nor does text that does not read
+    /// as commands: the `process` tool's own judgement stands for those.
+    fn judge_typed(&self, typed: &str) -> Vec<Judgement> {
+        let Ok(commands) = shell::simple_commands(typed) else {
+            return Vec::new();
+        };
+        commands
+            .iter()
+            .filter_map(|command| {
+                let text = command.text();
+                let rule = self.rules.iter().find(|rule| {
+                    rule.kind != RuleKind::Allow
+                        && !rule.is_tool_wide()
+                        && rule.matches_tool("bash")
+                        && rule.matches_command(&text)
+                })?;
+                let verdict = match rule.kind {
+                    RuleKind::Deny => Verdict::Deny,
+                    _ => Verdict::Ask,
+                };
+                let subject = format!("process input `{}`", preview(&text));
+                Some(Judgement {
+                    reason: format!("{subject} matches the {rule}"),
+                    subject,
+                    verdict,
+                    rule: Some(rule.clone()),
+                })
+            })
+            .collect()
     }
 
     fn judge(
@@ -770,4 +807,13 @@ impl Policy {
             }
         }
     }
+}
+
+/// The text of a `process` `input` call: what is typed into a background
+/// process's stdin or terminal.
+fn typed_into_a_process<'a>(tool: &str, input: &'a Value) -> Option<&'a str> {
+    if tool != "process" || input.get("action").and_then(Value::as_str) != Some("input") {
+        return None;
+    }
+    input.get("text").and_then(Value::as_str)
 }

@@ -219,29 +219,21 @@ impl Tool for GrepTool {
 fn render(pattern: &str, mode: OutputMode, found: &search::Found, head_limit: usize) -> ToolOutput {
     let files = found.files.len();
     let matches: u64 = found.files.iter().map(|f| f.count).sum();
-    let entries: Vec<String> = match mode {
-        OutputMode::FilesWithMatches => found
-            .files
-            .iter()
-            .map(|f| format!("{}\n", shown_path(&f.path)))
-            .collect(),
-        OutputMode::Count => found
-            .files
-            .iter()
-            .map(|f| format!("{}:{}\n", shown_path(&f.path), f.count))
-            .collect(),
-        OutputMode::Content => found
-            .files
-            .iter()
-            .flat_map(|f| f.lines.iter().cloned())
-            .collect(),
+    let (mut text, shown) = match mode {
+        OutputMode::FilesWithMatches | OutputMode::Count => {
+            let mut text = String::new();
+            for f in found.files.iter().take(head_limit) {
+                text.push_str(&shown_path(&f.path));
+                if mode == OutputMode::Count {
+                    text.push_str(&format!(":{}", f.count));
+                }
+                text.push('\n');
+            }
+            (text, files)
+        }
+        OutputMode::Content => content_lines(found, head_limit),
     };
-    let total = entries.len() + found.dropped_lines;
-    let mut text: String = entries
-        .iter()
-        .take(head_limit)
-        .map(String::as_str)
-        .collect();
+    let total = shown + found.dropped_lines;
     let user_message = match mode {
         OutputMode::FilesWithMatches => format!("`{pattern}`: {files} files match"),
         OutputMode::Count | OutputMode::Content => {
@@ -258,6 +250,32 @@ fn render(pattern: &str, mode: OutputMode, found: &search::Found, head_limit: us
         ));
     }
     ToolOutput::success(ToolResults::Text(text), user_message)
+}
+
+/// The first `head_limit` output lines of every file, in one string sized
+/// once, and how many lines were collected in all.
+fn content_lines(found: &search::Found, head_limit: usize) -> (String, usize) {
+    let collected: usize = found.files.iter().map(|f| f.lines).sum();
+    let mut left = head_limit;
+    let mut shown = Vec::new();
+    for f in &found.files {
+        if left == 0 {
+            break;
+        }
+        if f.lines <= left {
+            shown.push(f.text.as_str());
+            left -= f.lines;
+        } else {
+            let end = f
+                .text
+                .match_indices('\n')
+                .nth(left - 1)
+                .map_or(f.text.len(), |(at, _)| at + 1);
+            shown.push(&f.text[..end]);
+            left = 0;
+        }
+    }
+    (shown.concat(), collected)
 }
 
 /// A path as the search found it (already relative to the project when

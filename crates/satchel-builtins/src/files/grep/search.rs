@@ -6,7 +6,8 @@
 //! NUL, as `rg` skips them when walking). Each file's findings are kept
 //! apart and sorted by path afterwards, so output is stable.
 
-use std::path::{Path, PathBuf};
+use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -50,8 +51,12 @@ pub(crate) struct FileHits {
     pub(crate) path: PathBuf,
     /// Matching lines.
     pub(crate) count: u64,
-    /// Output lines for `content`, each ending in `\n`.
-    pub(crate) lines: Vec<String>,
+    /// Output lines for `content`, each ending in `\n`, in one string:
+    /// a search may find hundreds of thousands, and one allocation each
+    /// (then a copy of each into the answer) was most of its cost.
+    pub(crate) text: String,
+    /// How many lines `text` holds.
+    pub(crate) lines: usize,
 }
 
 /// What a search found.
@@ -186,9 +191,10 @@ pub(crate) fn search(query: &Query, cancel: &AtomicBool) -> Result<Found, Search
             let mut sink = Collect {
                 mode: query.mode,
                 numbers: query.line_numbers,
-                label,
+                label: label.to_string_lossy(),
                 count: 0,
-                lines: Vec::new(),
+                text: String::new(),
+                lines: 0,
                 last_line: None,
                 collected,
                 dropped,
@@ -202,6 +208,7 @@ pub(crate) fn search(query: &Query, cancel: &AtomicBool) -> Result<Found, Search
                 let hits = FileHits {
                     path: label.to_path_buf(),
                     count: sink.count,
+                    text: sink.text,
                     lines: sink.lines,
                 };
                 results
@@ -241,9 +248,10 @@ fn searcher(query: &Query) -> Searcher {
 struct Collect<'a> {
     mode: OutputMode,
     numbers: bool,
-    label: &'a Path,
+    label: std::borrow::Cow<'a, str>,
     count: u64,
-    lines: Vec<String>,
+    text: String,
+    lines: usize,
     last_line: Option<u64>,
     collected: &'a AtomicUsize,
     dropped: &'a AtomicUsize,
@@ -256,17 +264,23 @@ impl Collect<'_> {
             self.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let text = String::from_utf8_lossy(bytes);
-        let text = text.trim_end_matches(['\n', '\r']);
-        let text = match text.char_indices().nth(MAX_LINE_CHARS) {
-            Some((at, _)) => format!("{}… [line cut]", &text[..at]),
-            None => text.to_owned(),
-        };
-        let line = match (self.numbers, number) {
-            (true, Some(n)) => format!("{}{separator}{n}{separator}{text}\n", self.label.display()),
-            _ => format!("{}{separator}{text}\n", self.label.display()),
-        };
-        self.lines.push(line);
+        let line = String::from_utf8_lossy(bytes);
+        let line = line.trim_end_matches(['\n', '\r']);
+        self.text.push_str(&self.label);
+        self.text.push(separator);
+        if let (true, Some(n)) = (self.numbers, number) {
+            // Writing to a String cannot fail.
+            let _ = write!(self.text, "{n}{separator}");
+        }
+        match line.char_indices().nth(MAX_LINE_CHARS) {
+            Some((at, _)) => {
+                self.text.push_str(&line[..at]);
+                self.text.push_str("… [line cut]");
+            }
+            None => self.text.push_str(line),
+        }
+        self.text.push('\n');
+        self.lines += 1;
     }
 }
 
@@ -312,7 +326,8 @@ impl Sink for Collect<'_> {
 
     fn context_break(&mut self, _searcher: &Searcher) -> Result<bool, Self::Error> {
         if self.collected.fetch_add(1, Ordering::Relaxed) < self.max_lines {
-            self.lines.push("--\n".to_owned());
+            self.text.push_str("--\n");
+            self.lines += 1;
         } else {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
