@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use super::combine::Notes;
+use super::notes::Notes;
 use super::quoted;
 
 /// One `if`/`then`/`else` taken out of a schema.

@@ -30,6 +30,7 @@
 
 mod combine;
 mod conditions;
+mod notes;
 mod rules;
 mod subset;
 
@@ -125,7 +126,7 @@ fn translate(schema: &Value, consumer: SchemaConsumer) -> Result<Value, Unportab
         }
     };
     let defs = schema.clone();
-    let mut notes = combine::Notes::default();
+    let mut notes = notes::Notes::default();
     combine::inline_root_ref(&mut root, &defs);
     combine::merge_all_of(&mut root, &defs, &mut notes);
     combine::merge_alternatives(&mut root, &defs, &mut notes)?;

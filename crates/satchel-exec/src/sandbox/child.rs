@@ -22,6 +22,7 @@ use landlock::RulesetCreated;
 use seccompiler::BpfProgram;
 
 use super::limits::Resource;
+use super::syscalls::{check, write_file};
 
 /// What the child does to confine itself.
 pub(crate) struct ChildPlan {
@@ -346,29 +347,6 @@ unsafe fn set_read_only(path: *const libc::c_char, read_only: bool) -> io::Resul
         )
     };
     check(i32::try_from(result).unwrap_or(-1)).map(drop)
-}
-
-pub(super) fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> io::Result<()> {
-    // SAFETY: open, write and close on a valid C string and buffer.
-    unsafe {
-        let fd = check(libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC))?;
-        let written = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
-        let error = io::Error::last_os_error();
-        libc::close(fd);
-        if usize::try_from(written).ok() == Some(bytes.len()) {
-            Ok(())
-        } else {
-            Err(error)
-        }
-    }
-}
-
-fn check(result: libc::c_int) -> io::Result<libc::c_int> {
-    if result < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(result)
-    }
 }
 
 fn errno() -> libc::c_int {

@@ -108,9 +108,9 @@ fn enter(uid_map: &[u8], gid_map: &[u8]) -> io::Result<()> {
             return Err(io::Error::last_os_error());
         }
     }
-    let _ = super::child::write_file(c"/proc/self/setgroups", b"deny");
-    super::child::write_file(c"/proc/self/uid_map", uid_map)?;
-    super::child::write_file(c"/proc/self/gid_map", gid_map)?;
+    let _ = super::syscalls::write_file(c"/proc/self/setgroups", b"deny");
+    super::syscalls::write_file(c"/proc/self/uid_map", uid_map)?;
+    super::syscalls::write_file(c"/proc/self/gid_map", gid_map)?;
     loopback_up()
 }
 

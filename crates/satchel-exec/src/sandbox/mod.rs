@@ -25,6 +25,7 @@ mod limits;
 mod loopback;
 mod rules;
 mod seccomp;
+mod syscalls;
 
 use std::ffi::{CString, OsString};
 use std::os::fd::AsRawFd;
