@@ -14,7 +14,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::postgres::failure::PgFailure;
-use crate::postgres::repo::{
+use crate::postgres::rows::{
     Unreadable, all, big, first, json, limit, optional_small, read, timestamp, touch_conversation,
     unsigned,
 };

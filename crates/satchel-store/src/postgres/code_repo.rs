@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use tokio_postgres::Row;
 
 use crate::postgres::failure::PgFailure;
-use crate::postgres::repo::{
+use crate::postgres::rows::{
     Unreadable, all, big, first, limit, optional_time, read, timestamp, unsigned,
 };
 use crate::postgres::{PgStore, transact};

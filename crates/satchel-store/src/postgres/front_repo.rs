@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::postgres::repo::{all, first, json, read};
+use crate::postgres::rows::{all, first, json, read};
 use crate::postgres::{PgStore, transact};
 use crate::{FrontEndStore, StoreError};
 

@@ -8,7 +8,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::postgres::failure::PgFailure;
-use crate::postgres::repo::{Unreadable, all, first, limit, optional_time, read, timestamp};
+use crate::postgres::rows::{Unreadable, all, first, limit, optional_time, read, timestamp};
 use crate::postgres::{Ctx, PgStore, transact};
 use crate::{
     MemoryChanges, MemoryFilter, MemoryIndexRow, MemoryLayer, MemoryRecord, MemorySession,

@@ -25,6 +25,7 @@ mod failure;
 mod front_repo;
 mod memory;
 mod repo;
+mod rows;
 mod schema;
 pub(crate) mod search;
 mod tls;

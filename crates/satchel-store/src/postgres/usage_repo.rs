@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use tokio_postgres::Row;
 
 use crate::postgres::failure::PgFailure;
-use crate::postgres::repo::{all, big, limit, optional_unsigned, read, timestamp, unsigned};
+use crate::postgres::rows::{all, big, limit, optional_unsigned, read, timestamp, unsigned};
 use crate::postgres::{PgStore, transact};
 use crate::{LlmCallRecord, LlmCallStore, NewLlmCall, StoreError, UsageSample};
 

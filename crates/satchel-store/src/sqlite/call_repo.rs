@@ -7,7 +7,7 @@ use satchel_core::{ErrorCode, ToolOutput};
 
 use crate::sqlite::SqliteStore;
 use crate::sqlite::failure::{Failure, column_error};
-use crate::sqlite::repo::{UnknownName, all, json, timestamp, touch_conversation};
+use crate::sqlite::rows::{UnknownName, all, json, timestamp, touch_conversation};
 use crate::sqlite::writer::WriteCtx;
 use crate::{
     AuditQuery, AuditRecord, AuditSource, AuditStore, CallStartRecord, NewAudit, NewCallStart,

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use rusqlite::{OptionalExtension, Row, params};
 
-use super::repo::{all, timestamp};
+use super::rows::{all, timestamp};
 use super::{Redact, SqliteStore};
 use crate::redact::Redactor;
 use crate::sqlite::failure::column_error;

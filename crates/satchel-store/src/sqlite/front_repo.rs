@@ -6,7 +6,7 @@ use rusqlite::{OptionalExtension as _, params};
 use serde_json::Value;
 
 use crate::sqlite::SqliteStore;
-use crate::sqlite::repo::{all, json};
+use crate::sqlite::rows::{all, json};
 use crate::{FrontEndStore, StoreError};
 
 /// How long a handled item is remembered (Telegram keeps undelivered

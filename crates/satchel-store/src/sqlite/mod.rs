@@ -18,6 +18,7 @@ mod failure;
 mod front_repo;
 mod memory;
 mod repo;
+mod rows;
 mod schema;
 mod usage_repo;
 mod writer;

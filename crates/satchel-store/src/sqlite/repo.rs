@@ -9,12 +9,13 @@ use serde_json::Value;
 use crate::redact::Redactor;
 use crate::sqlite::call_repo::select_tool_calls;
 use crate::sqlite::failure::{Failure, column_error};
+use crate::sqlite::rows::{UnknownName, all, json, timestamp, touch_conversation};
 use crate::sqlite::{Redact, SqliteStore};
 use crate::{
     Conversation, ConversationDump, ConversationSearch, ConversationStore, ConversationSummary,
     LlmMessage, LogEntry, LogKind, LogStore, MessageStore, NewAudit, NewCallStart, NewConversation,
     NewLlmMessage, NewLogEntry, NewStatement, NewToolCall, SearchHit, Statement, StatementStore,
-    StoreError, Timestamp,
+    StoreError,
 };
 
 const CONVERSATION_COLUMNS: &str = "id, title, goal, created_at, updated_at";
@@ -22,14 +23,6 @@ const STATEMENT_COLUMNS: &str = "id, conversation_id, seq, objective, created_at
 const LOG_COLUMNS: &str = "id, conversation_id, seq, kind, text, parent_id, side_conversation, statement_id, call_id, created_at";
 const MESSAGE_COLUMNS: &str =
     "id, conversation_id, statement_id, turn, seq, role, content, created_at";
-
-/// A stored name this build does not know.
-#[derive(Debug, thiserror::Error)]
-#[error("unknown {what} `{value}`")]
-pub(super) struct UnknownName {
-    pub(super) what: &'static str,
-    pub(super) value: String,
-}
 
 // ---------------------------------------------------------------- redaction
 
@@ -158,15 +151,6 @@ impl Redact for NewAudit {
 
 // ---------------------------------------------------------------- rows
 
-pub(super) fn timestamp(row: &Row<'_>, index: usize) -> rusqlite::Result<Timestamp> {
-    Ok(Timestamp::from_millis(row.get(index)?))
-}
-
-pub(super) fn json(row: &Row<'_>, index: usize) -> rusqlite::Result<Value> {
-    let text: String = row.get(index)?;
-    serde_json::from_str(&text).map_err(|error| column_error(index, error))
-}
-
 fn conversation_row(row: &Row<'_>) -> rusqlite::Result<Conversation> {
     Ok(Conversation {
         id: row.get(0)?,
@@ -224,38 +208,7 @@ fn message_row(row: &Row<'_>) -> rusqlite::Result<LlmMessage> {
     })
 }
 
-/// Runs a query and collects every row.
-pub(super) fn all<T>(
-    conn: &Connection,
-    sql: &str,
-    params: impl rusqlite::Params,
-    map: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
-) -> Result<Vec<T>, Failure> {
-    let mut statement = conn.prepare_cached(sql)?;
-    let rows = statement.query_map(params, map)?;
-    Ok(rows.collect::<Result<Vec<T>, _>>()?)
-}
-
 // ---------------------------------------------------------------- writes
-
-/// Bumps a conversation's `updated_at`; fails when it does not exist.
-pub(super) fn touch_conversation(
-    tx: &Transaction<'_>,
-    id: &str,
-    now: Timestamp,
-) -> Result<(), Failure> {
-    let changed = tx
-        .prepare_cached("UPDATE conversations SET updated_at = max(updated_at, ?2) WHERE id = ?1")?
-        .execute(params![id, now.as_millis()])?;
-    if changed == 0 {
-        return Err(StoreError::NotFound {
-            kind: "conversation",
-            id: id.to_owned(),
-        }
-        .into());
-    }
-    Ok(())
-}
 
 /// The next 1-based position in one of a conversation's ordered tables.
 fn next_seq(tx: &Transaction<'_>, table: &str, conversation_id: &str) -> Result<u32, Failure> {

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use rusqlite::{Row, params};
 
-use super::repo::{all, timestamp};
+use super::rows::{all, timestamp};
 use super::{Redact, SqliteStore};
 use crate::redact::Redactor;
 use crate::{LlmCallRecord, LlmCallStore, NewLlmCall, StoreError, UsageSample};
