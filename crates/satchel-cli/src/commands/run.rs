@@ -5,8 +5,9 @@
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use satchel_agent::{AgentEvent, Outcome};
+use satchel_agent::{AgentEvent, Outcome, SideKind};
 use satchel_store::{AuditSource, ConversationStore, LlmCallStore};
 use satchel_tools::{NonInteractive, Style};
 use serde_json::json;
@@ -38,7 +39,14 @@ pub(crate) async fn run(args: RunArgs, project: &Host) -> anyhow::Result<ExitCod
     // fails is reported and the statement goes on without it).
     project.wait_for_mcp_servers().await;
     let json_output = args.json;
-    let sink = move |event: AgentEvent| report(event, json_output);
+    // The answer's line ends as soon as the answer is whole: side requests
+    // (a goal, objective or title: the first such `Side` event) come after
+    // it, and a reader of stdout should not wait for them.
+    let answer_ended = Arc::new(AtomicBool::new(json_output));
+    let sink = {
+        let answer_ended = answer_ended.clone();
+        move |event: AgentEvent| report(event, json_output, &answer_ended)
+    };
     let cancel = CancellationToken::new();
     let interrupt = {
         let cancel = cancel.clone();
@@ -51,11 +59,7 @@ pub(crate) async fn run(args: RunArgs, project: &Host) -> anyhow::Result<ExitCod
     interrupt.abort();
     agent.end_session("other", &sink).await;
     let report = result?;
-    if !json_output {
-        let mut out = std::io::stdout().lock();
-        writeln!(out)?;
-        out.flush()?;
-    }
+    end_answer_line(&answer_ended);
     if let Outcome::Failed(message) = &report.outcome {
         eprintln!("error: {message}");
     }
@@ -109,7 +113,7 @@ pub(crate) async fn run(args: RunArgs, project: &Host) -> anyhow::Result<ExitCod
 
 /// The answer to stdout as it streams (unless `--json`); tool activity and
 /// notices to stderr.
-fn report(event: AgentEvent, json_output: bool) {
+fn report(event: AgentEvent, json_output: bool, answer_ended: &AtomicBool) {
     match event {
         AgentEvent::TextDelta(text) if !json_output => {
             let mut out = std::io::stdout().lock();
@@ -125,6 +129,17 @@ fn report(event: AgentEvent, json_output: bool) {
             duration.as_millis()
         ),
         AgentEvent::Notice(text) => eprintln!("note: {text}"),
+        // A summary is written before a turn; the others after the answer.
+        AgentEvent::Side { kind, .. } if kind != SideKind::Summary => end_answer_line(answer_ended),
         _ => {}
+    }
+}
+
+/// Ends the answer's line on stdout, once.
+fn end_answer_line(answer_ended: &AtomicBool) {
+    if !answer_ended.swap(true, Ordering::Relaxed) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out);
+        let _ = out.flush();
     }
 }
