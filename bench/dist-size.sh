@@ -11,7 +11,9 @@
 #
 # Usage: bench/dist-size.sh [RUNS]      (default 30)
 #   SATCHEL_RELEASE_BIN, SATCHEL_DIST_BIN: the two binaries [default:
-#   target/release/satchel and target/dist/satchel, built when missing].
+#   target/release/satchel and target/dist/satchel, built when missing];
+#   SATCHEL_DIST_LABEL: what the second is [default: dist profile], for a
+#   run that measures another build in its place.
 #
 # Every run gets temporary config, data and cache directories and database.
 set -euo pipefail
@@ -21,6 +23,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 target="${CARGO_TARGET_DIR:-$root/target}"
 before="${SATCHEL_RELEASE_BIN:-$target/release/satchel}"
 after="${SATCHEL_DIST_BIN:-$target/dist/satchel}"
+label="${SATCHEL_DIST_LABEL:-dist profile}"
 [ -x "$before" ] || cargo build --release --quiet -p satchel-cli --manifest-path "$root/Cargo.toml"
 [ -x "$after" ] || cargo build --profile dist --quiet -p satchel-cli --manifest-path "$root/Cargo.toml"
 
@@ -71,7 +74,7 @@ release_stripped=$(size "$work/release-stripped")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2fx", a / b}'; }
 echo "| before: release profile, as built | $(mb "$(size "$before")") | $(ratio "$(size "$before")" "$release_stripped") |"
 echo "| before: release profile, stripped | $(mb "$release_stripped") | 1.00x |"
-echo "| **after: dist profile (shipped)** | **$(mb "$dist_bytes")** | $(ratio "$dist_bytes" "$release_stripped") |"
+echo "| **after: $label (shipped)** | **$(mb "$dist_bytes")** | $(ratio "$dist_bytes" "$release_stripped") |"
 echo "| after, gzip -9 (download) | $(mb "$(size "$work/dist.gz")") | $(ratio "$(size "$work/dist.gz")" "$release_stripped") |"
 echo "| peer: Codex musl binary (@openai/codex 0.169) | 315.0 MB | $(ratio 315000000 "$release_stripped") |"
 echo "| peer: Claude Code native binary | 245.0 MB | $(ratio 245000000 "$release_stripped") |"
@@ -80,12 +83,12 @@ limit=60000000
 if [ "$dist_bytes" -le "$limit" ]; then verdict="within"; else verdict="OVER"; fi
 echo "Shipped binary $(mb "$dist_bytes"): $verdict the 60 MB limit."
 echo
-echo "| start-up | before (release) | after (dist) | after/before |"
+echo "| start-up | before (release) | after ($label) | after/before |"
 echo "| --- | ---: | ---: | ---: |"
 for what in version list; do
     b=$(echo "${samples[before-$what]}" | ms)
     a=$(echo "${samples[after-$what]}" | ms)
-    label="satchel --version"
-    [ $what = list ] && label="satchel tools list"
-    echo "| $label | $b ms | $a ms | $(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2f", a / b}') |"
+    command="satchel --version"
+    [ $what = list ] && command="satchel tools list"
+    echo "| $command | $b ms | $a ms | $(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2f", a / b}') |"
 done

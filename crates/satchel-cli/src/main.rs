@@ -13,6 +13,11 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     init_tracing(cli.verbose);
+    // The token vocabularies are built on their first use on a machine and
+    // cached here (nothing is read or written until something counts).
+    if let Some(cache) = paths::user_cache_dir() {
+        satchel_llm::set_token_cache_dir(cache.join("tokens"));
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -63,6 +63,7 @@ mod response;
 mod server_info;
 mod sse;
 mod tokens;
+mod vocabulary;
 
 pub use anthropic::{ANTHROPIC_VERSION, AnthropicProvider};
 pub use calibrate::Calibration;
@@ -84,3 +85,4 @@ pub use request::{ChatRequest, Mode, PreparedRequest, ToolChoice};
 pub use response::{AssembledToolCall, Response, StopReason, StreamEvent, Usage};
 pub use server_info::{OLLAMA_DEFAULT_NUM_CTX, ServerInfo, ServerKind, ask_server, server_info};
 pub use tokens::{Encoding, IMAGE_TOKENS, Section, SectionTokens, TokenEstimate, count_tokens};
+pub use vocabulary::set_token_cache_dir;

@@ -2,13 +2,14 @@
 //! [`count_tokens`], and the per-section [`TokenEstimate`].
 //!
 //! Counting uses the BPE of the `bpe` crate (OpenAI's `o200k_base` and
-//! `cl100k_base` vocabularies, built as `bpe-openai` builds them by
-//! `build.rs` and embedded gzipped; linear time even on adversarial input)
-//! after Satchel's own pre-tokenizer (see `pretokenize`), which gives the
-//! same pieces as tiktoken's regular expressions several times faster.
-//! Each vocabulary is inflated and loaded once, on first use, and is shared
-//! for the life of the process; within one count, the counts of repeated
-//! short pieces are remembered.
+//! `cl100k_base` vocabularies, built as `bpe-openai` builds them; linear
+//! time even on adversarial input) after Satchel's own pre-tokenizer (see
+//! `pretokenize`), which gives the same pieces as tiktoken's regular
+//! expressions several times faster. Each vocabulary is loaded once, on
+//! first use (built from its embedded tiktoken file, or read from the
+//! token cache: see `vocabulary`), and is shared for the life of the
+//! process; within one count, the counts of repeated short pieces are
+//! remembered.
 //!
 //! A request body is counted in one pass: the tokenizer's pre-tokenizer
 //! splits the body into pieces, each piece is counted, and its tokens go to
@@ -30,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::count_cache::{self, Checkpoint};
 use crate::pretokenize::Splitter;
+use crate::vocabulary;
 
 /// Tokens counted for one image, whatever its size: Anthropic's cost of an
 /// image at its largest un-resized size (about 1.15 megapixels) and close to
@@ -57,41 +59,14 @@ impl Encoding {
     }
 
     fn vocabulary(self) -> &'static Vocabulary {
-        static O200K: LazyLock<Vocabulary> = LazyLock::new(|| {
-            Vocabulary::new(embedded(include_bytes!(concat!(
-                env!("OUT_DIR"),
-                "/o200k_base.bpe.gz"
-            ))))
-        });
-        static CL100K: LazyLock<Vocabulary> = LazyLock::new(|| {
-            Vocabulary::new(embedded(include_bytes!(concat!(
-                env!("OUT_DIR"),
-                "/cl100k_base.bpe.gz"
-            ))))
-        });
+        static O200K: LazyLock<Vocabulary> =
+            LazyLock::new(|| Vocabulary::new(vocabulary::O200K.load()));
+        static CL100K: LazyLock<Vocabulary> =
+            LazyLock::new(|| Vocabulary::new(vocabulary::CL100K.load()));
         match self {
             Encoding::O200k => &O200K,
             Encoding::Cl100k => &CL100K,
         }
-    }
-}
-
-/// A vocabulary `build.rs` embedded (gzipped MessagePack), loaded for the
-/// life of the process.
-///
-/// # Panics
-/// When the embedded bytes do not load: a broken build, not anything a
-/// user or model can cause (as `bpe-openai` does for its own).
-fn embedded(gzipped: &'static [u8]) -> &'static BytePairEncoding {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    let loaded = flate2::read::GzDecoder::new(gzipped)
-        .read_to_end(&mut bytes)
-        .map_err(|error| error.to_string())
-        .and_then(|_| rmp_serde::from_slice(&bytes).map_err(|error| error.to_string()));
-    match loaded {
-        Ok(bpe) => Box::leak(Box::new(bpe)),
-        Err(error) => panic!("the embedded token vocabulary does not load: {error}"),
     }
 }
 
@@ -112,7 +87,9 @@ struct Vocabulary {
 const SHORT_PIECE: usize = 32;
 
 impl Vocabulary {
-    fn new(bpe: &'static BytePairEncoding) -> Vocabulary {
+    fn new(bpe: BytePairEncoding) -> Vocabulary {
+        // Shared for the life of the process (`ranks` borrows its tokens).
+        let bpe: &'static BytePairEncoding = Box::leak(Box::new(bpe));
         let count = bpe.num_tokens();
         let mut ranks = HashMap::with_capacity_and_hasher(count, BuildHasherDefault::default());
         let mut pairs = vec![u32::MAX; 1 << 16];
@@ -586,6 +563,31 @@ mod tests {
             10
         );
         assert_eq!(count_tokens(Encoding::O200k, ""), 0);
+    }
+
+    /// A fixed text in many scripts, with code, numbers and odd spacing.
+    const MULTILINGUAL: &str = "The quick brown fox jumps over the lazy dog. \
+        Le cœur a ses raisons que la raison ne connaît point. \
+        Über den Wolken muss die Freiheit wohl grenzenlos sein. \
+        ¿Dónde está la biblioteca? Ça coûte 12,50 €.\n\
+        Съешь же ещё этих мягких французских булок, да выпей чаю.\n\
+        ξεσκεπάζω την ψυχοφθόρα βδελυγμία. \
+        שלום עולם. مرحبا بالعالم، كيف حالك؟ नमस्ते दुनिया, आप कैसे हैं?\n\
+        我能吞下玻璃而不伤身体。 私はガラスを食べられます。それは私を傷つけません。 \
+        나는 유리를 먹을 수 있어요. 그래도 아프지 않아요. \
+        Tôi có thể ăn thủy tinh mà không hại gì. ฉันกินกระจกได้ แต่มันไม่ทำให้ฉันเจ็บ\n\
+        😀👍🏽🇫🇷 👨‍👩‍👧‍👦 ∑ x² ≤ ∞ → ½ ² ٣ ſ's I'll DON'T we've\r\n\
+        fn main() {\n    let v: Vec<u64> = (1..=100_000).collect();\n\
+        \tprintln!(\"{:?}\", &v[..3]); // 3.14159 0xDEADBEEF 1e-9\n}\n\
+        {\"path\": \"/tmp/x y\", \"n\": 1234567890, \"ok\": true}   \u{a0}\u{2003}end  \n\n";
+
+    #[test]
+    fn counts_of_a_fixed_multilingual_text_are_exact() {
+        // The counts the vocabularies gave when they were embedded as
+        // serialised tables (before issue #44's size work): the form they
+        // are embedded and built in must not change a single count.
+        assert_eq!(count_tokens(Encoding::O200k, MULTILINGUAL), 303);
+        assert_eq!(count_tokens(Encoding::Cl100k, MULTILINGUAL), 451);
     }
 
     #[test]

@@ -230,3 +230,55 @@ fn tools_prompt_compare_prints_the_table() {
     assert!(compact <= tokens("native_anthropic"), "{value:#}");
     assert!(compact < tokens("prose"), "{value:#}");
 }
+
+/// The token vocabularies are built by the first count on a machine and
+/// cached in `$XDG_CACHE_HOME/satchel/tokens`; later processes read them
+/// from there and count exactly the same, and a damaged file is built
+/// again rather than trusted.
+#[test]
+fn the_first_count_caches_the_vocabularies_and_later_counts_are_the_same() {
+    let sandbox = Sandbox::new();
+    let tokens = sandbox.dir.path().join("cache/satchel/tokens");
+    let compare = || {
+        let output = sandbox.run(&["tools", "prompt", "--compare", "--builtin", "--json"]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let cached = || {
+        let mut files: Vec<(String, u64)> = std::fs::read_dir(&tokens)
+            .unwrap()
+            .map(|entry| {
+                let entry = entry.unwrap();
+                let name = entry.file_name().into_string().unwrap();
+                (name, entry.metadata().unwrap().len())
+            })
+            .collect();
+        files.sort();
+        files
+    };
+
+    // A command that counts nothing builds and writes nothing.
+    let listed = sandbox.run(&["tools", "list"]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    assert!(!tokens.exists(), "tools list wrote {}", tokens.display());
+
+    let cold = compare();
+    let files = cached();
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(files[0].0.starts_with("cl100k_base-") && files[0].0.ends_with(".bpe"));
+    assert!(files[1].0.starts_with("o200k_base-") && files[1].0.ends_with(".bpe"));
+    assert_eq!(compare(), cold, "counted differently from the cache");
+    assert_eq!(cached(), files);
+
+    for (name, len) in &files {
+        let path = tokens.join(name);
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..*len as usize / 2]).unwrap();
+    }
+    assert_eq!(compare(), cold, "counted differently after rebuilding");
+    assert_eq!(
+        cached(),
+        files,
+        "the damaged files were not rewritten whole"
+    );
+}
