@@ -47,6 +47,11 @@ pub enum AgentEvent {
         /// How long it took, checks included.
         duration: Duration,
     },
+    /// The statement's turns are over and its answer, if any, is whole:
+    /// what may still come (side requests' goal, objective and title) is
+    /// not part of it, so a front end can end the answer's line now
+    /// rather than after them.
+    AnswerComplete,
     /// A side request produced a goal, objective, title or summary.
     Side {
         /// Which.

@@ -847,6 +847,7 @@ impl Agent {
         cancel: &CancellationToken,
         sink: &dyn EventSink,
     ) -> Result<StatementReport, AgentError> {
+        sink.emit(AgentEvent::AnswerComplete);
         if let Some(handle) = run.side.take() {
             if matches!(run.report.outcome, Outcome::Cancelled | Outcome::Failed(_)) {
                 handle.abort();

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use satchel_agent::{AgentEvent, Outcome, SideKind};
+use satchel_agent::{AgentEvent, Outcome};
 use satchel_store::{AuditSource, ConversationStore, LlmCallStore};
 use satchel_tools::{NonInteractive, Style};
 use serde_json::json;
@@ -39,9 +39,9 @@ pub(crate) async fn run(args: RunArgs, project: &Host) -> anyhow::Result<ExitCod
     // fails is reported and the statement goes on without it).
     project.wait_for_mcp_servers().await;
     let json_output = args.json;
-    // The answer's line ends as soon as the answer is whole: side requests
-    // (a goal, objective or title: the first such `Side` event) come after
-    // it, and a reader of stdout should not wait for them.
+    // The answer's line ends as soon as the answer is whole
+    // (`AnswerComplete`): side requests come after it, and a reader of
+    // stdout should not wait for them.
     let answer_ended = Arc::new(AtomicBool::new(json_output));
     let sink = {
         let answer_ended = answer_ended.clone();
@@ -129,8 +129,7 @@ fn report(event: AgentEvent, json_output: bool, answer_ended: &AtomicBool) {
             duration.as_millis()
         ),
         AgentEvent::Notice(text) => eprintln!("note: {text}"),
-        // A summary is written before a turn; the others after the answer.
-        AgentEvent::Side { kind, .. } if kind != SideKind::Summary => end_answer_line(answer_ended),
+        AgentEvent::AnswerComplete => end_answer_line(answer_ended),
         _ => {}
     }
 }

@@ -255,7 +255,9 @@ impl Screen {
                 let line = self.paint("33", &format!("note: {text}"));
                 self.line(&line);
             }
-            AgentEvent::TurnStarted { .. } | AgentEvent::TurnFinished { .. } => {}
+            AgentEvent::TurnStarted { .. }
+            | AgentEvent::TurnFinished { .. }
+            | AgentEvent::AnswerComplete => {}
         }
     }
 }
