@@ -42,15 +42,8 @@ strip -o "$work/dist-stripped" "$after"
 gzip -9 -c "$work/dist-stripped" > "$work/dist.gz"
 dist_bytes=$(size "$work/dist-stripped")
 
-# Microseconds one command takes, as a whole process.
-time_once() {
-    local start end
-    start=${EPOCHREALTIME/./}
-    "$@" >/dev/null 2>&1 || true
-    end=${EPOCHREALTIME/./}
-    echo $((end - start))
-}
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+# shellcheck source=bench/timing.sh
+. "$root/bench/timing.sh"
 
 # Warm the page cache and the database once for each binary.
 after="$work/dist-stripped"

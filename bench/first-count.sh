@@ -40,15 +40,8 @@ declare -A args=(
     [both]="tools prompt --builtin --compare"
 )
 
-# Microseconds one command takes, as a whole process.
-time_once() {
-    local start end
-    start=${EPOCHREALTIME/./}
-    "$@" >/dev/null 2>&1 || true
-    end=${EPOCHREALTIME/./}
-    echo $((end - start))
-}
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+# shellcheck source=bench/timing.sh
+. "$root/bench/timing.sh"
 ms() { tr ' ' '\n' | grep -v '^$' | median | awk '{printf "%.1f", $1 / 1000}'; }
 
 # The cold and warm outputs must be the same.

@@ -35,16 +35,8 @@ export SATCHEL_DB="$work/data/satchel.db" SATCHEL_MODEL_FETCH=never NO_COLOR=1
 unset RUST_LOG SATCHEL_LIBEXEC_DIR
 cd "$work/project"
 
-# Microseconds one command takes, as a whole process.
-time_once() {
-    local start end
-    start=${EPOCHREALTIME/./}
-    "$@" >/dev/null 2>&1 || true
-    end=${EPOCHREALTIME/./}
-    echo $((end - start))
-}
-
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+# shellcheck source=bench/timing.sh
+. "$root/bench/timing.sh"
 
 declare -a names commands
 names+=("bash -c true");                            commands+=("bash -c true")
