@@ -688,6 +688,9 @@ fn text_typed_into_a_background_process_meets_bash_deny_and_ask_rules() {
     assert_eq!(typed("git status\n").verdict, Verdict::Allow);
     assert_eq!(typed("print([1, 2])\n").verdict, Verdict::Allow);
     assert_eq!(typed("\u{3}").verdict, Verdict::Allow);
+    // Text beyond what can be read is asked about, not waved through.
+    let nested = format!("{}ls{}", "$(".repeat(200), ")".repeat(200));
+    assert_eq!(typed(&nested).verdict, Verdict::Ask);
     // Reading output is not typing.
     assert_eq!(
         rules

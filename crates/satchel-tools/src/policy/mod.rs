@@ -541,20 +541,40 @@ impl Policy {
     /// `bash(...)` rules that deny or ask. Allow rules do not apply (the
     /// text may be for another program), nor does text that does not read
     /// as commands: the `process` tool's own judgement stands for those.
+    /// Text too long or too deeply nested to read is asked about when such
+    /// rules exist, as no rule could be checked against it.
     fn judge_typed(&self, typed: &str) -> Vec<Judgement> {
-        let Ok(commands) = shell::simple_commands(typed) else {
-            return Vec::new();
+        let guarding = |rule: &&Rule| {
+            rule.kind != RuleKind::Allow && !rule.is_tool_wide() && rule.matches_tool("bash")
+        };
+        let commands = match shell::simple_commands(typed) {
+            Ok(commands) => commands,
+            Err(shell::ShellError::BeyondLimits(why)) => {
+                return self
+                    .rules
+                    .iter()
+                    .find(guarding)
+                    .map(|rule| Judgement {
+                        subject: format!("process input `{}`", preview(typed)),
+                        verdict: Verdict::Ask,
+                        reason: format!(
+                            "the typed text cannot be checked against the {rule} ({why})"
+                        ),
+                        rule: Some(rule.clone()),
+                    })
+                    .into_iter()
+                    .collect();
+            }
+            Err(shell::ShellError::Opaque(_)) => return Vec::new(),
         };
         commands
             .iter()
             .filter_map(|command| {
                 let text = command.text();
-                let rule = self.rules.iter().find(|rule| {
-                    rule.kind != RuleKind::Allow
-                        && !rule.is_tool_wide()
-                        && rule.matches_tool("bash")
-                        && rule.matches_command(&text)
-                })?;
+                let rule = self
+                    .rules
+                    .iter()
+                    .find(|rule| guarding(rule) && rule.matches_command(&text))?;
                 let verdict = match rule.kind {
                     RuleKind::Deny => Verdict::Deny,
                     _ => Verdict::Ask,

@@ -219,7 +219,8 @@ impl Tool for GrepTool {
 fn render(pattern: &str, mode: OutputMode, found: &search::Found, head_limit: usize) -> ToolOutput {
     let files = found.files.len();
     let matches: u64 = found.files.iter().map(|f| f.count).sum();
-    let (mut text, shown) = match mode {
+    // The text shown, and how many entries (files or lines) were found.
+    let (mut text, entries) = match mode {
         OutputMode::FilesWithMatches | OutputMode::Count => {
             let mut text = String::new();
             for f in found.files.iter().take(head_limit) {
@@ -233,7 +234,7 @@ fn render(pattern: &str, mode: OutputMode, found: &search::Found, head_limit: us
         }
         OutputMode::Content => content_lines(found, head_limit),
     };
-    let total = shown + found.dropped_lines;
+    let total = entries + found.dropped_lines;
     let user_message = match mode {
         OutputMode::FilesWithMatches => format!("`{pattern}`: {files} files match"),
         OutputMode::Count | OutputMode::Content => {
