@@ -214,7 +214,9 @@ impl Tool for BashTool {
         if let Some(spec) = sandbox.as_mut().filter(|spec| !spec.network) {
             // The conversation's own loopback: a server one command starts
             // is reachable by the next, and nothing outside is.
-            spec.loopback = self.processes.loopback(&crate::process::owner_of(ctx));
+            spec.loopback = self
+                .processes
+                .loopback_for(&crate::process::owner_of(ctx), input.background);
         }
         let request = ExecRequest {
             program: "bash".into(),

@@ -35,5 +35,5 @@ pub use meter::OutputMeter;
 pub use outcome::{Captured, ExecOutcome, Exit, SpillFile};
 pub use result::cap_result;
 pub use run::{ExecRequest, run, run_metered};
-pub use sandbox::{Limits, SandboxReport, SandboxSpec};
+pub use sandbox::{Limits, Loopback, LoopbackKind, SandboxReport, SandboxSpec};
 pub use text::{clean_terminal_text, collapse_carriage_returns, strip_ansi};

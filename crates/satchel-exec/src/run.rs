@@ -124,7 +124,8 @@ pub async fn run_metered(
         // Namespaces are assumed to work until a spawn in them fails and
         // the probe confirms they cannot be made here.
         Err(ExecError::Spawn { source, .. })
-            if request.sandbox.is_some() && sandbox::namespaces_failed(&source) =>
+            if request.sandbox.is_some()
+                && sandbox::namespaces_failed(&source, request.sandbox.as_ref()) =>
         {
             spawn(request).await?
         }

@@ -121,7 +121,7 @@ pub fn spec_for(ctx: &ToolContext) -> Option<SandboxSpec> {
         limits: config.limits,
         pass_env: config.pass_env.clone(),
         // The `bash` tool adds its conversation's loopback.
-        loopback: None,
+        loopback: satchel_exec::Loopback::None,
     })
 }
 

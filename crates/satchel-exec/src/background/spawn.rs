@@ -33,7 +33,8 @@ pub(crate) struct Spawned {
 pub(crate) fn spawn(request: &ExecRequest, tty: bool) -> Result<Spawned, ExecError> {
     match spawn_once(request, tty) {
         Err(ExecError::Spawn { source, .. })
-            if request.sandbox.is_some() && sandbox::namespaces_failed(&source) =>
+            if request.sandbox.is_some()
+                && sandbox::namespaces_failed(&source, request.sandbox.as_ref()) =>
         {
             spawn_once(request, tty)
         }

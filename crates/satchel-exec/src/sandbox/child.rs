@@ -37,6 +37,8 @@ pub(crate) struct ChildPlan {
     /// A user and a network namespace to join first (descriptors the
     /// parent holds open): a conversation's loopback.
     pub(crate) join: Option<(libc::c_int, libc::c_int)>,
+    /// A network namespace of the command's own, its loopback up.
+    pub(crate) own_network: bool,
 }
 
 /// The namespace half of a plan, paths as C strings.
@@ -80,7 +82,7 @@ pub(crate) unsafe fn confine(plan: &mut ChildPlan) -> io::Result<()> {
         }
         // SAFETY: forwarded from the caller.
         unsafe {
-            enter_namespaces(namespaces)?;
+            enter_namespaces(namespaces, plan.own_network)?;
             split_into_namespace()?;
             mount_proc(namespaces.pid_max.as_deref())?;
         }
@@ -118,18 +120,23 @@ pub(crate) unsafe fn confine(plan: &mut ChildPlan) -> io::Result<()> {
     }
 }
 
-/// New user, mount and PID namespaces for the child, every mount
-/// read-only but the writable paths.
-unsafe fn enter_namespaces(ns: &Namespaces) -> io::Result<()> {
+/// New user, mount and PID namespaces for the child (and a network one
+/// with only `lo`, up, when `own_network`), every mount read-only but the
+/// writable paths.
+unsafe fn enter_namespaces(ns: &Namespaces, own_network: bool) -> io::Result<()> {
+    let network = if own_network { libc::CLONE_NEWNET } else { 0 };
     // SAFETY: system calls on C strings and buffers that outlive them.
     unsafe {
         check(libc::unshare(
-            libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID,
+            libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | network,
         ))?;
         // Needed before an unprivileged gid_map; absent on old kernels.
         let _ = write_file(c"/proc/self/setgroups", b"deny");
         write_file(c"/proc/self/uid_map", &ns.uid_map)?;
         write_file(c"/proc/self/gid_map", &ns.gid_map)?;
+        if own_network {
+            super::loopback::loopback_up()?;
+        }
         let root = c"/";
         check(libc::mount(
             std::ptr::null(),

@@ -114,8 +114,9 @@ fn enter(uid_map: &[u8], gid_map: &[u8]) -> io::Result<()> {
     loopback_up()
 }
 
-/// `ip link set lo up`, as two ioctls on a datagram socket.
-fn loopback_up() -> io::Result<()> {
+/// `ip link set lo up`, as two ioctls on a datagram socket (between fork
+/// and exec: async-signal-safe calls only).
+pub(super) fn loopback_up() -> io::Result<()> {
     // SAFETY: socket, ioctl and close on a stack struct.
     unsafe {
         let socket = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);

@@ -55,10 +55,35 @@ pub struct SandboxSpec {
     pub limits: Limits,
     /// Secret-named variables passed in anyway.
     pub pass_env: Vec<String>,
-    /// Without `network`: a loopback-only network namespace to join, so
-    /// that the commands sharing it reach each other on 127.0.0.1 and
-    /// nothing else. Used where namespaces are; elsewhere no network.
-    pub loopback: Option<Arc<LoopbackNet>>,
+    /// Without `network`: which loopback-only network the command has.
+    /// Used where namespaces are; elsewhere no network.
+    pub loopback: Loopback,
+}
+
+/// The loopback-only network of a command without `network`: 127.0.0.1
+/// and nothing else (no other interface, no route).
+#[derive(Debug, Clone, Default)]
+pub enum Loopback {
+    /// No network namespace: no IPv4 or IPv6 socket at all.
+    #[default]
+    None,
+    /// A network namespace of the command's own, made with its other
+    /// namespaces: its processes reach each other, and nothing outlives
+    /// the command.
+    Own,
+    /// A namespace to join, shared with other commands (a conversation's):
+    /// a server one of them starts is reachable by the others.
+    Shared(Arc<LoopbackNet>),
+}
+
+impl PartialEq for Loopback {
+    fn eq(&self, other: &Loopback) -> bool {
+        match (self, other) {
+            (Loopback::Shared(a), Loopback::Shared(b)) => Arc::ptr_eq(a, b),
+            (Loopback::None, Loopback::None) | (Loopback::Own, Loopback::Own) => true,
+            _ => false,
+        }
+    }
 }
 
 impl PartialEq for SandboxSpec {
@@ -69,11 +94,7 @@ impl PartialEq for SandboxSpec {
             && self.network == other.network
             && self.limits == other.limits
             && self.pass_env == other.pass_env
-            && match (&self.loopback, &other.loopback) {
-                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-                (None, None) => true,
-                _ => false,
-            }
+            && self.loopback == other.loopback
     }
 }
 
@@ -88,7 +109,7 @@ impl SandboxSpec {
             network: false,
             limits: Limits::default(),
             pass_env: Vec::new(),
-            loopback: None,
+            loopback: Loopback::None,
         }
     }
 }
@@ -104,9 +125,9 @@ pub enum SandboxReport {
         /// No IPv4 or IPv6 sockets (but on the loopback of its own
         /// namespace when `loopback`).
         network_blocked: bool,
-        /// In a loopback-only network namespace shared with the
-        /// conversation's other commands.
-        loopback: bool,
+        /// In a loopback-only network namespace: its own, or shared with
+        /// the conversation's other commands.
+        loopback: Option<LoopbackKind>,
         /// In namespaces of its own: processes, `/proc`, metadata outside
         /// the writable paths, and every process ending with the command.
         isolated: bool,
@@ -124,8 +145,10 @@ impl SandboxReport {
                 isolated,
             } => format!(
                 "landlock+seccomp: writes only to the writable paths; {}; {}",
-                if *loopback {
+                if *loopback == Some(LoopbackKind::Shared) {
                     "loopback only (its own, shared with this conversation's commands)"
+                } else if *loopback == Some(LoopbackKind::Own) {
+                    "loopback only (the command's own)"
                 } else if *network_blocked {
                     "no network"
                 } else {
@@ -139,6 +162,15 @@ impl SandboxReport {
             ),
         }
     }
+}
+
+/// Which loopback-only network a command had ([`SandboxReport`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopbackKind {
+    /// A namespace of its own ([`Loopback::Own`]).
+    Own,
+    /// A namespace shared with other commands ([`Loopback::Shared`]).
+    Shared,
 }
 
 /// What this kernel can enforce, found once per process.
@@ -261,10 +293,16 @@ fn namespaces_usable() -> bool {
     !NAMESPACES_BROKEN.load(Ordering::Relaxed) && !disabled("namespaces")
 }
 
+/// Whether commands asking for a network namespace of their own get one:
+/// until a spawn with one fails where the other namespaces work.
+static OWN_NETWORK_BROKEN: AtomicBool = AtomicBool::new(false);
+
 /// Called when a spawn in namespaces failed with `error`: true when the
-/// probe finds namespaces unavailable here (the caller then retries
-/// without them, and so does every later command).
-pub(crate) fn namespaces_failed(error: &std::io::Error) -> bool {
+/// probe finds namespaces unavailable here, or when `spec` asked for a
+/// network namespace of its own and the other namespaces work (the caller
+/// then retries without them, and so does every later command: without a
+/// network namespace of its own, a command has no sockets).
+pub(crate) fn namespaces_failed(error: &std::io::Error, spec: Option<&SandboxSpec>) -> bool {
     let setup_errors = [
         libc::EPERM,
         libc::EACCES,
@@ -282,6 +320,13 @@ pub(crate) fn namespaces_failed(error: &std::io::Error) -> bool {
     if let Err(reason) = &probe().namespaces {
         tracing::warn!("sandboxing without namespaces: {reason}");
         NAMESPACES_BROKEN.store(true, Ordering::Relaxed);
+        return true;
+    }
+    let own_network = spec.is_some_and(|spec| matches!(spec.loopback, Loopback::Own));
+    if own_network && !OWN_NETWORK_BROKEN.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            "a network namespace cannot be made here ({error}): sandboxed commands have no network"
+        );
         return true;
     }
     false
@@ -304,6 +349,7 @@ fn probe_namespaces() -> Result<(), String> {
         ruleset: None,
         filter: None,
         join: None,
+        own_network: false,
     };
     #[expect(
         clippy::disallowed_methods,
@@ -354,7 +400,16 @@ pub(crate) fn prepare(spec: &SandboxSpec, cwd: &Path) -> Result<Prepared, String
     writable.extend(spec.private_tmp.iter().cloned());
     let isolated = namespaces_usable();
     // Sockets are allowed where the only network is the namespace's loopback.
-    let loopback = spec.loopback.as_ref().filter(|_| isolated && !spec.network);
+    let loopback = match &spec.loopback {
+        _ if !isolated || spec.network => None,
+        Loopback::None => None,
+        Loopback::Own if OWN_NETWORK_BROKEN.load(Ordering::Relaxed) => None,
+        Loopback::Own => Some((LoopbackKind::Own, None)),
+        Loopback::Shared(net) => Some((
+            LoopbackKind::Shared,
+            Some((net.user.as_raw_fd(), net.net.as_raw_fd())),
+        )),
+    };
     let sockets = spec.network || loopback.is_some();
     let ruleset = rules::ruleset(&writable, sockets, landlock_abi)
         .map_err(|error| format!("cannot build the Landlock ruleset: {error}"))?;
@@ -371,11 +426,12 @@ pub(crate) fn prepare(spec: &SandboxSpec, cwd: &Path) -> Result<Prepared, String
             rlimits: spec.limits.rlimits(),
             ruleset: Some(ruleset),
             filter: Some(filter),
-            join: loopback.map(|net| (net.user.as_raw_fd(), net.net.as_raw_fd())),
+            join: loopback.and_then(|(_, join)| join),
+            own_network: matches!(loopback, Some((LoopbackKind::Own, _))),
         },
         report: SandboxReport::Enforced {
             network_blocked: !spec.network,
-            loopback: loopback.is_some(),
+            loopback: loopback.map(|(kind, _)| kind),
             isolated,
         },
         tmpdir,

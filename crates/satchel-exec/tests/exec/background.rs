@@ -372,7 +372,7 @@ async fn a_server_on_the_shared_loopback_is_reached_by_a_later_command_and_nothi
     let table = ProcessTable::new(None);
     let net = table.loopback("c1").expect("a loopback namespace");
     let spec = SandboxSpec {
-        loopback: Some(net),
+        loopback: satchel_exec::Loopback::Shared(net),
         ..SandboxSpec::new(vec![dir.path().to_path_buf()])
     };
     // A server on the machine's own loopback, which the sandbox must not reach.
@@ -425,5 +425,64 @@ async fn a_server_on_the_shared_loopback_is_reached_by_a_later_command_and_nothi
         outcome.sandbox
     );
     process.kill().await;
+    drop(outside);
+}
+
+/// A table that makes loopbacks on demand (a one-call host) gives a
+/// foreground command a network namespace of its own: a server and its
+/// client in one command reach each other, nothing outside is reached,
+/// and no shared namespace is made until a background process needs one.
+#[tokio::test]
+async fn a_command_with_a_loopback_of_its_own_reaches_its_own_server_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = ProcessTable::new(None);
+    table.loopback_on_demand();
+    let loopback = table.loopback_for("c1", false);
+    assert_eq!(loopback, satchel_exec::Loopback::Own);
+    let outside = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let outside_port = outside.local_addr().unwrap().port();
+    let mut both = bash(
+        &format!(
+            "python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 & \
+             for i in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:8765/ && break; sleep 0.1; done; \
+             curl -s -o /dev/null -w '%{{http_code}}' http://127.0.0.1:8765/; echo; \
+             curl -s -m 2 http://127.0.0.1:{outside_port}/ || echo outside refused; \
+             curl -s -m 2 http://1.1.1.1/ || echo internet unreachable"
+        ),
+        dir.path(),
+    );
+    both.sandbox = Some(SandboxSpec {
+        loopback,
+        ..SandboxSpec::new(vec![dir.path().to_path_buf()])
+    });
+    both.timeout = Duration::from_secs(30);
+    let outcome = satchel_exec::run(
+        &both,
+        &config(dir.path()),
+        &tokio_util::sync::CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        outcome.stdout.text, "200\noutside refused\ninternet unreachable\n",
+        "{outcome:?}"
+    );
+    assert!(
+        outcome
+            .sandbox
+            .describe()
+            .contains("loopback only (the command's own)"),
+        "{:?}",
+        outcome.sandbox
+    );
+    // Nothing was shared: a second foreground command gets its own too,
+    // until a background process makes the shared one.
+    assert_eq!(table.loopback_for("c1", false), satchel_exec::Loopback::Own);
+    let shared = table.loopback_for("c1", true);
+    assert!(
+        matches!(shared, satchel_exec::Loopback::Shared(_)),
+        "{shared:?}"
+    );
+    assert_eq!(table.loopback_for("c1", false), shared);
     drop(outside);
 }
