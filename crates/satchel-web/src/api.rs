@@ -9,11 +9,9 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use satchel_builtins::code::{FailureSummary, code_stats};
 use satchel_builtins::conversation::{Item, timeline};
 use satchel_core::ToolCall;
-use satchel_host::Host;
 use satchel_memory::{ListQuery, RecallQuery};
 use satchel_store::{
     AuditQuery, AuditSource, AuditStore as _, CodeQuery, CodeStore as _, ConversationSearch,
@@ -25,38 +23,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::render::markdown_html;
-
-/// What the handlers share.
-pub(crate) struct AppState {
-    /// The project, its store, memory and tools.
-    pub(crate) host: Arc<Host>,
-    /// Statements run from the chat page.
-    pub(crate) runs: crate::chat::Runs,
-}
+use crate::state::{ApiError, AppState};
 
 type Shared = State<Arc<AppState>>;
-
-/// A failure as JSON, with the status that fits.
-pub(crate) struct ApiError(StatusCode, String);
-
-impl ApiError {
-    /// A failure with its status.
-    pub(crate) fn new(status: StatusCode, message: &str) -> ApiError {
-        ApiError(status, message.to_owned())
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        (self.0, Json(json!({"error": self.1}))).into_response()
-    }
-}
-
-impl<E: std::fmt::Display> From<E> for ApiError {
-    fn from(error: E) -> ApiError {
-        ApiError(StatusCode::INTERNAL_SERVER_ERROR, error.to_string())
-    }
-}
 
 fn not_found(what: &str) -> ApiError {
     ApiError(StatusCode::NOT_FOUND, format!("no such {what}"))

@@ -6,7 +6,6 @@
 //! a second tab) sees the whole answer; one conversation runs one
 //! statement at a time.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -27,51 +26,14 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::api::{ApiError, AppState};
+use crate::runs::Run;
+use crate::state::{ApiError, AppState};
 
 /// Runs kept before finished ones are let go.
 const KEPT_RUNS: usize = 64;
 
 /// How long a consent question waits for the page.
 const CONSENT_WAIT: Duration = Duration::from_secs(300);
-
-/// One statement running (or run) from the page.
-pub(crate) struct Run {
-    /// Every event so far, as JSON, in order.
-    events: Mutex<Vec<Value>>,
-    /// Woken on every new event.
-    changed: Notify,
-    cancel: CancellationToken,
-    /// Consent questions waiting for the page, by id.
-    questions: Mutex<HashMap<String, oneshot::Sender<ConsentAnswer>>>,
-    /// The conversation, once known.
-    conversation: Mutex<Option<String>>,
-}
-
-impl Run {
-    fn push(&self, event: Value) {
-        self.events
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(event);
-        self.changed.notify_waiters();
-    }
-
-    fn finished(&self) -> bool {
-        self.events
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .last()
-            .is_some_and(|event| event["type"] == "done")
-    }
-}
-
-/// Runs by id, and which conversation is busy.
-#[derive(Default)]
-pub(crate) struct Runs {
-    runs: Mutex<HashMap<String, Arc<Run>>>,
-    busy: Mutex<HashMap<String, String>>,
-}
 
 /// Asks the page.
 struct PageConsent {

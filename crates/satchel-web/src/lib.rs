@@ -18,6 +18,8 @@ mod api;
 mod chat;
 pub mod guard;
 pub mod render;
+mod runs;
+mod state;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -52,9 +54,9 @@ fn asset(content_type: &'static str, body: &'static str) -> impl IntoResponse {
 
 /// The app: pages, assets and the JSON endpoints, behind the guard.
 pub fn router(host: Arc<Host>, guard: Guard) -> Router {
-    let state = Arc::new(api::AppState {
+    let state = Arc::new(state::AppState {
         host,
-        runs: chat::Runs::default(),
+        runs: runs::Runs::default(),
     });
     Router::new()
         .route(
