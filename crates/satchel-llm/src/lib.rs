@@ -48,6 +48,7 @@ mod calibrate;
 pub mod cassette;
 mod config;
 mod connect;
+mod consumer;
 mod count_cache;
 mod edit_tool;
 mod error;
@@ -73,7 +74,8 @@ pub use config::{
     DEFAULT_OLLAMA_URL, DEFAULT_OPENAI_MODEL, LlmConfig, ModelConfig, OPENAI_URL, ProviderKind,
     ReplyFormat, RetryPolicy, ToolCalling, ToolMode,
 };
-pub use connect::{connect, native_tools_json, schema_consumer};
+pub use connect::{connect, native_tools_json};
+pub use consumer::schema_consumer;
 pub use edit_tool::EditToolSetting;
 pub use error::LlmError;
 pub use http::{EventStream, collect};

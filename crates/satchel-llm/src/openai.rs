@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::LlmError;
 use crate::config::{ModelConfig, OPENAI_URL, ReplyFormat};
-use crate::connect::schema_consumer;
+use crate::consumer::schema_consumer;
 use crate::http::{DecodeError, Decoder, EventStream, Transport, clip};
 use crate::provider::Provider;
 use crate::request::{BodyWriter, ChatRequest, Mode, PreparedRequest, ToolChoice, size_hint};
