@@ -33,8 +33,8 @@ use crate::models::model_info;
 use crate::provider::Provider;
 use crate::request::{BodyWriter, ChatRequest, Mode, PreparedRequest, ToolChoice, size_hint};
 use crate::response::{Assembler, StopReason, StreamEvent, Usage};
+use crate::sections::Section;
 use crate::sse::SseEvent;
-use crate::tokens::Section;
 
 /// The API version Satchel speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";

@@ -26,9 +26,9 @@ use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
 use crate::LlmError;
+use crate::encoding::Encoding;
 use crate::limits::{LimitSource, derived_output_limit};
 use crate::models::model_info;
-use crate::tokens::Encoding;
 
 /// Where a local Ollama answers, Satchel's default when nothing is configured.
 pub const DEFAULT_OLLAMA_URL: &str = "http://127.0.0.1:11434/v1";

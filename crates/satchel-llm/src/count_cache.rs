@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
-use crate::tokens::{Encoding, SectionTokens, Spans};
+use crate::encoding::Encoding;
+use crate::sections::{SectionTokens, Spans};
 
 /// Bytes between checkpoints (a piece boundary at or after each multiple).
 pub(crate) const CHECKPOINT_EVERY: usize = 2048;

@@ -17,7 +17,7 @@
 //! without tool support (vLLM without `--enable-auto-tool-choice`) needs
 //! `toolCalling: "prompted"`.
 
-use crate::tokens::Encoding;
+use crate::encoding::Encoding;
 
 /// Known limits of a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -34,8 +34,8 @@ use crate::http::{DecodeError, Decoder, EventStream, Transport, clip};
 use crate::provider::Provider;
 use crate::request::{BodyWriter, ChatRequest, Mode, PreparedRequest, ToolChoice, size_hint};
 use crate::response::{Assembler, StopReason, StreamEvent, Usage};
+use crate::sections::Section;
 use crate::sse::SseEvent;
-use crate::tokens::Section;
 
 /// A Chat Completions server.
 pub struct OpenAiProvider {

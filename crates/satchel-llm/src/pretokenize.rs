@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 use regex_automata::meta::Regex;
 use regex_automata::{Anchored, Input};
 
-use crate::tokens::Encoding;
+use crate::encoding::Encoding;
 
 /// The rules of one vocabulary's pre-tokenizer.
 pub(crate) struct Splitter {

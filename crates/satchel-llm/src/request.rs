@@ -15,7 +15,9 @@ use serde::Serialize;
 
 use crate::LlmError;
 use crate::config::{ModelConfig, ProviderKind};
-use crate::tokens::{Encoding, Section, Span, Spans, TokenEstimate, estimate, estimate_cached};
+use crate::encoding::Encoding;
+use crate::sections::{Section, Span, Spans};
+use crate::tokens::{TokenEstimate, estimate, estimate_cached};
 
 /// What the model may do with the tools it is given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -19,7 +19,6 @@
 //! [`IMAGE_TOKENS`].
 
 use std::collections::HashMap;
-use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, LazyLock};
 
@@ -30,7 +29,9 @@ use bpe::byte_pair_encoding::BytePairEncoding;
 use serde::{Deserialize, Serialize};
 
 use crate::count_cache::{self, Checkpoint};
+use crate::encoding::Encoding;
 use crate::pretokenize::Splitter;
+use crate::sections::{Section, SectionTokens, Span, Spans};
 use crate::vocabulary;
 
 /// Tokens counted for one image, whatever its size: Anthropic's cost of an
@@ -38,35 +39,15 @@ use crate::vocabulary;
 /// OpenAI's high-detail cost for a 1024×1024 image.
 pub const IMAGE_TOKENS: u64 = 1_600;
 
-/// A BPE vocabulary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Encoding {
-    /// `o200k_base`: gpt-4o, gpt-4.1, gpt-4.5, gpt-5, o1, o3, o4.
-    O200k,
-    /// `cl100k_base`: gpt-4, gpt-3.5, and the fallback for every model whose
-    /// tokenizer is not embedded (Claude, Llama, Qwen, Mistral...).
-    Cl100k,
-}
-
-impl Encoding {
-    /// The vocabulary's usual name, e.g. `o200k_base`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Encoding::O200k => "o200k_base",
-            Encoding::Cl100k => "cl100k_base",
-        }
-    }
-
-    fn vocabulary(self) -> &'static Vocabulary {
-        static O200K: LazyLock<Vocabulary> =
-            LazyLock::new(|| Vocabulary::new(vocabulary::O200K.load()));
-        static CL100K: LazyLock<Vocabulary> =
-            LazyLock::new(|| Vocabulary::new(vocabulary::CL100K.load()));
-        match self {
-            Encoding::O200k => &O200K,
-            Encoding::Cl100k => &CL100K,
-        }
+/// `encoding`'s vocabulary, loaded on first use.
+fn loaded(encoding: Encoding) -> &'static Vocabulary {
+    static O200K: LazyLock<Vocabulary> =
+        LazyLock::new(|| Vocabulary::new(vocabulary::O200K.load()));
+    static CL100K: LazyLock<Vocabulary> =
+        LazyLock::new(|| Vocabulary::new(vocabulary::CL100K.load()));
+    match encoding {
+        Encoding::O200k => &O200K,
+        Encoding::Cl100k => &CL100K,
     }
 }
 
@@ -162,12 +143,6 @@ impl Vocabulary {
     }
 }
 
-impl fmt::Display for Encoding {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// The number of tokens `encoding` splits `text` into (what tiktoken's
 /// `encode_ordinary(text).len()` returns).
 pub fn count_tokens(encoding: Encoding, text: &str) -> u64 {
@@ -188,7 +163,7 @@ struct Counter<'t> {
 impl<'t> Counter<'t> {
     fn new(encoding: Encoding) -> Counter<'t> {
         Counter {
-            vocabulary: encoding.vocabulary(),
+            vocabulary: loaded(encoding),
             known: HashMap::default(),
         }
     }
@@ -224,87 +199,6 @@ impl Hasher for FxHasher {
 
     fn finish(&self) -> u64 {
         self.0
-    }
-}
-
-/// A part of a request that tokens are attributed to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Section {
-    /// The system prompt.
-    System,
-    /// Tool definitions (names, descriptions, input schemas).
-    Tools,
-    /// User and assistant messages, with their tool calls.
-    Messages,
-    /// Tool results returned to the model.
-    ToolResults,
-    /// Everything else: the model name, parameters, JSON punctuation
-    /// between the sections.
-    Framing,
-}
-
-impl Section {
-    /// Every section, in the order a breakdown shows them.
-    pub const ALL: [Section; 5] = [
-        Section::System,
-        Section::Tools,
-        Section::Messages,
-        Section::ToolResults,
-        Section::Framing,
-    ];
-
-    /// A short label, e.g. `tool definitions`.
-    pub fn label(self) -> &'static str {
-        match self {
-            Section::System => "system prompt",
-            Section::Tools => "tool definitions",
-            Section::Messages => "messages",
-            Section::ToolResults => "tool results",
-            Section::Framing => "request framing",
-        }
-    }
-}
-
-/// Tokens per [`Section`] of a request.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SectionTokens {
-    /// See [`Section::System`].
-    pub system: u64,
-    /// See [`Section::Tools`].
-    pub tools: u64,
-    /// See [`Section::Messages`].
-    pub messages: u64,
-    /// See [`Section::ToolResults`].
-    pub tool_results: u64,
-    /// See [`Section::Framing`].
-    pub framing: u64,
-}
-
-impl SectionTokens {
-    /// Tokens attributed to `section`.
-    pub fn get(&self, section: Section) -> u64 {
-        match section {
-            Section::System => self.system,
-            Section::Tools => self.tools,
-            Section::Messages => self.messages,
-            Section::ToolResults => self.tool_results,
-            Section::Framing => self.framing,
-        }
-    }
-
-    fn slot(&mut self, section: Section) -> &mut u64 {
-        match section {
-            Section::System => &mut self.system,
-            Section::Tools => &mut self.tools,
-            Section::Messages => &mut self.messages,
-            Section::ToolResults => &mut self.tool_results,
-            Section::Framing => &mut self.framing,
-        }
-    }
-
-    fn sum(&self) -> u64 {
-        self.system + self.tools + self.messages + self.tool_results + self.framing
     }
 }
 
@@ -345,58 +239,6 @@ impl TokenEstimate {
     /// Tokens left in the window for the answer.
     pub fn remaining(&self) -> u64 {
         self.context_window.saturating_sub(self.total)
-    }
-}
-
-/// Where each section's bytes start in a body, in order. Produced by the
-/// body writer; `Image` spans are skipped by the counter.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Spans {
-    /// `(start offset, span)`, sorted by offset; a span runs to the next start.
-    starts: Vec<(usize, Span)>,
-}
-
-/// What a stretch of body bytes is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Span {
-    /// Text counted for a section.
-    Text(Section),
-    /// Base64 image data inside a section.
-    Image(Section),
-    /// A declaration the API expands into a fixed number of tokens of its
-    /// own (a server-defined tool such as Anthropic's text editor): those
-    /// tokens are counted instead of the bytes.
-    Declared(Section, u64),
-}
-
-impl Spans {
-    /// Marks that bytes from `offset` on belong to `span`.
-    pub(crate) fn mark(&mut self, offset: usize, span: Span) {
-        match self.starts.last_mut() {
-            Some((last, _)) if *last == offset => {
-                // Nothing was written under the previous mark.
-                self.starts.pop();
-            }
-            _ => {}
-        }
-        if self.starts.last().map(|(_, s)| *s) != Some(span) {
-            self.starts.push((offset, span));
-        }
-    }
-}
-
-impl Spans {
-    /// The offset up to which `self` and `other` mark the same sections:
-    /// every mark before it is the same in both.
-    pub(crate) fn shared_prefix_end(&self, other: &Spans) -> usize {
-        let same = self
-            .starts
-            .iter()
-            .zip(&other.starts)
-            .take_while(|(a, b)| a == b)
-            .count();
-        let next = |starts: &[(usize, Span)]| starts.get(same).map_or(usize::MAX, |(at, _)| *at);
-        next(&self.starts).min(next(&other.starts))
     }
 }
 
