@@ -34,6 +34,7 @@ use serde_json::Value;
 use crate::config::{ModelConfig, OPENAI_URL, ProviderKind};
 use crate::limits::{LimitSource, derived_output_limit};
 use crate::models::model_info;
+use crate::server_report::{ServerInfo, ServerKind};
 
 /// How long one question to the server may take.
 const ASK_TIMEOUT: Duration = Duration::from_secs(3);
@@ -45,36 +46,6 @@ pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(30);
 /// (`OLLAMA_CONTEXT_LENGTH` unset): what Satchel assumes when Ollama tells
 /// neither the loaded context nor a `num_ctx` parameter.
 pub const OLLAMA_DEFAULT_NUM_CTX: u32 = 4_096;
-
-/// Which kind of server answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum ServerKind {
-    /// llama.cpp's own `llama-server`.
-    LlamaCpp,
-    /// Ollama.
-    Ollama,
-    /// LM Studio.
-    LmStudio,
-    /// vLLM, a gateway, or another server that lists its models' limits.
-    Listing,
-}
-
-/// What a server said about itself and the model.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ServerInfo {
-    /// Which server.
-    pub kind: ServerKind,
-    /// The endpoint the window was read from, e.g. `llama.cpp GET /props`.
-    pub endpoint: String,
-    /// Tokens of prompt and answer one request may take.
-    pub context_window: Option<u32>,
-    /// The server's own limit on an answer.
-    pub max_output_tokens: Option<u32>,
-    /// The model's name as the server knows it.
-    pub model: Option<String>,
-    /// Whether the model's chat template takes tools.
-    pub template_tools: Option<bool>,
-}
 
 impl ModelConfig {
     /// This configuration with what `info` says: the server's window

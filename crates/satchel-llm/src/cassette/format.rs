@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::CassetteError;
-use crate::server_info::ServerInfo;
+use crate::server_report::ServerInfo;
 
 /// The version of the format this code writes and reads.
 const VERSION: u64 = 1;

@@ -36,7 +36,7 @@ use satchel_core::{ToolCall, ToolOutput};
 pub use format::{Interaction, RecordedRequest, RecordedResponse, ServerLine, ToolLine};
 pub use normalize::{first_difference, normalize_body};
 
-use crate::server_info::ServerInfo;
+use crate::server_report::ServerInfo;
 
 /// Why a cassette could not be used.
 #[derive(Debug, thiserror::Error)]
