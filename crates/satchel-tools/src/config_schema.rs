@@ -87,7 +87,7 @@ pub fn suggest(parent: &str, unknown: &str) -> Option<String> {
         }
     };
     let siblings = keys_under(parent);
-    if let Some(near) = crate::config::nearest(unknown, &siblings) {
+    if let Some(near) = crate::hints::nearest(unknown, &siblings) {
         return Some(join(near));
     }
     // A shortened name (`stdoutLimt` for `stdoutLimitBytes`) is far by
@@ -114,7 +114,7 @@ pub fn suggest(parent: &str, unknown: &str) -> Option<String> {
         return Some(same.clone());
     }
     let names: Vec<&str> = known_paths().iter().map(last).collect();
-    let near = crate::config::nearest(unknown, &names)?;
+    let near = crate::hints::nearest(unknown, &names)?;
     known_paths()
         .iter()
         .find(|path| last(path) == near)

@@ -22,6 +22,7 @@ pub mod config_schema;
 mod dispatch;
 pub mod external;
 pub mod format;
+mod hints;
 pub mod hooks;
 mod live;
 mod observer;

@@ -15,7 +15,6 @@
 //! Paths are passed in, never read from the environment here.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -26,10 +25,13 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-mod locate;
+pub(crate) mod layer;
+pub(crate) mod locate;
 
+pub use crate::hints::{json_type, nearest};
+pub use layer::{ConfigError, Layer};
+use locate::value_at;
 pub use locate::{JsonStep, dotted};
-use locate::{locate_offset, value_at};
 
 /// The project's config file, relative to the project root.
 pub const PROJECT_CONFIG: &str = ".agents/agent.json";
@@ -68,89 +70,6 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "processWaitMs",
     "hooks",
 ];
-
-/// Configuration that cannot be used. Callers stop at start-up; a reload
-/// keeps the file's last good version. Not retryable until the file is
-/// fixed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConfigError {
-    /// From [`read_config_file`]: the path exists but is not a regular file
-    /// of at most [`MAX_CONFIG_BYTES`] (a FIFO, a device, a directory, a
-    /// dangling symlink, too large), or cannot be read.
-    Unusable {
-        /// The file.
-        path: PathBuf,
-        /// Why, in words.
-        reason: String,
-    },
-    /// From [`Layer::parse`]: the file is not JSON, or not a JSON object.
-    Syntax {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line of the error.
-        line: usize,
-        /// 1-based column of the error.
-        column: usize,
-        /// What is wrong.
-        message: String,
-    },
-    /// From [`Layer::parse`] and [`crate::policy::Policy::from_settings`]:
-    /// the file's `permissions` section has unknown keys, values of the
-    /// wrong type or rules that do not parse.
-    Permissions {
-        /// The file.
-        path: PathBuf,
-        /// Every problem found: where (line, column; `None` when the
-        /// file's text is not known) and what.
-        problems: Vec<(Option<(usize, usize)>, String)>,
-    },
-}
-
-impl ConfigError {
-    /// The file the error is about.
-    pub fn path(&self) -> &Path {
-        match self {
-            ConfigError::Unusable { path, .. }
-            | ConfigError::Syntax { path, .. }
-            | ConfigError::Permissions { path, .. } => path,
-        }
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConfigError::Unusable { path, reason } => {
-                write!(f, "{}: refused: {reason}", path.display())
-            }
-            ConfigError::Syntax {
-                path,
-                line,
-                column,
-                message,
-            } => write!(f, "{}:{line}:{column}: {message}", path.display()),
-            ConfigError::Permissions { path, problems } => {
-                for (index, (at, message)) in problems.iter().enumerate() {
-                    if index > 0 {
-                        f.write_str("\n")?;
-                    }
-                    write!(f, "{}: {message}", located(path, *at))?;
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-/// `file:line:column`, or `file` when the position is unknown.
-fn located(path: &Path, at: Option<(usize, usize)>) -> String {
-    match at {
-        Some((line, column)) => format!("{}:{line}:{column}", path.display()),
-        None => path.display().to_string(),
-    }
-}
 
 /// Whether a project path (an agent.json layer, a tools directory) may be
 /// read now: the host's workspace trust, asked at every read and reload,
@@ -318,18 +237,6 @@ pub fn read_config_file(path: &Path) -> Result<Option<String>, ConfigError> {
         .map_err(|error| refuse(format!("it is not UTF-8 text ({error})")))
 }
 
-/// One config file as read: its path, its object and its text (for line
-/// numbers; `None` when built from an object).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Layer {
-    /// The file.
-    pub path: PathBuf,
-    /// Its top-level object.
-    pub object: Map<String, Value>,
-    /// Its text, when it was read from a file.
-    pub text: Option<Arc<str>>,
-}
-
 impl Layer {
     /// Parses a file's text: it must be a JSON object whose `permissions`
     /// section (if any) is valid; anything else is an error, as the file's
@@ -367,55 +274,9 @@ impl Layer {
             object,
             text: Some(Arc::from(text)),
         };
-        crate::policy::Permissions::from_layer(&layer)?;
+        crate::policy::permissions::Permissions::from_layer(&layer)?;
         Ok(layer)
     }
-
-    /// Line and column where `path` starts in the file: a key's name, or an
-    /// array item. `None` when the text is unknown or the path absent.
-    pub fn locate(&self, path: &[JsonStep]) -> Option<(usize, usize)> {
-        let text = self.text.as_deref()?;
-        let offset = locate_offset(text.as_bytes(), path)?;
-        let before = text.as_bytes().get(..offset)?;
-        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-        let line_start = before
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |at| at + 1);
-        Some((line, offset - line_start + 1))
-    }
-
-    /// `file:line:column` of `path`, or `file` when it cannot be placed.
-    pub fn describe(&self, path: &[JsonStep]) -> String {
-        located(&self.path, self.locate(path))
-    }
-}
-
-/// The name of a JSON value's type, for messages.
-pub fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// The known name nearest to `unknown`, when one is close enough to be a
-/// likely typo.
-pub fn nearest<'k>(unknown: &str, known: &[&'k str]) -> Option<&'k str> {
-    known
-        .iter()
-        .map(|key| {
-            let distance =
-                strsim::levenshtein(&unknown.to_ascii_lowercase(), &key.to_ascii_lowercase());
-            (distance, *key)
-        })
-        .filter(|(distance, key)| *distance <= (key.len() / 3).max(2))
-        .min_by_key(|(distance, _)| *distance)
-        .map(|(_, key)| key)
 }
 
 /// Merged configuration and what went wrong reading it.

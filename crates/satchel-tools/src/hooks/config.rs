@@ -12,7 +12,8 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::Settings;
-use crate::config::{PROJECT_CONFIG, json_type, read_config_file};
+use crate::config::{PROJECT_CONFIG, read_config_file};
+use crate::hints::{json_type, nearest};
 
 /// Claude Code's project settings, relative to the project.
 pub const CLAUDE_SETTINGS: &str = ".claude/settings.json";
@@ -309,7 +310,7 @@ fn parse(value: &Value, file: &Path, origin: HookOrigin) -> (Vec<Hook>, Vec<Stri
     for (name, groups) in events {
         let Some(event) = HookEvent::parse(name) else {
             let known: Vec<&str> = HookEvent::ALL.iter().map(|e| e.name()).collect();
-            let hint = crate::config::nearest(name, &known)
+            let hint = nearest(name, &known)
                 .map(|near| format!(" (did you mean `{near}`?)"))
                 .unwrap_or_default();
             warnings.push(format!(

@@ -16,7 +16,9 @@
 //! on [`Verdict::Ask`], a non-interactive one answers `PERMISSION_DENIED`
 //! ([`Decision::refusal`]).
 
+mod mode;
 mod nesting;
+pub(crate) mod permissions;
 mod rate;
 mod rule;
 pub mod shell;
@@ -29,11 +31,15 @@ use satchel_core::{ErrorCode, ToolOutput, ToolSpec};
 use serde_json::{Map, Value, json};
 use tokio::sync::OwnedSemaphorePermit;
 
+pub use mode::Mode;
 pub use rate::{Limit, ProcessSlots, RateLimiter};
 pub use rule::{Rule, RuleKind, glob_matches};
 
 use crate::Settings;
-use crate::config::{ConfigError, JsonStep, Layer, json_type, nearest};
+use crate::config::layer::ConfigError;
+use crate::config::locate::JsonStep;
+use crate::hints::json_type;
+use permissions::Permissions;
 
 /// What a call may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -52,54 +58,6 @@ impl fmt::Display for Verdict {
             Verdict::Allow => "allow",
             Verdict::Ask => "ask",
             Verdict::Deny => "deny",
-        })
-    }
-}
-
-/// The default for calls no rule matches, and the sandbox of commands
-/// (see [`crate::sandbox`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Mode {
-    /// Commands run in a sandbox that writes nowhere but a private `/tmp`;
-    /// other tools only if read-only.
-    ReadOnly,
-    /// Commands run in a sandbox that writes only in the project; other
-    /// tools that are read-only or change only Satchel's own records run,
-    /// the rest ask.
-    #[default]
-    Workspace,
-    /// Everything runs, unsandboxed.
-    Trust,
-}
-
-impl Mode {
-    /// The mode named `text`; `default` is the old name of `workspace`.
-    pub fn parse(text: &str) -> Option<Mode> {
-        match text {
-            "workspace" | "default" => Some(Mode::Workspace),
-            "readonly" => Some(Mode::ReadOnly),
-            "trust" => Some(Mode::Trust),
-            _ => None,
-        }
-    }
-
-    /// How this mode confines a call's processes.
-    pub fn confinement(self) -> crate::sandbox::Confinement {
-        use crate::sandbox::Confinement;
-        match self {
-            Mode::ReadOnly => Confinement::ReadOnly,
-            Mode::Workspace => Confinement::Workspace,
-            Mode::Trust => Confinement::Unconfined,
-        }
-    }
-}
-
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Mode::ReadOnly => "readonly",
-            Mode::Workspace => "workspace",
-            Mode::Trust => "trust",
         })
     }
 }
@@ -225,117 +183,6 @@ fn preview(script: &str) -> String {
     match script.char_indices().nth(KEEP) {
         Some((at, _)) => format!("{}...", &script[..at]),
         None => script.to_owned(),
-    }
-}
-
-/// The keys of `permissions`.
-const PERMISSION_KEYS: &[&str] = &["allow", "ask", "deny", "mode"];
-
-/// One file's `permissions` section, checked: any problem in it is an
-/// error, never a warning, because a rule left out could be a deny rule.
-#[derive(Debug, Default)]
-pub(crate) struct Permissions {
-    /// Its rules, deny then ask then allow, each remembering the file.
-    rules: Vec<Rule>,
-    /// Its mode, when it sets one.
-    mode: Option<Mode>,
-}
-
-impl Permissions {
-    /// Reads `layer`'s `permissions`; every problem found is reported at
-    /// once, with its line and column.
-    pub(crate) fn from_layer(layer: &Layer) -> Result<Permissions, ConfigError> {
-        let mut found = Permissions::default();
-        let mut problems = Vec::new();
-        let section = JsonStep::key("permissions");
-        let Some(permissions) = layer.object.get("permissions") else {
-            return Ok(found);
-        };
-        let Some(permissions) = permissions.as_object() else {
-            problems.push((
-                layer.locate(std::slice::from_ref(&section)),
-                format!(
-                    "`permissions` must be an object with `allow`, `ask`, `deny` or `mode`, not {}",
-                    json_type(permissions)
-                ),
-            ));
-            return Err(ConfigError::Permissions {
-                path: layer.path.clone(),
-                problems,
-            });
-        };
-        for (key, value) in permissions {
-            let at = |tail: &[JsonStep]| {
-                let mut path = vec![section.clone(), JsonStep::key(key)];
-                path.extend(tail.iter().cloned());
-                layer.locate(&path)
-            };
-            let kind = match key.as_str() {
-                "deny" => RuleKind::Deny,
-                "ask" => RuleKind::Ask,
-                "allow" => RuleKind::Allow,
-                "mode" => {
-                    match value.as_str().and_then(Mode::parse) {
-                        Some(mode) => found.mode = Some(mode),
-                        None => problems.push((
-                            at(&[]),
-                            format!(
-                                "`permissions.mode` must be one of \"readonly\", \"workspace\", \"trust\", not {value}"
-                            ),
-                        )),
-                    }
-                    continue;
-                }
-                unknown => {
-                    let hint = match nearest(unknown, PERMISSION_KEYS) {
-                        Some(near) => format!("did you mean `{near}`?"),
-                        None => "its keys are `allow`, `ask`, `deny` and `mode`".to_owned(),
-                    };
-                    problems.push((
-                        at(&[]),
-                        format!("`{unknown}` is not a key of `permissions`; {hint}"),
-                    ));
-                    continue;
-                }
-            };
-            let Some(list) = value.as_array() else {
-                problems.push((
-                    at(&[]),
-                    format!(
-                        "`permissions.{key}` must be a list of rules like [\"bash(rm *)\"], not {}",
-                        json_type(value)
-                    ),
-                ));
-                continue;
-            };
-            for (index, item) in list.iter().enumerate() {
-                let Some(text) = item.as_str() else {
-                    problems.push((
-                        at(&[JsonStep::Index(index)]),
-                        format!(
-                            "`permissions.{key}[{index}]` must be a rule (a string), not {}",
-                            json_type(item)
-                        ),
-                    ));
-                    continue;
-                };
-                match Rule::parse(kind, text, Some(layer.path.clone())) {
-                    Ok(rule) => found.rules.push(rule),
-                    Err(error) => problems.push((
-                        at(&[JsonStep::Index(index)]),
-                        format!("`permissions.{key}[{index}]`: {error}"),
-                    )),
-                }
-            }
-        }
-        if problems.is_empty() {
-            Ok(found)
-        } else {
-            Err(ConfigError::Permissions {
-                path: layer.path.clone(),
-                problems,
-            })
-        }
     }
 }
 
