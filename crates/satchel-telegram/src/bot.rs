@@ -1,5 +1,5 @@
-//! The bot: who may talk to it, one worker per chat, and the run from
-//! start to shutdown.
+//! The bot: who may talk to it, one worker per chat, and its start and
+//! stop (the run between them is `serve`'s).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,12 +21,12 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::BotOptions;
 use crate::api::BotApi;
 use crate::commands::{self, COMMANDS};
 use crate::consent::{ButtonConsent, PendingQuestions, Press, Running};
 use crate::html::Chunk;
 use crate::reply::{self, LiveReply};
-use crate::{BotOptions, intake};
 
 /// Where an update came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,81 +100,80 @@ pub(crate) struct Bot {
     pub(crate) shutdown: CancellationToken,
 }
 
-/// Runs the bot until `shutdown` fires (then lets running statements stop,
-/// leaves what was not handled in the inbox, and closes nothing of the
-/// host's: the caller does).
-pub async fn run(
-    host: Arc<Host>,
-    options: BotOptions,
-    shutdown: CancellationToken,
-) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        !options.allowed_users.is_empty(),
-        "nobody may talk to the bot: list Telegram user ids in agent.json's telegram.allowedUsers \
-         or with --allow-user ID (a user's id is in the refusal the bot logs when they write)"
-    );
-    let api = Arc::new(BotApi::new(
-        &options.api_url,
-        &options.token,
-        options.sends_per_second,
-    )?);
-    let me = Me::from_get_me(
-        api.request::<(), MethodResponse<Value>>("getMe", None)
-            .await
-            .context("the Bot API did not accept the token (getMe)")?
-            .result,
-    )?;
-    let front = host
-        .store
-        .get()
-        .await
-        .map_err(anyhow::Error::msg)?
-        .front_end_store();
-    let bot = Arc::new(Bot {
-        channel: format!("telegram:{}", me.id),
-        me,
-        api,
-        host,
-        options,
-        front,
-        chats: Mutex::default(),
-        questions: PendingQuestions::default(),
-        strangers: Mutex::default(),
-        public_chats: Mutex::default(),
-        recent: Mutex::default(),
-        dispatched: Mutex::default(),
-        tasks: TaskTracker::new(),
-        shutdown,
-    });
-    bot.register_commands().await;
-    tracing::info!(
-        bot = bot.me.username.as_deref().unwrap_or("?"),
-        allowed = ?bot.options.allowed_users,
-        "telegram bot started"
-    );
-    // What a previous run received and did not handle, first.
-    for (id, update) in bot.front.inbox_pending(&bot.channel).await? {
-        bot.dispatch(id, update, Origin::Replayed);
-    }
-    let result = match bot.options.webhook.clone() {
-        Some(webhook) => intake::serve_webhook(&bot, &webhook).await,
-        None => intake::poll(&bot).await,
-    };
-    // Stop: running statements are cancelled (their messages stay in the
-    // inbox and run again after a restart); workers end.
-    bot.shutdown.cancel();
-    bot.chats.lock().unwrap_or_else(|p| p.into_inner()).clear();
-    bot.tasks.close();
-    if tokio::time::timeout(Duration::from_secs(10), bot.tasks.wait())
-        .await
-        .is_err()
-    {
-        tracing::warn!("some chats did not stop within 10 s");
-    }
-    result
-}
-
 impl Bot {
+    /// Starts the bot: checks the token (`getMe`), registers its commands
+    /// and hands out what a previous run received and did not handle. Then
+    /// `intake` feeds it until [`Bot::shut_down`].
+    pub(crate) async fn start(
+        host: Arc<Host>,
+        options: BotOptions,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<Arc<Bot>> {
+        anyhow::ensure!(
+            !options.allowed_users.is_empty(),
+            "nobody may talk to the bot: list Telegram user ids in agent.json's telegram.allowedUsers \
+             or with --allow-user ID (a user's id is in the refusal the bot logs when they write)"
+        );
+        let api = Arc::new(BotApi::new(
+            &options.api_url,
+            &options.token,
+            options.sends_per_second,
+        )?);
+        let me = Me::from_get_me(
+            api.request::<(), MethodResponse<Value>>("getMe", None)
+                .await
+                .context("the Bot API did not accept the token (getMe)")?
+                .result,
+        )?;
+        let front = host
+            .store
+            .get()
+            .await
+            .map_err(anyhow::Error::msg)?
+            .front_end_store();
+        let bot = Arc::new(Bot {
+            channel: format!("telegram:{}", me.id),
+            me,
+            api,
+            host,
+            options,
+            front,
+            chats: Mutex::default(),
+            questions: PendingQuestions::default(),
+            strangers: Mutex::default(),
+            public_chats: Mutex::default(),
+            recent: Mutex::default(),
+            dispatched: Mutex::default(),
+            tasks: TaskTracker::new(),
+            shutdown,
+        });
+        bot.register_commands().await;
+        tracing::info!(
+            bot = bot.me.username.as_deref().unwrap_or("?"),
+            allowed = ?bot.options.allowed_users,
+            "telegram bot started"
+        );
+        // What a previous run received and did not handle, first.
+        for (id, update) in bot.front.inbox_pending(&bot.channel).await? {
+            bot.dispatch(id, update, Origin::Replayed);
+        }
+        Ok(bot)
+    }
+
+    /// Stops: running statements are cancelled (their messages stay in
+    /// the inbox and run again after a restart); workers end, given 10 s.
+    pub(crate) async fn shut_down(&self) {
+        self.shutdown.cancel();
+        self.chats.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.tasks.close();
+        if tokio::time::timeout(Duration::from_secs(10), self.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some chats did not stop within 10 s");
+        }
+    }
+
     /// Tells Telegram the commands (its menu); a refusal is only a warning.
     async fn register_commands(&self) {
         let commands = COMMANDS

@@ -31,7 +31,8 @@ mod consent;
 pub mod html;
 mod intake;
 mod reply;
+mod serve;
 mod settings;
 
-pub use bot::run;
+pub use serve::run;
 pub use settings::{BotOptions, TELEGRAM_API, TelegramSettings, Webhook};
