@@ -17,9 +17,10 @@ use super::locate::{JsonStep, locate_offset};
 /// fixed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigError {
-    /// From [`read_config_file`](super::read_config_file): the path exists but is not a regular file
-    /// of at most [`MAX_CONFIG_BYTES`] (a FIFO, a device, a directory, a
-    /// dangling symlink, too large), or cannot be read.
+    /// From [`read_config_file`](super::read_config_file): the path exists
+    /// but is not a regular file of at most
+    /// [`MAX_CONFIG_BYTES`](super::MAX_CONFIG_BYTES) (a FIFO, a device, a
+    /// directory, a dangling symlink, too large), or cannot be read.
     Unusable {
         /// The file.
         path: PathBuf,

@@ -240,7 +240,8 @@ pub fn read_config_file(path: &Path) -> Result<Option<String>, ConfigError> {
 impl Layer {
     /// Parses a file's text: it must be a JSON object whose `permissions`
     /// section (if any) is valid; anything else is an error, as the file's
-    /// permissions cannot be known.
+    /// permissions cannot be known. (Here rather than in `layer.rs`, which
+    /// `policy` imports: it calls `policy`'s check of `permissions`.)
     pub fn parse(path: &Path, text: String) -> Result<Layer, ConfigError> {
         let object = match serde_json::from_str::<Value>(&text) {
             Ok(Value::Object(object)) => object,
