@@ -186,7 +186,8 @@ impl Embedded {
 
     /// Writes `bpe` to its cache file in `dir` atomically (a temporary file
     /// renamed over it), and removes this vocabulary's files of other keys
-    /// (older builds).
+    /// (older builds) and the temporary files of writers that died (older
+    /// than [`ABANDONED_AFTER`]; a live writer renames its own in seconds).
     fn write_cached(&self, dir: &Path, bpe: &BytePairEncoding) -> Result<(), CacheError> {
         let payload = rmp_serde::to_vec(bpe)?;
         std::fs::create_dir_all(dir)?;
@@ -204,12 +205,22 @@ impl Embedded {
         file.persist(&path).map_err(|error| error.error)?;
         let current = path.file_name();
         let prefix = format!("{}-", self.name);
+        let temporary = format!(".{}-", self.name);
+        let abandoned = |entry: &std::fs::DirEntry| {
+            entry
+                .metadata()
+                .and_then(|metadata| metadata.modified())
+                .ok()
+                .and_then(|modified| modified.elapsed().ok())
+                .is_some_and(|age| age > ABANDONED_AFTER)
+        };
         for entry in std::fs::read_dir(dir)?.flatten() {
             let name = entry.file_name();
             let stale = Some(name.as_os_str()) != current
-                && name
-                    .to_str()
-                    .is_some_and(|name| name.starts_with(&prefix) && name.ends_with(".bpe"));
+                && name.to_str().is_some_and(|name| {
+                    (name.starts_with(&prefix) && name.ends_with(".bpe"))
+                        || (name.starts_with(&temporary) && abandoned(&entry))
+                });
             if stale {
                 let _ = std::fs::remove_file(entry.path());
             }
@@ -217,6 +228,10 @@ impl Embedded {
         Ok(())
     }
 }
+
+/// A temporary cache file untouched this long was left by a writer that
+/// died (building and writing a vocabulary takes seconds).
+const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
 
 #[cfg(test)]
 mod tests {
@@ -291,6 +306,28 @@ mod tests {
         CL100K.load_cached_in(Some(dir.path()));
         assert!(!old.exists());
         assert!(other.exists(), "another vocabulary's file was removed");
+    }
+
+    /// A crash between creating the temporary file and renaming it leaves
+    /// the file behind: the next write removes it once it is old enough
+    /// that no live writer can own it, and leaves a young one alone.
+    #[test]
+    fn temporary_files_of_a_dead_writer_are_removed_and_a_live_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = dir.path().join(".cl100k_base-dead01");
+        let live = dir.path().join(".cl100k_base-live01");
+        std::fs::write(&dead, b"half a vocabulary").unwrap();
+        std::fs::write(&live, b"being written").unwrap();
+        let long_ago = std::time::SystemTime::now() - 2 * ABANDONED_AFTER;
+        std::fs::File::options()
+            .write(true)
+            .open(&dead)
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+        CL100K.load_cached_in(Some(dir.path()));
+        assert!(!dead.exists(), "a dead writer's temporary file was left");
+        assert!(live.exists(), "a live writer's temporary file was removed");
     }
 
     #[test]
