@@ -445,6 +445,33 @@ mod tests {
         eprintln!("{what}: lowest cosine to the original {worst}");
     }
 
+    /// The same batch embeds to the same bits on any number of threads
+    /// and whatever their timing: threads pull texts as they go, so the
+    /// passes differ from run to run, and a text's vector must not depend
+    /// on the other texts of its pass (sequences are concatenated, not
+    /// padded, and activations are quantised row by row).
+    #[test]
+    fn a_batch_embeds_to_the_same_bits_on_any_number_of_threads() {
+        let mut embedder = Embedder::load(&crate::testing::model_dir()).unwrap();
+        // Several passes' worth: the texts, many times, in a shifting order.
+        let texts = texts();
+        let batch: Vec<&str> = (0..12)
+            .flat_map(|round| texts.iter().cycle().skip(round).take(texts.len()))
+            .map(String::as_str)
+            .collect();
+        embedder.set_threads(1);
+        let alone = embedder.embed(&batch).unwrap();
+        for threads in [2, 3, 8] {
+            embedder.set_threads(threads);
+            for _ in 0..3 {
+                assert!(
+                    embedder.embed(&batch).unwrap() == alone,
+                    "{threads} threads embedded differently from one"
+                );
+            }
+        }
+    }
+
     #[test]
     fn the_chooser_tries_both_then_prefers_the_faster_and_explores() {
         let chooser = Chooser::default();
