@@ -401,20 +401,14 @@ async fn a_server_on_the_shared_loopback_is_reached_by_a_later_command_and_nothi
     let mut curl = bash(
         &format!(
             "curl -s -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{port}/; echo; \
-             curl -s -m 2 http://127.0.0.1:{outside_port}/ || echo outside refused; \
-             curl -s -m 2 http://1.1.1.1/ || echo internet unreachable"
+             {}",
+            escape_probes(outside_port)
         ),
         dir.path(),
     );
     curl.sandbox = Some(spec);
     curl.timeout = Duration::from_secs(20);
-    let outcome = satchel_exec::run(
-        &curl,
-        &config(dir.path()),
-        &tokio_util::sync::CancellationToken::new(),
-    )
-    .await
-    .unwrap();
+    let outcome = run_to_end(&curl, dir.path()).await;
     assert_eq!(
         outcome.stdout.text, "200\noutside refused\ninternet unreachable\n",
         "{outcome:?}"
@@ -446,8 +440,8 @@ async fn a_command_with_a_loopback_of_its_own_reaches_its_own_server_and_nothing
             "python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 & \
              for i in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:8765/ && break; sleep 0.1; done; \
              curl -s -o /dev/null -w '%{{http_code}}' http://127.0.0.1:8765/; echo; \
-             curl -s -m 2 http://127.0.0.1:{outside_port}/ || echo outside refused; \
-             curl -s -m 2 http://1.1.1.1/ || echo internet unreachable"
+             {}",
+            escape_probes(outside_port)
         ),
         dir.path(),
     );
@@ -456,13 +450,7 @@ async fn a_command_with_a_loopback_of_its_own_reaches_its_own_server_and_nothing
         ..SandboxSpec::new(vec![dir.path().to_path_buf()])
     });
     both.timeout = Duration::from_secs(30);
-    let outcome = satchel_exec::run(
-        &both,
-        &config(dir.path()),
-        &tokio_util::sync::CancellationToken::new(),
-    )
-    .await
-    .unwrap();
+    let outcome = run_to_end(&both, dir.path()).await;
     assert_eq!(
         outcome.stdout.text, "200\noutside refused\ninternet unreachable\n",
         "{outcome:?}"
@@ -485,4 +473,25 @@ async fn a_command_with_a_loopback_of_its_own_reaches_its_own_server_and_nothing
     );
     assert_eq!(table.loopback_for("c1", false), shared);
     drop(outside);
+}
+
+/// Two commands that must fail inside a loopback-only sandbox: one to a
+/// server on the machine's own loopback at `outside_port`, one to the
+/// internet.
+fn escape_probes(outside_port: u16) -> String {
+    format!(
+        "curl -s -m 2 http://127.0.0.1:{outside_port}/ || echo outside refused; \
+         curl -s -m 2 http://1.1.1.1/ || echo internet unreachable"
+    )
+}
+
+/// Runs `request` in the foreground to its end.
+async fn run_to_end(request: &ExecRequest, dir: &Path) -> satchel_exec::ExecOutcome {
+    satchel_exec::run(
+        request,
+        &config(dir),
+        &tokio_util::sync::CancellationToken::new(),
+    )
+    .await
+    .unwrap()
 }
