@@ -272,6 +272,17 @@ pub(crate) fn base_command(
         .envs(NON_INTERACTIVE_ENV)
         .envs(request.env.iter().map(|(k, v)| (k, v)))
         .kill_on_drop(true);
+    let mut plan = plan;
+    if let Some(plan) = plan.as_mut().filter(|plan| plan.namespaces.is_some()) {
+        let target =
+            sandbox::ExecTarget::of(command.as_std(), request.clear_env).map_err(|source| {
+                ExecError::Spawn {
+                    program: request.program.to_string_lossy().into_owned(),
+                    source,
+                }
+            })?;
+        plan.exec = Some(target);
+    }
     Ok((command, plan, report))
 }
 

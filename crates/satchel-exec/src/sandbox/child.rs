@@ -4,16 +4,11 @@
 //! async-signal-safe system calls run, on memory allocated before the fork.
 //!
 //! With namespaces the child (C1) enters new user, mount and PID
-//! namespaces, makes every mount read-only except the writable paths
-//! (so `chmod`, `chown` and times fail outside them too), and forks. Its child (C2) is PID
-//! 1 of the new namespace; C2 forks C3, which mounts a `/proc` that shows
-//! only the namespace, confines itself and returns to exec the command.
-//! When the command ends, C2 passes its wait status to C1 and exits, and
-//! the kernel kills everything else in the namespace: `setsid` and
-//! double-forked processes end with the call. C1 waits and ends the same
-//! way the command did, so the runner sees the command's own status.
-//! Signals to the process group reach the command; C1 and C2 ignore the
-//! polite ones and die with SIGKILL like everything else.
+//! namespaces and makes every mount read-only except the writable paths
+//! (so `chmod`, `chown` and times fail outside them too); [`super::split`]
+//! then starts the namespace's PID 1 and the command's process from it,
+//! as clones that share C1's memory rather than copies of it. Without
+//! namespaces the child confines itself and returns to std, which execs.
 
 use std::ffi::CString;
 use std::io;
@@ -21,6 +16,7 @@ use std::io;
 use landlock::RulesetCreated;
 use seccompiler::BpfProgram;
 
+use super::exec_target::ExecTarget;
 use super::limits::Resource;
 use super::syscalls::{check, write_file};
 
@@ -39,6 +35,9 @@ pub(crate) struct ChildPlan {
     pub(crate) join: Option<(libc::c_int, libc::c_int)>,
     /// A network namespace of the command's own, its loopback up.
     pub(crate) own_network: bool,
+    /// What the command's process execs when namespaces are entered: it
+    /// is not std's process that execs then ([`super::split`]).
+    pub(crate) exec: Option<ExecTarget>,
 }
 
 /// The namespace half of a plan, paths as C strings.
@@ -81,12 +80,17 @@ pub(crate) unsafe fn confine(plan: &mut ChildPlan) -> io::Result<()> {
             super::loopback::join(user, net)?;
         }
         // SAFETY: forwarded from the caller.
-        unsafe {
-            enter_namespaces(namespaces, plan.own_network)?;
-            split_into_namespace()?;
-            mount_proc(namespaces.pid_max.as_deref())?;
-        }
+        unsafe { enter_namespaces(namespaces, plan.own_network)? };
+        // SAFETY: forwarded from the caller; returns only on failure.
+        return Err(unsafe { super::split::run_in_namespace(plan) });
     }
+    restrict(plan)
+}
+
+/// The last steps before exec, in the process that execs: limits,
+/// Landlock, no capabilities, no inherited descriptors, seccomp (last, so
+/// that nothing before it needs a system call it refuses).
+pub(super) fn restrict(plan: &mut ChildPlan) -> io::Result<()> {
     for &(resource, value) in &plan.rlimits {
         let limit = libc::rlimit {
             rlim_cur: value,
@@ -160,38 +164,8 @@ unsafe fn enter_namespaces(ns: &Namespaces, own_network: bool) -> io::Result<()>
     Ok(())
 }
 
-/// Forks twice: the caller waits and relays, the first child is the
-/// namespace's PID 1, and the second returns to exec the command.
-unsafe fn split_into_namespace() -> io::Result<()> {
-    // SAFETY: fork in a single-threaded child; each branch below makes
-    // only async-signal-safe calls.
-    unsafe {
-        let mut status_pipe = [0; 2];
-        check(libc::pipe2(status_pipe.as_mut_ptr(), libc::O_CLOEXEC))?;
-        let init = check(libc::fork())?;
-        if init > 0 {
-            relay(init, status_pipe[0]);
-        }
-        check(libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-        ))?;
-        let command = check(libc::fork())?;
-        if command > 0 {
-            reap(command, status_pipe[1]);
-        }
-        check(libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-        ))?;
-        libc::close(status_pipe[0]);
-        libc::close(status_pipe[1]);
-    }
-    Ok(())
-}
-
 /// A `/proc` of the namespace's own, and its process limit.
-unsafe fn mount_proc(pid_max: Option<&[u8]>) -> io::Result<()> {
+pub(super) unsafe fn mount_proc(pid_max: Option<&[u8]>) -> io::Result<()> {
     // SAFETY: system calls on static C strings.
     unsafe {
         check(libc::mount(
@@ -208,84 +182,6 @@ unsafe fn mount_proc(pid_max: Option<&[u8]>) -> io::Result<()> {
         let _ = write_file(c"/proc/sys/kernel/pid_max", limit);
     }
     Ok(())
-}
-
-/// C1: waits for the namespace's PID 1, then ends as the command did.
-unsafe fn relay(init: libc::pid_t, status_read: libc::c_int) -> ! {
-    // SAFETY: async-signal-safe calls only; this process never returns.
-    unsafe {
-        keep_only_fd(status_read);
-        ignore_polite_signals();
-        let mut init_status = 0;
-        while libc::waitpid(init, &mut init_status, 0) < 0 && errno() == libc::EINTR {}
-        let mut bytes = [0u8; 4];
-        let read = libc::read(3, bytes.as_mut_ptr().cast(), bytes.len());
-        let status = if read == 4 {
-            i32::from_ne_bytes(bytes)
-        } else {
-            init_status
-        };
-        if libc::WIFSIGNALED(status) {
-            let signal = libc::WTERMSIG(status);
-            libc::signal(signal, libc::SIG_DFL);
-            let mut set = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, signal);
-            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-            libc::kill(libc::getpid(), signal);
-            libc::_exit(128 + signal);
-        }
-        libc::_exit(if libc::WIFEXITED(status) {
-            libc::WEXITSTATUS(status)
-        } else {
-            1
-        })
-    }
-}
-
-/// C2, PID 1 of the namespace: reaps orphans until the command ends, then
-/// passes on its status and exits, which ends the namespace.
-unsafe fn reap(command: libc::pid_t, status_write: libc::c_int) -> ! {
-    // SAFETY: async-signal-safe calls only; this process never returns.
-    unsafe {
-        keep_only_fd(status_write);
-        ignore_polite_signals();
-        loop {
-            let mut status = 0;
-            let pid = libc::waitpid(-1, &mut status, 0);
-            if pid == command {
-                let bytes = status.to_ne_bytes();
-                libc::write(3, bytes.as_ptr().cast(), bytes.len());
-                libc::_exit(0);
-            }
-            if pid < 0 && errno() != libc::EINTR {
-                libc::_exit(1);
-            }
-        }
-    }
-}
-
-/// Moves `fd` to 3 and closes every other descriptor above 2, among them
-/// the runner's exec-error pipe, which must close when the command execs.
-unsafe fn keep_only_fd(fd: libc::c_int) {
-    // SAFETY: descriptor calls on this process's own table.
-    unsafe {
-        if fd != 3 {
-            libc::dup2(fd, 3);
-        }
-        libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32);
-    }
-}
-
-/// SIGTERM and its kin are for the command: the processes that stand
-/// between it and the runner outlive them and end when it does.
-unsafe fn ignore_polite_signals() {
-    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
-        // SAFETY: setting a disposition is async-signal-safe.
-        unsafe {
-            libc::signal(signal, libc::SIG_IGN);
-        }
-    }
 }
 
 /// Sandboxed commands run without capabilities, even as root: the bounding
@@ -354,8 +250,4 @@ unsafe fn set_read_only(path: *const libc::c_char, read_only: bool) -> io::Resul
         )
     };
     check(i32::try_from(result).unwrap_or(-1)).map(drop)
-}
-
-fn errno() -> libc::c_int {
-    io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }

@@ -20,11 +20,13 @@
 //!   listed in [`SandboxSpec::pass_env`].
 
 mod child;
+mod exec_target;
 mod handover;
 mod limits;
 mod loopback;
 mod rules;
 mod seccomp;
+mod split;
 mod syscalls;
 
 use std::ffi::{CString, OsString};
@@ -35,6 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 pub(crate) use child::{ChildPlan, confine};
+pub(crate) use exec_target::ExecTarget;
 pub use limits::Limits;
 pub use loopback::LoopbackNet;
 
@@ -350,6 +353,7 @@ fn probe_namespaces() -> Result<(), String> {
         filter: None,
         join: None,
         own_network: false,
+        exec: None,
     };
     #[expect(
         clippy::disallowed_methods,
@@ -362,6 +366,10 @@ fn probe_namespaces() -> Result<(), String> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    plan.exec = Some(
+        ExecTarget::of(&command, false)
+            .map_err(|error| format!("cannot find /bin/sh for the probe: {error}"))?,
+    );
     // SAFETY: `confine` makes only async-signal-safe calls on memory
     // prepared above.
     unsafe {
@@ -428,6 +436,7 @@ pub(crate) fn prepare(spec: &SandboxSpec, cwd: &Path) -> Result<Prepared, String
             filter: Some(filter),
             join: loopback.and_then(|(_, join)| join),
             own_network: matches!(loopback, Some((LoopbackKind::Own, _))),
+            exec: None,
         },
         report: SandboxReport::Enforced {
             network_blocked: !spec.network,

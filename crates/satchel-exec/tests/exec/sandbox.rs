@@ -351,6 +351,67 @@ async fn the_exit_status_is_the_commands() {
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
+/// The command is exec'd by the sandbox's own processes, not by std: a
+/// program is found in `PATH`, a script without `#!` runs under `sh` as
+/// `execvp` would run it, and a program that cannot start is the spawn's
+/// error, as it is unsandboxed, not a silent exit.
+#[tokio::test]
+async fn programs_start_inside_as_they_would_outside() {
+    let ws = Workspace::new();
+    let script = ws.project().join("no-shebang");
+    std::fs::write(&script, "echo \"ran as $0 with $1\"\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut request = ExecRequest::new(
+        &script,
+        ["an-argument"],
+        ws.project(),
+        Duration::from_secs(20),
+    );
+    request.sandbox = Some(ws.spec());
+    let out = run(&request, &config(), &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(out.exit, Exit::Code(0), "{out:?}");
+    let expected = format!("ran as {} with an-argument\n", script.display());
+    assert_eq!(Some(out.stdout.text.as_str()), Some(expected.as_str()));
+    assert!(matches!(
+        out.sandbox,
+        SandboxReport::Enforced { isolated: true, .. }
+    ));
+
+    let mut by_name = ExecRequest::new(
+        "bash",
+        ["-c", "echo $0"],
+        ws.project(),
+        Duration::from_secs(20),
+    );
+    by_name.sandbox = Some(ws.spec());
+    let out = run(&by_name, &config(), &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(Some(out.stdout.text.as_str()), Some("bash\n"));
+
+    for (program, kind) in [
+        (ws.project().join("missing"), std::io::ErrorKind::NotFound),
+        // A directory: found, and refused by execve inside the namespace.
+        (
+            ws.project().to_path_buf(),
+            std::io::ErrorKind::PermissionDenied,
+        ),
+    ] {
+        let mut request = ExecRequest::new(&program, ["x"], ws.project(), Duration::from_secs(20));
+        request.sandbox = Some(ws.spec());
+        let started = Instant::now();
+        match run(&request, &config(), &CancellationToken::new()).await {
+            Err(satchel_exec::ExecError::Spawn { source, .. }) => {
+                assert_eq!(source.kind(), kind, "{program:?}: {source}");
+            }
+            other => panic!("{program:?} started: {other:?}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+}
+
 #[tokio::test]
 async fn a_fork_bomb_and_a_memory_bomb_are_contained() {
     let ws = Workspace::new();
