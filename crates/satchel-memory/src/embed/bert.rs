@@ -137,23 +137,11 @@ impl Linear {
         }
     }
 
-    /// `out = input Wᵀ + b` for `rows` rows, or `out += …` when `residual`
-    /// (the residual connection, added in place).
-    fn apply(
-        &self,
-        input: &[f32],
-        rows: usize,
-        out: &mut [f32],
-        residual: bool,
-        quantized: &mut QuantizedRows,
-    ) {
+    /// `out = input Wᵀ + b` for `rows` rows.
+    fn apply(&self, input: &[f32], rows: usize, out: &mut [f32], quantized: &mut QuantizedRows) {
         let n = self.out_dim;
         for row in out[..rows * n].chunks_exact_mut(n) {
-            if residual {
-                kernels::add(row, &self.bias);
-            } else {
-                row.copy_from_slice(&self.bias);
-            }
+            row.copy_from_slice(&self.bias);
         }
         quantized.quantize(input, rows, self.in_dim, self.in_dim);
         for half in 0..2 {
@@ -162,12 +150,32 @@ impl Linear {
         }
     }
 
+    /// `x += input Wᵀ + b` (a residual connection), the input given as
+    /// blocks of its columns: each half of the output is computed into
+    /// `spare` as [`Linear::apply_half`] computes it, then both are added
+    /// to `x`. These are the steps of a pass split over two threads, in
+    /// the same order, so a text's vector has the same bits whichever ran.
+    fn apply_residual(
+        &self,
+        inputs: &[InputBlock<'_>],
+        rows: usize,
+        x: &mut [f32],
+        spare: &mut Vec<f32>,
+        quantized: &mut QuantizedRows,
+    ) {
+        reserve(spare, rows * self.out_dim);
+        let (first, second) = spare[..rows * self.out_dim].split_at_mut(rows * self.split);
+        self.apply_half(inputs, rows, 0, first, quantized);
+        self.apply_half(inputs, rows, 1, second, quantized);
+        add_halves(x, self.out_dim, self.split, first, second);
+    }
+
     /// Block `half` of `input Wᵀ + b` into `out` (`rows × width`), the
-    /// input given as blocks of its columns, in order: `(values, width)`,
-    /// each row-major (and each quantised on its own).
+    /// input given as blocks of its columns, in order, each quantised on
+    /// its own.
     fn apply_half(
         &self,
-        inputs: &[(&[f32], usize)],
+        inputs: &[InputBlock<'_>],
         rows: usize,
         half: usize,
         out: &mut [f32],
@@ -179,11 +187,59 @@ impl Linear {
             row.copy_from_slice(&self.bias[cols.clone()]);
         }
         let mut first = 0;
-        for &(input, in_width) in inputs {
-            quantized.quantize(input, rows, in_width, in_width);
+        for block in inputs {
+            quantized.quantize(block.values, rows, block.width, block.stride);
             self.halves[half].accumulate(quantized, first, out, width);
-            first += in_width;
+            first += block.width;
         }
+    }
+}
+
+/// Columns of a layer's input: `width` values from the start of each row
+/// of `values`, rows `stride` apart.
+#[derive(Clone, Copy)]
+pub(super) struct InputBlock<'a> {
+    pub(super) values: &'a [f32],
+    pub(super) width: usize,
+    pub(super) stride: usize,
+}
+
+impl<'a> InputBlock<'a> {
+    /// A packed block: rows `width` apart.
+    pub(super) fn packed(values: &'a [f32], width: usize) -> InputBlock<'a> {
+        InputBlock {
+            values,
+            width,
+            stride: width,
+        }
+    }
+
+    /// `matrix` (rows `stride` wide) as blocks of columns `widths` wide.
+    fn columns<const N: usize>(
+        matrix: &'a [f32],
+        stride: usize,
+        widths: [usize; N],
+    ) -> [InputBlock<'a>; N] {
+        let mut start = 0;
+        widths.map(|width| {
+            let block = InputBlock {
+                values: &matrix[start..],
+                width,
+                stride,
+            };
+            start += width;
+            block
+        })
+    }
+}
+
+/// `x += [left | right]` row by row: `left` holds the first `split` of
+/// the `n` columns, `right` the others, each row-major and packed.
+pub(super) fn add_halves(x: &mut [f32], n: usize, split: usize, left: &[f32], right: &[f32]) {
+    for (r, row) in x.chunks_exact_mut(n).enumerate() {
+        let (first, second) = row.split_at_mut(split);
+        kernels::add(first, &left[r * split..(r + 1) * split]);
+        kernels::add(second, &right[r * (n - split)..(r + 1) * (n - split)]);
     }
 }
 
@@ -346,11 +402,10 @@ impl Bert {
         let eps = self.config.layer_norm_eps;
         let tokens: usize = lengths.iter().sum();
         let x = &mut s.x[..tokens * h];
-        layer
-            .qkv
-            .apply(x, tokens, &mut s.qkv, false, &mut s.quantized);
+        layer.qkv.apply(x, tokens, &mut s.qkv, &mut s.quantized);
         let d = h / self.config.num_attention_heads;
-        for heads in head_groups(&self.config) {
+        let groups = head_groups(&self.config);
+        for heads in groups.clone() {
             let group = GroupLayout {
                 heads: heads.len(),
                 qkv_stride: 3 * h,
@@ -360,17 +415,20 @@ impl Bert {
             };
             self.attend(&s.qkv, lengths, group, &mut s.context, &mut s.scores);
         }
-        layer
-            .attention_out
-            .apply(&s.context, tokens, x, true, &mut s.quantized);
+        // The queries, keys and values are spent: their buffer takes the
+        // halves of the residual layers' outputs.
+        let widths = groups.map(|heads| heads.len() * d);
+        let blocks = InputBlock::columns(&s.context, h, widths);
+        let attention_out = &layer.attention_out;
+        attention_out.apply_residual(&blocks, tokens, x, &mut s.qkv, &mut s.quantized);
         let norm = &layer.attention_norm;
         kernels::layer_norm(x, &norm.gamma, &norm.beta, eps);
         let inner = &mut s.inner[..tokens * inter];
-        layer
-            .intermediate
-            .apply(x, tokens, inner, false, &mut s.quantized);
+        layer.intermediate.apply(x, tokens, inner, &mut s.quantized);
         kernels::gelu(inner);
-        layer.output.apply(inner, tokens, x, true, &mut s.quantized);
+        let blocks = InputBlock::columns(inner, inter, [inter / 2, inter - inter / 2]);
+        let output = &layer.output;
+        output.apply_residual(&blocks, tokens, x, &mut s.qkv, &mut s.quantized);
         let norm = &layer.output_norm;
         kernels::layer_norm(x, &norm.gamma, &norm.beta, eps);
     }
@@ -488,10 +546,19 @@ mod tests {
             let off = got.iter().zip(want).map(|(g, w)| (g - w).abs());
             assert!(off.fold(0.0, f32::max) < 0.05, "{got:?} vs {want:?}");
         };
-        layer.apply(&x, 2, &mut out, false, &mut QuantizedRows::default());
+        layer.apply(&x, 2, &mut out, &mut QuantizedRows::default());
         close(&out, &expected);
         let mut residual = vec![1.0; 4];
-        layer.apply(&x, 2, &mut residual, true, &mut QuantizedRows::default());
+        // The input as two blocks of columns, 2 and 1 wide.
+        let blocks = InputBlock::columns(&x, 3, [2, 1]);
+        let mut spare = Vec::new();
+        layer.apply_residual(
+            &blocks,
+            2,
+            &mut residual,
+            &mut spare,
+            &mut QuantizedRows::default(),
+        );
         let plus_one: Vec<f32> = expected.iter().map(|v| v + 1.0).collect();
         close(&residual, &plus_one);
     }

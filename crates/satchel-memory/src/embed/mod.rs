@@ -519,6 +519,12 @@ mod tests {
             .map(|text| embedder.embed(&[text]).unwrap().remove(0))
             .collect();
         assert_close("one text per call", &one_by_one, &old);
+        // A query runs split or whole as the chooser likes: the two must
+        // give the same bits, or near-ties rank differently run to run.
+        assert!(
+            split == one_by_one,
+            "one text on 2 threads and on 1 differ in their bits"
+        );
         let queries: Vec<Vec<f32>> = refs
             .iter()
             .map(|text| embedder.embed_query(text).unwrap().to_vec())

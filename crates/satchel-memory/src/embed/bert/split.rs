@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-use super::{Bert, GroupLayout, Scratch, head_groups, pool, reserve};
+use super::{Bert, GroupLayout, InputBlock, Scratch, add_halves, head_groups, pool, reserve};
 use crate::embed::kernels;
 
 /// What a thread publishes for the other, one layer at a time.
@@ -186,7 +186,13 @@ impl Worker<'_> {
         reserve(&mut s.qkv, len * block);
         let x = &s.x[..len * h];
         let qkv = &layer.qkv;
-        qkv.apply_half(&[(x, h)], len, me, &mut s.qkv, &mut s.quantized);
+        qkv.apply_half(
+            &[InputBlock::packed(x, h)],
+            len,
+            me,
+            &mut s.qkv,
+            &mut s.quantized,
+        );
         let group = GroupLayout {
             heads: groups[me].len(),
             qkv_stride: block,
@@ -202,8 +208,8 @@ impl Worker<'_> {
         let inputs = (read(&left.context), read(&right.context));
         let mut projected = write(&mine.projected, len * hidden[me].len());
         let blocks = [
-            (&inputs.0[..], context_widths[0]),
-            (&inputs.1[..], context_widths[1]),
+            InputBlock::packed(&inputs.0, context_widths[0]),
+            InputBlock::packed(&inputs.1, context_widths[1]),
         ];
         let out = &layer.attention_out;
         out.apply_half(&blocks, len, me, &mut projected, &mut s.quantized);
@@ -211,13 +217,19 @@ impl Worker<'_> {
         self.meet()?;
 
         let x = &mut s.x[..len * h];
-        add_halves(x, h, &read(&left.projected), &read(&right.projected));
+        add_halves(x, h, h / 2, &read(&left.projected), &read(&right.projected));
         let norm = &layer.attention_norm;
         kernels::layer_norm(x, &norm.gamma, &norm.beta, config.layer_norm_eps);
         let width = inner[me].len();
         let mut activations = write(&mine.inner, len * width);
         let up = &layer.intermediate;
-        up.apply_half(&[(x, h)], len, me, &mut activations, &mut s.quantized);
+        up.apply_half(
+            &[InputBlock::packed(x, h)],
+            len,
+            me,
+            &mut activations,
+            &mut s.quantized,
+        );
         kernels::gelu(&mut activations[..len * width]);
         drop(activations);
         self.meet()?;
@@ -225,8 +237,8 @@ impl Worker<'_> {
         let inputs = (read(&left.inner), read(&right.inner));
         let mut output = write(&mine.output, len * hidden[me].len());
         let blocks = [
-            (&inputs.0[..], inner[0].len()),
-            (&inputs.1[..], inner[1].len()),
+            InputBlock::packed(&inputs.0, inner[0].len()),
+            InputBlock::packed(&inputs.1, inner[1].len()),
         ];
         let down = &layer.output;
         down.apply_half(&blocks, len, me, &mut output, &mut s.quantized);
@@ -234,7 +246,7 @@ impl Worker<'_> {
         self.meet()?;
 
         let x = &mut s.x[..len * h];
-        add_halves(x, h, &read(&left.output), &read(&right.output));
+        add_halves(x, h, h / 2, &read(&left.output), &read(&right.output));
         let norm = &layer.output_norm;
         kernels::layer_norm(x, &norm.gamma, &norm.beta, config.layer_norm_eps);
         Some(())
@@ -242,17 +254,6 @@ impl Worker<'_> {
 
     fn meet(&self) -> Option<()> {
         self.meeting.wait().then_some(())
-    }
-}
-
-/// `x += [left | right]` row by row: `left` holds the first `h / 2`
-/// columns, `right` the others, each row-major and packed.
-fn add_halves(x: &mut [f32], h: usize, left: &[f32], right: &[f32]) {
-    let split = h / 2;
-    for (r, row) in x.chunks_exact_mut(h).enumerate() {
-        let (first, second) = row.split_at_mut(split);
-        kernels::add(first, &left[r * split..(r + 1) * split]);
-        kernels::add(second, &right[r * (h - split)..(r + 1) * (h - split)]);
     }
 }
 
