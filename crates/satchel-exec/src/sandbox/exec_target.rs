@@ -1,16 +1,18 @@
-//! What a namespaced command's process executes, resolved in the parent.
+//! What a namespaced command's process executes, prepared in the parent.
 //!
 //! With namespaces the command is exec'd by a process that shares its
 //! memory with the one std forked ([`super::split`]), not by std's own exec
-//! path. So the program is looked up in `PATH` here, the way `execvp`
-//! would, and the argument and environment arrays are built here, where
-//! allocating is allowed; the child only calls `execve` on them.
+//! path. So the paths `execvp` would try, and the argument and environment
+//! arrays, are built here, where allocating is allowed; the child only
+//! calls `execve` on them, trying the paths in order as glibc's `execvp`
+//! does (inside the sandbox, so Landlock's view of each is the one that
+//! counts).
 
 use std::collections::BTreeMap;
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{CStr, CString, OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// `execvp`'s search path when `PATH` is unset (glibc's `_CS_PATH`).
@@ -18,30 +20,34 @@ const DEFAULT_PATH: &str = "/bin:/usr/bin";
 
 /// The shell `execvp` runs a file with when the kernel cannot (a script
 /// without a `#!` line).
-const SHELL: &std::ffi::CStr = c"/bin/sh";
+const SHELL: &CStr = c"/bin/sh";
 
-/// A resolved program with its NUL-terminated `argv` and `envp` arrays.
+/// The program's candidate paths with NUL-terminated `argv` and `envp`.
 pub(crate) struct ExecTarget {
-    program: CString,
-    // Owners of what the pointer arrays point into; never read directly.
+    /// Where the program may be, in `execvp`'s order: the program itself
+    /// when its name has a slash, else each `PATH` entry joined with it.
+    candidates: Vec<CString>,
+    // Owners of what `argv` and `envp` point into; never read directly.
     _strings: Vec<CString>,
     argv: Vec<*const libc::c_char>,
     envp: Vec<*const libc::c_char>,
-    /// `argv` for [`SHELL`]: the shell, the program, then its arguments.
-    script_argv: Vec<*const libc::c_char>,
+    /// `argv` for [`SHELL`], one per candidate: the shell, the candidate,
+    /// then the program's arguments.
+    script_argv: Vec<Vec<*const libc::c_char>>,
 }
 
-// SAFETY: the pointers point into `_strings`, owned by the same value and
-// never changed after construction; sharing them is sharing `&[CString]`.
+// SAFETY: the pointers point into `candidates` and `_strings`, owned by the
+// same value and never changed after construction; sharing them is sharing
+// `&[CString]`.
 unsafe impl Send for ExecTarget {}
 // SAFETY: as above; nothing is mutated through a shared reference.
 unsafe impl Sync for ExecTarget {}
 
 impl ExecTarget {
-    /// What `command` would exec: its program found in `PATH` (the
+    /// What `command` would exec: its program, looked for in `PATH` (the
     /// command's own `PATH` when it sets one), its arguments, and the
-    /// environment it would pass (this process's, unless `clear_env`,
-    /// with the command's changes).
+    /// environment it would pass (this process's, unless `clear_env`, with
+    /// the command's changes).
     pub(crate) fn of(command: &Command, clear_env: bool) -> io::Result<ExecTarget> {
         let mut env: BTreeMap<OsString, OsString> = if clear_env {
             BTreeMap::new()
@@ -64,45 +70,33 @@ impl ExecTarget {
         let search = env
             .get(OsStr::new("PATH"))
             .map_or_else(|| OsString::from(DEFAULT_PATH), Clone::clone);
-        let cwd = command.get_current_dir().map(Path::to_path_buf);
-        let program = resolve(command.get_program(), &search, cwd.as_deref())?;
+        let candidates = candidates(command.get_program(), &search)?
+            .iter()
+            .map(|path| c_string(path.as_bytes()))
+            .collect::<io::Result<Vec<_>>>()?;
 
-        let c = |bytes: &[u8]| {
-            CString::new(bytes).map_err(|_| {
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "an argument contains a NUL byte",
-                )
-            })
-        };
-        let mut strings = Vec::new();
-        strings.push(c(command.get_program().as_bytes())?);
+        let mut strings = vec![c_string(command.get_program().as_bytes())?];
         for arg in command.get_args() {
-            strings.push(c(arg.as_bytes())?);
+            strings.push(c_string(arg.as_bytes())?);
         }
         let argc = strings.len();
         for (name, value) in &env {
             let mut pair = name.as_bytes().to_vec();
             pair.push(b'=');
             pair.extend_from_slice(value.as_bytes());
-            strings.push(c(&pair)?);
+            strings.push(c_string(&pair)?);
         }
-        let pointers = |slice: &[CString]| {
-            slice
-                .iter()
-                .map(|s| s.as_ptr())
-                .chain(std::iter::once(std::ptr::null()))
-                .collect::<Vec<_>>()
-        };
-        let program = c(program.as_os_str().as_bytes())?;
-        let argv = pointers(&strings[..argc]);
-        let envp = pointers(&strings[argc..]);
-        let script_argv = [SHELL.as_ptr(), program.as_ptr()]
-            .into_iter()
-            .chain(argv[1..].iter().copied())
+        let argv = null_terminated(strings[..argc].iter().map(|s| s.as_ptr()));
+        let envp = null_terminated(strings[argc..].iter().map(|s| s.as_ptr()));
+        let script_argv = candidates
+            .iter()
+            .map(|path| {
+                let head = [SHELL.as_ptr(), path.as_ptr()];
+                null_terminated(head.into_iter().chain(argv[1..argc].iter().copied()))
+            })
             .collect();
         Ok(ExecTarget {
-            program,
+            candidates,
             _strings: strings,
             argv,
             envp,
@@ -110,63 +104,74 @@ impl ExecTarget {
         })
     }
 
-    /// Replaces the calling process with the program, or, as `execvp`
-    /// does, with the shell running it when it is a file the kernel cannot
-    /// execute; returns only the error. Async-signal-safe: system calls on
+    /// Replaces the calling process with the program, trying the
+    /// candidates as glibc's `execvp` does: past one that is missing or
+    /// refused, and through the shell for a file the kernel cannot
+    /// execute. Returns only the error. Async-signal-safe: system calls on
     /// prepared memory.
     pub(crate) fn execve(&self) -> io::Error {
-        // SAFETY: NUL-terminated strings and NULL-terminated arrays that
-        // outlive the calls.
-        unsafe {
-            libc::execve(
-                self.program.as_ptr(),
-                self.argv.as_ptr(),
-                self.envp.as_ptr(),
-            );
-            let error = io::Error::last_os_error();
-            if error.raw_os_error() != Some(libc::ENOEXEC) {
-                return error;
+        let mut refused = false;
+        let mut last = libc::ENOENT;
+        for (path, script_argv) in self.candidates.iter().zip(&self.script_argv) {
+            // SAFETY: NUL-terminated strings and NULL-terminated arrays
+            // that outlive the calls.
+            let error = unsafe {
+                libc::execve(path.as_ptr(), self.argv.as_ptr(), self.envp.as_ptr());
+                let mut error = errno();
+                if error == libc::ENOEXEC {
+                    libc::execve(SHELL.as_ptr(), script_argv.as_ptr(), self.envp.as_ptr());
+                    error = errno();
+                }
+                error
+            };
+            match error {
+                libc::EACCES => refused = true,
+                libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => {}
+                other => return io::Error::from_raw_os_error(other),
             }
-            libc::execve(
-                SHELL.as_ptr(),
-                self.script_argv.as_ptr(),
-                self.envp.as_ptr(),
-            );
-            error
+            last = error;
         }
+        io::Error::from_raw_os_error(if refused { libc::EACCES } else { last })
     }
 }
 
-/// `program` as `execvp` finds it: a name with a slash as it is, any other
-/// the first executable file of that name in `search`. Relative entries
-/// are taken from `cwd`, where the child runs.
-fn resolve(program: &OsStr, search: &OsStr, cwd: Option<&Path>) -> io::Result<PathBuf> {
-    if program.as_bytes().contains(&b'/') {
-        return Ok(PathBuf::from(program));
-    }
+/// The paths `execvp` tries for `program`: the name itself when it has a
+/// slash, else each entry of `search` joined with it (an empty entry is
+/// the working directory, where the child runs).
+fn candidates(program: &OsStr, search: &OsStr) -> io::Result<Vec<OsString>> {
     if program.is_empty() {
-        return Err(io::ErrorKind::NotFound.into());
+        return Err(io::Error::from_raw_os_error(libc::ENOENT));
     }
-    let mut denied = false;
-    for dir in search.as_bytes().split(|&b| b == b':') {
-        let dir = Path::new(OsStr::from_bytes(if dir.is_empty() { b"." } else { dir }));
-        let dir = match cwd {
-            Some(cwd) if dir.is_relative() => cwd.join(dir),
-            _ => dir.to_path_buf(),
-        };
-        let candidate = dir.join(program);
-        match rustix::fs::access(&candidate, rustix::fs::Access::EXEC_OK) {
-            Ok(()) if candidate.is_file() => return Ok(candidate),
-            Ok(()) => {}
-            Err(errno) if errno == rustix::io::Errno::ACCESS => denied = true,
-            Err(_) => {}
-        }
+    if program.as_bytes().contains(&b'/') {
+        return Ok(vec![program.to_owned()]);
     }
-    Err(if denied {
-        io::ErrorKind::PermissionDenied.into()
-    } else {
-        io::ErrorKind::NotFound.into()
+    Ok(search
+        .as_bytes()
+        .split(|&b| b == b':')
+        .map(|dir| {
+            let dir = OsStr::from_bytes(if dir.is_empty() { b"." } else { dir });
+            Path::new(dir).join(program).into_os_string()
+        })
+        .collect())
+}
+
+fn c_string(bytes: impl AsRef<[u8]>) -> io::Result<CString> {
+    CString::new(bytes.as_ref()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "an argument, a variable or the path contains a NUL byte",
+        )
     })
+}
+
+fn null_terminated(
+    pointers: impl Iterator<Item = *const libc::c_char>,
+) -> Vec<*const libc::c_char> {
+    pointers.chain(std::iter::once(std::ptr::null())).collect()
+}
+
+fn errno() -> libc::c_int {
+    io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -174,36 +179,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_name_is_found_in_the_search_path_and_a_path_is_taken_as_it_is() {
-        let found = resolve(OsStr::new("sh"), OsStr::new("/nonexistent:/bin"), None).unwrap();
-        assert_eq!(found, Path::new("/bin/sh"));
-        let given = resolve(OsStr::new("./x/y"), OsStr::new("/bin"), None).unwrap();
-        assert_eq!(given, Path::new("./x/y"));
-        let missing = resolve(OsStr::new("no-such-program"), OsStr::new("/bin"), None);
-        assert_eq!(missing.unwrap_err().kind(), io::ErrorKind::NotFound);
+    fn a_name_is_tried_in_each_search_directory_and_a_path_as_it_is() {
+        let tried = candidates(OsStr::new("sh"), OsStr::new("/nonexistent::/bin")).unwrap();
+        assert_eq!(tried, ["/nonexistent/sh", "./sh", "/bin/sh"]);
+        let given = candidates(OsStr::new("./x/y"), OsStr::new("/bin")).unwrap();
+        assert_eq!(given, ["./x/y"]);
+        let empty = candidates(OsStr::new(""), OsStr::new("/bin")).unwrap_err();
+        assert_eq!(empty.raw_os_error(), Some(libc::ENOENT));
     }
 
     #[test]
     #[expect(
         clippy::disallowed_methods,
-        reason = "commands built to be resolved, never run"
+        reason = "commands built to be prepared, never run"
     )]
     fn the_environment_is_the_inherited_one_with_the_commands_changes() {
         let mut command = Command::new("sh");
         command
+            .arg("-c")
             .env("SATCHEL_EXEC_TARGET_SET", "1")
             .env_remove("PATH");
         let target = ExecTarget::of(&command, false).unwrap();
-        let envp = target._strings[1..]
+        let envp = target._strings[2..]
             .iter()
             .map(|s| s.to_str().unwrap().to_owned())
             .collect::<Vec<_>>();
         assert!(envp.contains(&"SATCHEL_EXEC_TARGET_SET=1".to_owned()));
         assert!(!envp.iter().any(|pair| pair.starts_with("PATH=")));
-        // Without PATH, execvp's default search finds it.
-        assert_eq!(target.program.to_str().unwrap(), "/bin/sh");
-        assert_eq!(target.argv.len(), 2);
+        // Without PATH, execvp's default search.
+        assert_eq!(target.candidates, [c"/bin/sh", c"/usr/bin/sh"]);
+        assert_eq!(target.argv.len(), 3);
         assert_eq!(target.envp.len(), envp.len() + 1);
+        assert_eq!(target.script_argv[1].len(), 4);
 
         let cleared = ExecTarget::of(&Command::new("/bin/true"), true).unwrap();
         assert_eq!(cleared.envp, [std::ptr::null()]);

@@ -22,9 +22,13 @@
 //! paid for three copies and three teardowns; now it pays for one.
 //!
 //! Processes that share memory share the C library's per-thread state,
-//! `errno` among it. C1 and C2 run at the same time, but each only blocks
-//! in `read` or `waitpid` with no signal handler that could interrupt it,
-//! and neither reads `errno` except after a call that failed.
+//! `errno` among it, and would share whatever a signal handler inherited
+//! from Satchel touches. So, as `posix_spawn` does, C1 blocks every signal
+//! before the first clone and sets every handled one back to its default
+//! (exec would have); each process unblocks only once the next is
+//! started, C3 just before it execs. C1 and C2 then run at the same time,
+//! each only blocking in `read` or `waitpid`, and neither reads `errno`
+//! except after a call that failed.
 
 use std::convert::Infallible;
 use std::io;
@@ -44,8 +48,12 @@ const GUARD_SIZE: usize = 64 * 1024;
 /// start's outcome and, when the start failed, has waited for C2.
 struct Shared {
     plan: *mut ChildPlan,
-    /// The status pipe's write end (C2's copy is the one it writes to).
+    /// The status pipe: C1 reads, C2 writes.
+    status_read: libc::c_int,
     status_write: libc::c_int,
+    /// The signal mask std left for the command, restored in each process
+    /// once it is safe to take signals.
+    mask: libc::sigset_t,
     /// The top of C3's stack.
     command_stack: *mut libc::c_void,
     /// Set by C3 when it could not exec: the error number.
@@ -78,18 +86,30 @@ unsafe fn start(plan: &mut ChildPlan) -> io::Result<Infallible> {
         let mut status = [0; 2];
         check(libc::pipe2(status.as_mut_ptr(), libc::O_CLOEXEC))?;
         let (init_stack, command_stack) = map_stacks()?;
+        let mask = block_signals_and_default_handlers()?;
         let shared = Shared {
             plan: ptr::from_mut(plan),
+            status_read: status[0],
             status_write: status[1],
+            mask,
             command_stack,
             exec_error: AtomicI32::new(0),
         };
-        let init = check(libc::clone(
+        let cloned = libc::clone(
             init_main,
             init_stack,
             libc::CLONE_VM | libc::SIGCHLD,
             ptr::from_ref(&shared).cast_mut().cast(),
-        ))?;
+        );
+        let clone_error = io::Error::last_os_error();
+        // From here SIGTERM and its kin are for the command (see `relay`).
+        ignore_polite_signals();
+        libc::sigprocmask(libc::SIG_SETMASK, &shared.mask, ptr::null_mut());
+        let init = if cloned < 0 {
+            return Err(clone_error);
+        } else {
+            cloned
+        };
         libc::close(status[1]);
         let mut outcome = [0u8; 4];
         let read = read_exact(status[0], &mut outcome);
@@ -108,12 +128,37 @@ unsafe fn start(plan: &mut ChildPlan) -> io::Result<Infallible> {
     }
 }
 
+/// Blocks every signal and sets each that has a handler (inherited from
+/// Satchel) back to its default; ignored ones stay ignored, as across
+/// exec. Returns the mask to restore.
+unsafe fn block_signals_and_default_handlers() -> io::Result<libc::sigset_t> {
+    // SAFETY: signal-mask and disposition calls on stack values.
+    unsafe {
+        let mut all = std::mem::zeroed();
+        let mut old = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        check(libc::sigprocmask(libc::SIG_SETMASK, &all, &mut old))?;
+        for signal in 1..=libc::SIGRTMAX() {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, ptr::null(), &mut action) != 0 {
+                continue;
+            }
+            if action.sa_sigaction != libc::SIG_DFL && action.sa_sigaction != libc::SIG_IGN {
+                let mut default: libc::sigaction = std::mem::zeroed();
+                default.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(signal, &default, ptr::null_mut());
+            }
+        }
+        Ok(old)
+    }
+}
+
 /// C2, PID 1 of the namespace.
 extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is C1's `Shared`, alive while this process reads it.
     let shared = unsafe { &*arg.cast::<Shared>() };
-    let status_write = shared.status_write;
-    // SAFETY: this process shares C1's memory, in which C1 is blocked.
+    let (status_write, mask) = (shared.status_write, shared.mask);
+    // SAFETY: this process shares C1's memory; C1 only waits meanwhile.
     let started = unsafe { start_command(shared) };
     let error = match &started {
         Ok(_) => 0,
@@ -123,7 +168,7 @@ extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
     unsafe {
         libc::write(status_write, error.to_ne_bytes().as_ptr().cast(), 4);
         match started {
-            Ok(command) => reap(command, status_write),
+            Ok(command) => reap(command, status_write, &mask),
             Err(_) => libc::_exit(127),
         }
     }
@@ -131,13 +176,25 @@ extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
 
 /// In C2: the namespace's `/proc`, then C3, which execs the command.
 unsafe fn start_command(shared: &Shared) -> io::Result<libc::pid_t> {
-    // SAFETY: prctl with plain values; the plan is read while C1 and C3
-    // are not running (C3 is started below, and C2 waits while it runs).
+    // SAFETY: descriptor, prctl and poll calls on plain values; the plan
+    // is read while C3 does not run (it is started below, and this process
+    // waits while it runs).
     unsafe {
+        libc::close(shared.status_read);
         check(libc::prctl(
             libc::PR_SET_PDEATHSIG,
             libc::SIGKILL as libc::c_ulong,
         ))?;
+        // C1 may have died before the signal was armed (it is PID 1's
+        // parent, so `getppid` says nothing): then the pipe has no reader.
+        let mut reader = libc::pollfd {
+            fd: shared.status_write,
+            events: 0,
+            revents: 0,
+        };
+        if libc::poll(&mut reader, 1, 0) > 0 && reader.revents & libc::POLLERR != 0 {
+            libc::_exit(1);
+        }
         let plan = &*shared.plan;
         mount_proc(plan.namespaces.as_ref().and_then(|n| n.pid_max.as_deref()))?;
         let command = check(libc::clone(
@@ -147,6 +204,7 @@ unsafe fn start_command(shared: &Shared) -> io::Result<libc::pid_t> {
             ptr::from_ref(shared).cast_mut().cast(),
         ))?;
         // C3 has exec'd, or exited having failed to.
+        ignore_polite_signals();
         match shared.exec_error.load(Ordering::Acquire) {
             0 => Ok(command),
             error => {
@@ -163,14 +221,14 @@ extern "C" fn command_main(arg: *mut libc::c_void) -> libc::c_int {
     // execs or exits, and C1 is blocked reading the status pipe.
     let shared = unsafe { &*arg.cast::<Shared>() };
     // SAFETY: as above: nothing else touches the plan meanwhile.
-    let error = unsafe { exec_command(&mut *shared.plan) };
+    let error = unsafe { exec_command(&mut *shared.plan, &shared.mask) };
     shared.exec_error.store(os_error(&error), Ordering::Release);
     // SAFETY: ends this process only.
     unsafe { libc::_exit(127) }
 }
 
 /// Returns only the error that stopped the command from starting.
-fn exec_command(plan: &mut ChildPlan) -> io::Error {
+fn exec_command(plan: &mut ChildPlan, mask: &libc::sigset_t) -> io::Error {
     // SAFETY: prctl with plain values.
     let armed = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
     if let Err(error) = check(armed) {
@@ -179,6 +237,9 @@ fn exec_command(plan: &mut ChildPlan) -> io::Error {
     if let Err(error) = restrict(plan) {
         return error;
     }
+    // SAFETY: restores the mask std set, on a value copied before the
+    // clone; signals now take their default actions, as after exec.
+    unsafe { libc::sigprocmask(libc::SIG_SETMASK, mask, ptr::null_mut()) };
     match &plan.exec {
         Some(target) => target.execve(),
         None => io::Error::other("no program was resolved for the sandbox"),
@@ -219,7 +280,6 @@ unsafe fn relay(init: libc::pid_t, status_read: libc::c_int) -> ! {
     // SAFETY: async-signal-safe calls only; this process never returns.
     unsafe {
         keep_only_fd(status_read);
-        ignore_polite_signals();
         let mut init_status = 0;
         while libc::waitpid(init, &mut init_status, 0) < 0 && errno() == libc::EINTR {}
         let mut bytes = [0u8; 4];
@@ -248,11 +308,11 @@ unsafe fn relay(init: libc::pid_t, status_read: libc::c_int) -> ! {
 
 /// C2, PID 1 of the namespace: reaps orphans until the command ends, then
 /// passes on its status and exits, which ends the namespace.
-unsafe fn reap(command: libc::pid_t, status_write: libc::c_int) -> ! {
+unsafe fn reap(command: libc::pid_t, status_write: libc::c_int, mask: &libc::sigset_t) -> ! {
     // SAFETY: async-signal-safe calls only; this process never returns.
     unsafe {
         keep_only_fd(status_write);
-        ignore_polite_signals();
+        libc::sigprocmask(libc::SIG_SETMASK, mask, ptr::null_mut());
         loop {
             let mut status = 0;
             let pid = libc::waitpid(-1, &mut status, 0);
