@@ -216,7 +216,7 @@ pub fn probe() -> &'static SandboxSupport {
         let namespaces = if disabled("namespaces") {
             Err(format!("disabled by {DISABLE_ENV}"))
         } else {
-            probe_namespaces()
+            probe_namespaces(false)
         };
         let process_limit = namespaces.is_ok() && per_namespace_pid_max();
         SandboxSupport {
@@ -326,17 +326,24 @@ pub(crate) fn namespaces_failed(error: &std::io::Error, spec: Option<&SandboxSpe
         return true;
     }
     let own_network = spec.is_some_and(|spec| matches!(spec.loopback, Loopback::Own));
-    if own_network && !OWN_NETWORK_BROKEN.swap(true, Ordering::Relaxed) {
-        tracing::warn!(
-            "a network namespace cannot be made here ({error}): sandboxed commands have no network"
-        );
-        return true;
+    // The error may be the command's own (a program it may not execute):
+    // a probe says whether a network namespace is what failed.
+    if own_network && !OWN_NETWORK_BROKEN.load(Ordering::Relaxed) {
+        static PROBED: OnceLock<Result<(), String>> = OnceLock::new();
+        if let Err(reason) = PROBED.get_or_init(|| probe_namespaces(true)) {
+            OWN_NETWORK_BROKEN.store(true, Ordering::Relaxed);
+            tracing::warn!(
+                "a network namespace cannot be made here ({reason}): sandboxed commands have no network"
+            );
+            return true;
+        }
     }
     false
 }
 
-/// Runs `true` in new namespaces (without touching pid_max).
-fn probe_namespaces() -> Result<(), String> {
+/// Runs `true` in new namespaces (without touching pid_max), with a
+/// network namespace of its own when `own_network`.
+fn probe_namespaces(own_network: bool) -> Result<(), String> {
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     let mut plan = ChildPlan {
@@ -352,7 +359,7 @@ fn probe_namespaces() -> Result<(), String> {
         ruleset: None,
         filter: None,
         join: None,
-        own_network: false,
+        own_network,
         exec: None,
     };
     #[expect(
