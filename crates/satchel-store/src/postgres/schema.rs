@@ -14,7 +14,7 @@ use crate::StoreError;
 use crate::postgres::failure::classify;
 
 /// The PostgreSQL schema version this build creates and reads.
-pub const PG_SCHEMA_VERSION: u32 = 2;
+pub const PG_SCHEMA_VERSION: u32 = 3;
 
 /// The advisory lock key migrations hold ("SACH", as SQLite's application id).
 const MIGRATION_LOCK: i64 = 0x5341_4348;
@@ -37,6 +37,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 2,
         name: "front_ends",
         sql: include_str!("../../migrations/postgres/0002_front_ends.sql"),
+    },
+    Migration {
+        version: 3,
+        name: "call_starts_unindexed",
+        sql: include_str!("../../migrations/postgres/0003_call_starts_unindexed.sql"),
     },
 ];
 

@@ -22,7 +22,7 @@ use crate::sqlite::{Access, StoreOptions};
 pub const APPLICATION_ID: i32 = 0x5341_4348;
 
 /// The schema version this build creates and reads.
-pub const SCHEMA_VERSION: u32 = 8;
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// One embedded migration.
 pub(crate) struct Migration {
@@ -75,6 +75,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         version: 8,
         name: "front_ends",
         sql: include_str!("../../migrations/0008_front_ends.sql"),
+    },
+    Migration {
+        version: 9,
+        name: "call_starts_unindexed",
+        sql: include_str!("../../migrations/0009_call_starts_unindexed.sql"),
     },
 ];
 

@@ -65,7 +65,8 @@ async fn migrates_from_empty_and_reopens_without_reapplying() {
                 (5, "conversation_search"),
                 (6, "memory_index"),
                 (7, "call_starts"),
-                (8, "front_ends")
+                (8, "front_ends"),
+                (9, "call_starts_unindexed")
             ]
         );
         let pragma = |name: &str| -> String {

@@ -300,7 +300,11 @@ async fn processes_starting_together_on_an_empty_database_migrate_it_once() {
         assert!(child.wait().unwrap().success());
     }
     let server = satchel_store::testing::server().unwrap();
-    assert!(server.run_sql(&url, "DO $$ BEGIN IF (SELECT count(*) FROM satchel_schema_version) <> 2 THEN RAISE EXCEPTION 'migrated twice'; END IF; END $$"));
+    let once = format!(
+        "DO $$ BEGIN IF (SELECT count(*) FROM satchel_schema_version) <> {} THEN RAISE EXCEPTION 'migrated twice'; END IF; END $$",
+        satchel_store::PG_SCHEMA_VERSION
+    );
+    assert!(server.run_sql(&url, &once));
     let store = db.open().await;
     assert_eq!(store.memory_revision().await.unwrap(), 0);
 }
