@@ -58,6 +58,13 @@ fi
 run() {
     local bin="${1#* }"
     [ "$bin" != "$1" ] || bin="$SATCHEL_BIN"
+    # Each binary its own database: a newer schema is refused by an older
+    # Satchel, which would then time a failure.
+    if [ "$bin" = "${SATCHEL_BASE_BIN:-}" ]; then
+        local -x SATCHEL_DB="$work/data/before.db"
+    else
+        local -x SATCHEL_DB="$work/data/satchel.db"
+    fi
     case "$1" in
         CALL|CALL\ *) time_once "$bin" tools call bash '{"command":"true"}' ;;
         CALL_UNSANDBOXED*) time_once "$bin" tools call bash \
@@ -66,8 +73,20 @@ run() {
     esac
 }
 
-# One warm-up run of each (page cache, the database's creation).
-for command in "${commands[@]}"; do run "$command" >/dev/null; done
+# One warm-up run of each (page cache, the database's creation), which
+# must succeed: the timed runs ignore failures.
+for command in "${commands[@]}"; do
+    case "$command" in
+        CALL*)
+            bin="${command#* }"
+            [ "$bin" != "$command" ] || bin="$SATCHEL_BIN"
+            db="$work/data/satchel.db"
+            [ "$bin" != "${SATCHEL_BASE_BIN:-}" ] || db="$work/data/before.db"
+            SATCHEL_DB="$db" "$bin" tools call bash '{"command":"true","sandbox":"none","justification":"start-up benchmark"}' >/dev/null 2>&1 ||
+                { echo "warm-up failed: $bin tools call bash" >&2; exit 1; } ;;
+    esac
+    run "$command" >/dev/null
+done
 for i in "${!commands[@]}"; do : >"$work/times.$i"; done
 for _ in $(seq "$runs"); do
     for i in "${!commands[@]}"; do run "${commands[$i]}" >>"$work/times.$i"; done

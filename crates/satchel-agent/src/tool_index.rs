@@ -73,6 +73,8 @@ pub fn offer(
     encoding: Encoding,
     edit_form: EditForm,
 ) -> Offer {
+    // Specs are cloned once, for what is sent: their schemas are deep JSON,
+    // and every turn of every conversation builds an offer.
     let mut whole = Vec::new();
     let mut held = Vec::new();
     for tool in registry
@@ -83,7 +85,7 @@ pub fn offer(
         if indexable(&tool.source(), config) {
             held.push(tool.spec());
         } else {
-            whole.push(tool.spec().clone());
+            whole.push(tool.spec());
         }
     }
     let cost: u64 = held
@@ -101,6 +103,7 @@ pub fn offer(
             indexed: 0,
         };
     }
+    let mut whole: Vec<ToolSpec> = whole.into_iter().cloned().collect();
     let mut index = Vec::new();
     for spec in held {
         if loaded.contains(&spec.name) {
