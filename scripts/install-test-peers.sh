@@ -17,6 +17,8 @@
 # they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/venv.sh
+. scripts/lib/venv.sh
 
 MCP_PY_VERSION="2.3.0"
 OTEL_PROTO_VERSION="1.45.2"
@@ -35,14 +37,7 @@ mkdir -p "$peers"
 # Python: a project-local virtual environment.
 if ! "$peers/venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_PY_VERSION')" 2>/dev/null; then
     echo "installing mcp==$MCP_PY_VERSION into .peers/venv"
-    if ! python3 -m venv "$peers/venv" 2>/dev/null; then
-        # Debian splits venv out of python3.
-        sudo_cmd=""
-        [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-        $sudo_cmd apt-get update -qq
-        $sudo_cmd apt-get install -y -qq python3-venv
-        python3 -m venv "$peers/venv"
-    fi
+    make_venv "$peers/venv"
     "$peers/venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==$MCP_PY_VERSION"
 fi
 if ! "$peers/venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('opentelemetry-proto') != '$OTEL_PROTO_VERSION')" 2>/dev/null; then

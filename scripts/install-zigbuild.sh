@@ -10,6 +10,8 @@
 # Re-running is cheap: what is already at its pinned version is left alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/venv.sh
+. scripts/lib/venv.sh
 
 CARGO_ZIGBUILD_VERSION="0.24.1"
 ZIGLANG_VERSION="0.17.1"
@@ -17,14 +19,7 @@ ZIGLANG_VERSION="0.17.1"
 venv="${SATCHEL_ZIGBUILD_VENV:-$PWD/.peers/zigbuild-venv}"
 if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('cargo-zigbuild') != '$CARGO_ZIGBUILD_VERSION' or m.version('ziglang') != '$ZIGLANG_VERSION')" 2>/dev/null; then
     echo "installing cargo-zigbuild==$CARGO_ZIGBUILD_VERSION and ziglang==$ZIGLANG_VERSION into $venv"
-    if ! python3 -m venv "$venv" 2>/dev/null; then
-        # Debian splits venv out of python3.
-        sudo_cmd=""
-        [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-        $sudo_cmd apt-get update -qq
-        $sudo_cmd apt-get install -y -qq python3-venv
-        python3 -m venv "$venv"
-    fi
+    make_venv "$venv"
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
         "cargo-zigbuild==$CARGO_ZIGBUILD_VERSION" "ziglang==$ZIGLANG_VERSION"
 fi

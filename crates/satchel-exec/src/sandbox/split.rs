@@ -95,21 +95,16 @@ unsafe fn start(plan: &mut ChildPlan) -> io::Result<Infallible> {
             command_stack,
             exec_error: AtomicI32::new(0),
         };
-        let cloned = libc::clone(
+        let init = check(libc::clone(
             init_main,
             init_stack,
             libc::CLONE_VM | libc::SIGCHLD,
             ptr::from_ref(&shared).cast_mut().cast(),
-        );
-        let clone_error = io::Error::last_os_error();
+        ));
         // From here SIGTERM and its kin are for the command (see `relay`).
         ignore_polite_signals();
         libc::sigprocmask(libc::SIG_SETMASK, &shared.mask, ptr::null_mut());
-        let init = if cloned < 0 {
-            return Err(clone_error);
-        } else {
-            cloned
-        };
+        let init = init?;
         libc::close(status[1]);
         let mut outcome = [0u8; 4];
         let read = read_exact(status[0], &mut outcome);

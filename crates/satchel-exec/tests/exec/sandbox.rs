@@ -358,38 +358,33 @@ async fn the_exit_status_is_the_commands() {
 #[tokio::test]
 async fn programs_start_inside_as_they_would_outside() {
     let ws = Workspace::new();
+    // `program` with `args` in the workspace's sandbox.
+    let start = |program: &std::path::Path, args: &[&str]| {
+        let mut request = ExecRequest::new(
+            program,
+            args.iter().copied(),
+            ws.project(),
+            Duration::from_secs(20),
+        );
+        request.sandbox = Some(ws.spec());
+        async move { run(&request, &config(), &CancellationToken::new()).await }
+    };
     let script = ws.project().join("no-shebang");
     std::fs::write(&script, "echo \"ran as $0 with $1\"\n").unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let mut request = ExecRequest::new(
-        &script,
-        ["an-argument"],
-        ws.project(),
-        Duration::from_secs(20),
-    );
-    request.sandbox = Some(ws.spec());
-    let out = run(&request, &config(), &CancellationToken::new())
-        .await
-        .unwrap();
+    let out = start(&script, &["an-argument"]).await.unwrap();
     assert_eq!(out.exit, Exit::Code(0), "{out:?}");
     let expected = format!("ran as {} with an-argument\n", script.display());
-    assert_eq!(Some(out.stdout.text.as_str()), Some(expected.as_str()));
+    assert_eq!(out.stdout.text, expected);
     assert!(matches!(
         out.sandbox,
         SandboxReport::Enforced { isolated: true, .. }
     ));
 
-    let mut by_name = ExecRequest::new(
-        "bash",
-        ["-c", "echo $0"],
-        ws.project(),
-        Duration::from_secs(20),
-    );
-    by_name.sandbox = Some(ws.spec());
-    let out = run(&by_name, &config(), &CancellationToken::new())
+    let out = start(std::path::Path::new("bash"), &["-c", "echo $0"])
         .await
         .unwrap();
-    assert_eq!(Some(out.stdout.text.as_str()), Some("bash\n"));
+    assert_eq!(out.stdout.text, "bash\n");
 
     for (program, kind) in [
         (ws.project().join("missing"), std::io::ErrorKind::NotFound),
@@ -399,10 +394,8 @@ async fn programs_start_inside_as_they_would_outside() {
             std::io::ErrorKind::PermissionDenied,
         ),
     ] {
-        let mut request = ExecRequest::new(&program, ["x"], ws.project(), Duration::from_secs(20));
-        request.sandbox = Some(ws.spec());
         let started = Instant::now();
-        match run(&request, &config(), &CancellationToken::new()).await {
+        match start(&program, &["x"]).await {
             Err(satchel_exec::ExecError::Spawn { source, .. }) => {
                 assert_eq!(source.kind(), kind, "{program:?}: {source}");
             }
