@@ -30,7 +30,7 @@ mod text;
 
 pub use config::{OutputConfig, RunnerConfig, SpillConfig};
 pub use error::ExecError;
-pub use memory::give_back_freed_memory;
+pub use memory::{give_back_freed_memory, give_back_freed_memory_soon};
 pub use meter::OutputMeter;
 pub use outcome::{Captured, ExecOutcome, Exit, SpillFile};
 pub use result::cap_result;

@@ -567,7 +567,7 @@ impl ChatWorker {
     fn put_away(&mut self) {
         if self.agent.take().is_some() {
             tracing::debug!(chat = self.chat_id, "idle chat: conversation put away");
-            satchel_exec::give_back_freed_memory();
+            satchel_exec::give_back_freed_memory_soon();
         }
     }
 

@@ -78,6 +78,9 @@ struct Inner {
     echo: bool,
     /// How long each main turn waits before answering.
     delay: Duration,
+    /// Bodies are not kept (a benchmark's thousands of requests would
+    /// count in its process's memory as if Satchel held them).
+    forget_bodies: bool,
 }
 
 /// Serves `app` on 127.0.0.1 from a thread and runtime of its own, for
@@ -137,6 +140,12 @@ impl FakeModel {
         let mut inner = self.inner.lock().unwrap();
         inner.echo = true;
         inner.delay = delay;
+    }
+
+    /// Keeps no request bodies from now on: [`FakeModel::main_requests`]
+    /// and [`FakeModel::side_requests`] stay as they are.
+    pub fn forget_bodies(&self) {
+        self.inner.lock().unwrap().forget_bodies = true;
     }
 
     /// Adds replies to the script.
@@ -240,14 +249,18 @@ async fn answer(State(inner): State<Arc<Mutex<Inner>>>, body: String) -> Respons
             "SUMMARY-OF-OLD-TURNS: the user asked things"
         };
         let mut inner = inner.lock().unwrap();
-        inner.side.push(body.clone());
+        if !inner.forget_bodies {
+            inner.side.push(body.clone());
+        }
         inner.order.push("side");
         // About as many tokens as the request's bytes make.
         return whole(text, body.to_string().len() as u64 / 4);
     }
     let (reply, delay) = {
         let mut inner = inner.lock().unwrap();
-        inner.main.push(body.clone());
+        if !inner.forget_bodies {
+            inner.main.push(body.clone());
+        }
         inner.order.push("main");
         inner.calls += 1;
         let echo = inner.echo;
