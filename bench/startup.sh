@@ -55,16 +55,31 @@ if [ -n "${SATCHEL_BASE_BIN:-}" ]; then
     names+=("before: tools list");                     commands+=("$SATCHEL_BASE_BIN tools list")
 fi
 
-run() {
-    local bin="${1#* }"
-    [ "$bin" != "$1" ] || bin="$SATCHEL_BIN"
-    # Each binary its own database: a newer schema is refused by an older
-    # Satchel, which would then time a failure.
-    if [ "$bin" = "${SATCHEL_BASE_BIN:-}" ]; then
-        local -x SATCHEL_DB="$work/data/before.db"
+# The binary a command names: after CALL, or SATCHEL_BIN when none is
+# named; else the command's first word.
+binary_of() {
+    case "$1" in
+        CALL*\ *) echo "${1#* }" ;;
+        CALL*) echo "$SATCHEL_BIN" ;;
+        *) echo "${1%% *}" ;;
+    esac
+}
+
+# Each binary its own database: a newer schema is refused by an older
+# Satchel, which would then time a failure.
+db_of() {
+    if [ "$1" = "${SATCHEL_BASE_BIN:-}" ]; then
+        echo "$work/data/before.db"
     else
-        local -x SATCHEL_DB="$work/data/satchel.db"
+        echo "$work/data/satchel.db"
     fi
+}
+
+run() {
+    local bin
+    bin="$(binary_of "$1")"
+    local -x SATCHEL_DB
+    SATCHEL_DB="$(db_of "$bin")"
     case "$1" in
         CALL|CALL\ *) time_once "$bin" tools call bash '{"command":"true"}' ;;
         CALL_UNSANDBOXED*) time_once "$bin" tools call bash \
@@ -78,11 +93,9 @@ run() {
 for command in "${commands[@]}"; do
     case "$command" in
         CALL*)
-            bin="${command#* }"
-            [ "$bin" != "$command" ] || bin="$SATCHEL_BIN"
-            db="$work/data/satchel.db"
-            [ "$bin" != "${SATCHEL_BASE_BIN:-}" ] || db="$work/data/before.db"
-            SATCHEL_DB="$db" "$bin" tools call bash '{"command":"true","sandbox":"none","justification":"start-up benchmark"}' >/dev/null 2>&1 ||
+            bin="$(binary_of "$command")"
+            SATCHEL_DB="$(db_of "$bin")" "$bin" tools call bash \
+                '{"command":"true","sandbox":"none","justification":"start-up benchmark"}' >/dev/null 2>&1 ||
                 { echo "warm-up failed: $bin tools call bash" >&2; exit 1; } ;;
     esac
     run "$command" >/dev/null
