@@ -81,10 +81,11 @@ impl AuditObserver {
     }
 
     /// For a running server: on SQLite a call's end is handed to the
-    /// store's writer before the call answers, and committed with the
-    /// writes that follow it (the next call's start at the latest, or the
-    /// store's close), without the answer waiting. A process killed in
-    /// between leaves that call on record as begun and never ended.
+    /// store's writer before the call answers, and committed within 10 ms
+    /// together with the other ends of that time (or at the store's
+    /// close), without the answer waiting; the next call's start does not
+    /// wait for it either. A process killed in between leaves that call on
+    /// record as begun and never ended.
     pub fn answering_before_the_end_commits(mut self) -> AuditObserver {
         self.wait_for_end = false;
         self
@@ -177,17 +178,19 @@ impl CallObserver for AuditObserver {
             Ok(store) => store,
             Err(reason) => return unrecorded(&reason),
         };
-        let finish = store.queue_finish_calls(start.into_iter().collect(), vec![record]);
+        let ended = start.into_iter().collect();
         if self.wait_for_end || !store.queues_writes() {
+            let finish = store.queue_finish_calls(ended, vec![record]);
             if let Err(error) = finish.await {
                 unrecorded(&error.to_string());
             }
             return;
         }
-        // SQLite: the write is in the writer's queue, ahead of the next
-        // call's start and of the store's close; the answer does not wait
-        // for its commit (it is grouped with the next writes). Killed
+        // SQLite: the write is in the writer's queue before the answer
+        // goes, and commits within 10 ms with the other ends of that time,
+        // or at the store's close; the answer does not wait for it. Killed
         // before it commits, the call stays on record as unfinished.
+        let finish = store.finish_calls_later(ended, vec![record]);
         tokio::spawn(async move {
             if let Err(error) = finish.await {
                 unrecorded(&error.to_string());

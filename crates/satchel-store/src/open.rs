@@ -149,6 +149,23 @@ impl OpenedStore {
         }
     }
 
+    /// [`OpenedStore::queue_finish_calls`] for a caller that will not
+    /// wait for it (a served call whose answer has gone). On SQLite it is
+    /// handed to the writer before this returns and held up to 10 ms to
+    /// commit with other such writes ([`SqliteStore::finish_calls_later`]);
+    /// on PostgreSQL it starts when polled.
+    pub fn finish_calls_later(
+        &self,
+        ended: Vec<String>,
+        records: Vec<NewToolCall>,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Vec<String>, StoreError>> + Send + 'static>>
+    {
+        match &self.backend {
+            Backend::Sqlite(store) => Box::pin(store.finish_calls_later(ended, records)),
+            Backend::Postgres(_) => self.queue_finish_calls(ended, records),
+        }
+    }
+
     /// True when the record is on a PostgreSQL server.
     pub fn is_postgres(&self) -> bool {
         matches!(self.backend, Backend::Postgres(_))

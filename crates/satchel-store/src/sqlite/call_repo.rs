@@ -8,7 +8,7 @@ use satchel_core::{ErrorCode, ToolOutput};
 use crate::sqlite::SqliteStore;
 use crate::sqlite::failure::{Failure, column_error};
 use crate::sqlite::rows::{UnknownName, all, json, timestamp, touch_conversation};
-use crate::sqlite::writer::WriteCtx;
+use crate::sqlite::writer::{Job, WriteCtx};
 use crate::{
     AuditQuery, AuditRecord, AuditSource, AuditStore, CallStartRecord, NewAudit, NewCallStart,
     NewToolCall, StoreError, Timestamp, ToolCallRecord, ToolCallStore,
@@ -150,17 +150,43 @@ impl SqliteStore {
         records: Vec<NewToolCall>,
     ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send + 'static {
         self.enqueue(records, move |tx, ctx, records| {
-            let ids = records
-                .into_iter()
-                .map(|record| insert_tool_call(tx, ctx, record))
-                .collect::<Result<Vec<String>, Failure>>()?;
-            let mut delete = tx.prepare_cached("DELETE FROM call_starts WHERE id = ?1")?;
-            for id in ended {
-                delete.execute(params![id])?;
-            }
-            Ok(ids)
+            finish(tx, ctx, &ended, records)
         })
     }
+
+    /// [`SqliteStore::queue_finish_calls`] for a caller that does not wait
+    /// for it (a served call whose answer has gone): the writer holds it
+    /// up to [`HOLD`](super::writer::HOLD) to commit it with other such
+    /// writes, if need be after writes queued later. It still commits
+    /// before the store closes; a process killed first leaves the calls
+    /// begun and never ended.
+    pub fn finish_calls_later(
+        &self,
+        ended: Vec<String>,
+        records: Vec<NewToolCall>,
+    ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send + 'static {
+        self.enqueue_as(Job::Later, records, move |tx, ctx, records| {
+            finish(tx, ctx, &ended, records)
+        })
+    }
+}
+
+/// The records of finished calls, and their starts ended.
+fn finish(
+    tx: &Transaction<'_>,
+    ctx: &WriteCtx<'_>,
+    ended: &[String],
+    records: Vec<NewToolCall>,
+) -> Result<Vec<String>, Failure> {
+    let ids = records
+        .into_iter()
+        .map(|record| insert_tool_call(tx, ctx, record))
+        .collect::<Result<Vec<String>, Failure>>()?;
+    let mut delete = tx.prepare_cached("DELETE FROM call_starts WHERE id = ?1")?;
+    for id in ended {
+        delete.execute(params![id])?;
+    }
+    Ok(ids)
 }
 
 #[async_trait]

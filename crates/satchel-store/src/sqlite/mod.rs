@@ -33,7 +33,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::redact::Redactor;
 use crate::sqlite::failure::Failure;
-use crate::sqlite::writer::{Job, Pending, WriteCtx};
+use crate::sqlite::writer::{Job, Pending, WriteCtx, WriteJob};
 use crate::{Clock, StoreError, SystemClock};
 
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
@@ -88,6 +88,10 @@ pub struct StoreOptions {
     pub busy_timeout: Duration,
     /// Idle read connections kept open.
     pub read_connections: usize,
+    /// Longest a write no caller waits for (a served call's end) is held
+    /// to commit with others ([`SqliteStore::finish_calls_later`]); a
+    /// process killed within it loses that write.
+    pub hold: Duration,
 }
 
 impl Default for StoreOptions {
@@ -100,6 +104,7 @@ impl Default for StoreOptions {
             max_size_bytes: None,
             busy_timeout: Duration::from_secs(5),
             read_connections: 4,
+            hold: writer::HOLD,
         }
     }
 }
@@ -230,12 +235,27 @@ impl SqliteStore {
         T: Redact + Send + 'static,
         R: Send + 'static,
     {
+        self.enqueue_as(Job::Write, input, body)
+    }
+
+    /// [`SqliteStore::enqueue`] as the job `kind` makes it: [`Job::Write`],
+    /// or [`Job::Later`] for a write no caller waits for.
+    fn enqueue_as<T, R>(
+        &self,
+        kind: fn(Box<dyn WriteJob>) -> Job,
+        input: T,
+        body: impl FnOnce(&Transaction<'_>, &WriteCtx<'_>, T) -> Result<R, Failure> + Send + 'static,
+    ) -> impl Future<Output = Result<R, StoreError>> + Send + 'static
+    where
+        T: Redact + Send + 'static,
+        R: Send + 'static,
+    {
         let (reply_tx, reply_rx) = oneshot::channel();
         let queued = if self.inner.closed.load(Ordering::SeqCst) {
             Err(StoreError::Closed)
         } else {
             let input = input.redact(&self.inner.options.redactor);
-            let job = Job::Write(Box::new(Pending::new(
+            let job = kind(Box::new(Pending::new(
                 move |tx: &Transaction<'_>, ctx: &WriteCtx<'_>| body(tx, ctx, input),
                 reply_tx,
             )));

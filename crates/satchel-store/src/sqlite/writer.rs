@@ -8,10 +8,20 @@
 //! One writer means concurrent tasks queue in the channel instead of
 //! fighting over SQLite's write lock, so they never see `SQLITE_BUSY` (the
 //! busy timeout is still there for other processes sharing the file).
+//!
+//! A write no caller waits for ([`Job::Later`]: a served call's end, whose
+//! answer has gone) is held for up to [`HOLD`] ([`StoreOptions::hold`])
+//! and committed with the
+//! others held meanwhile: a server answering calls back to back writes the
+//! pages of its ends once per group rather than once per call, and a
+//! call's start never waits behind the end of the call before it. Held
+//! writes commit when the oldest is [`HOLD`] old, when [`GROUP_MAX`] are
+//! held, and before the writer stops.
 
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use rusqlite::{Connection, Transaction, TransactionBehavior, ffi};
 use tokio::sync::{mpsc, oneshot};
@@ -28,10 +38,20 @@ pub(crate) const QUEUE_CAPACITY: usize = 1024;
 /// Most jobs committed in one transaction.
 const GROUP_MAX: usize = 64;
 
+/// Longest a [`Job::Later`] waits for company before it commits, unless
+/// [`StoreOptions::hold`] says otherwise: a process killed within it loses
+/// that write (for a call's end: the call stays on record as begun and
+/// never ended).
+pub(crate) const HOLD: Duration = Duration::from_millis(10);
+
 /// Work for the writer.
 pub(crate) enum Job {
     /// A write, run in the writer's transaction.
     Write(Box<dyn WriteJob>),
+    /// A write whose caller does not wait for it: held up to [`HOLD`] to
+    /// commit with others, after writes queued later if need be (it must
+    /// not be one a later write depends on).
+    Later(Box<dyn WriteJob>),
     /// Finish the jobs queued before it, close the connection, end the
     /// thread, then signal the sender.
     Stop(oneshot::Sender<()>),
@@ -147,6 +167,9 @@ impl Writer {
     /// rolled back alone and told why; the others are told once the
     /// commit returned (a failed commit fails them all, nothing kept).
     pub(crate) fn run_group(&mut self, jobs: Vec<Box<dyn WriteJob>>) {
+        if jobs.is_empty() {
+            return;
+        }
         let Writer {
             conn,
             path,
@@ -280,7 +303,7 @@ pub(crate) async fn start(
             if ready_tx.send(Ok(())).is_err() {
                 return;
             }
-            let closed_signal = serve(&mut writer, &mut queue);
+            let closed_signal = serve(&mut writer, &mut queue, thread_options.hold);
             queue.close();
             if let Err((_, error)) = writer.conn.close() {
                 let error = failure::classify(error, &writer.path);
@@ -299,30 +322,106 @@ pub(crate) async fn start(
 }
 
 /// Takes jobs until every sender is gone or one says stop (returned), each
-/// time all those waiting (up to [`GROUP_MAX`]) as one group.
-fn serve(writer: &mut Writer, queue: &mut mpsc::Receiver<Job>) -> Option<oneshot::Sender<()>> {
-    while let Some(first) = queue.blocking_recv() {
+/// time all those waiting (up to [`GROUP_MAX`]) as one group; the
+/// [`Job::Later`] among them are held (see the module's documentation).
+fn serve(
+    writer: &mut Writer,
+    queue: &mut mpsc::Receiver<Job>,
+    hold: Duration,
+) -> Option<oneshot::Sender<()>> {
+    // Only a clock for the held writes' deadline: the jobs come from the
+    // channel as before.
+    let clock = match tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+    {
+        Ok(runtime) => Some(runtime),
+        Err(error) => {
+            tracing::warn!("the store writer has no timer ({error}): writes are not held");
+            None
+        }
+    };
+    let mut held = Held::new(hold);
+    loop {
+        let received = match (&clock, held.deadline()) {
+            (Some(runtime), Some(deadline)) => {
+                // The timer is made inside the runtime, whose clock it uses.
+                runtime.block_on(async {
+                    tokio::time::timeout_at(deadline.into(), queue.recv()).await
+                })
+            }
+            _ => Ok(queue.blocking_recv()),
+        };
+        let Ok(received) = received else {
+            // The oldest held write is due.
+            writer.run_group(held.take());
+            continue;
+        };
+        let Some(first) = received else {
+            writer.run_group(held.take());
+            return None;
+        };
         let mut group = Vec::new();
         let mut stop = None;
         let mut next = Some(first);
         while let Some(job) = next.take() {
             match job {
                 Job::Write(write) => group.push(write),
+                Job::Later(write) if clock.is_some() => held.push(write),
+                Job::Later(write) => group.push(write),
                 Job::Stop(signal) => {
                     stop = Some(signal);
                     break;
                 }
             }
-            if group.len() < GROUP_MAX {
+            if group.len() < GROUP_MAX && held.len() < GROUP_MAX {
                 next = queue.try_recv().ok();
             }
         }
         if !group.is_empty() {
             writer.run_group(group);
         }
+        if stop.is_some() || held.len() >= GROUP_MAX {
+            writer.run_group(held.take());
+        }
         if stop.is_some() {
             return stop;
         }
     }
-    None
+}
+
+/// The [`Job::Later`] writes waiting for company, and since when.
+struct Held {
+    jobs: Vec<Box<dyn WriteJob>>,
+    since: Option<std::time::Instant>,
+    hold: Duration,
+}
+
+impl Held {
+    fn new(hold: Duration) -> Held {
+        Held {
+            jobs: Vec::new(),
+            since: None,
+            hold,
+        }
+    }
+
+    fn push(&mut self, job: Box<dyn WriteJob>) {
+        self.since.get_or_insert_with(std::time::Instant::now);
+        self.jobs.push(job);
+    }
+
+    fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// When the oldest must commit; `None` when none is held.
+    fn deadline(&self) -> Option<std::time::Instant> {
+        self.since.and_then(|since| since.checked_add(self.hold))
+    }
+
+    fn take(&mut self) -> Vec<Box<dyn WriteJob>> {
+        self.since = None;
+        std::mem::take(&mut self.jobs)
+    }
 }

@@ -136,3 +136,82 @@ backend_test!(writes_at_once_fail_alone, |db| async {
         written
     );
 });
+
+/// Options whose held writes wait for a minute: only company or the
+/// store's close commits them within a test.
+fn holding_long() -> satchel_store::StoreOptions {
+    satchel_store::StoreOptions {
+        hold: std::time::Duration::from_secs(60),
+        ..satchel_store::StoreOptions::default()
+    }
+}
+
+#[tokio::test]
+async fn a_call_end_nobody_waits_for_lets_later_writes_pass_and_commits_at_close() {
+    crate::support::bounded(async {
+        let db = crate::support::TempDb::new();
+        let store = db.open_with(holding_long()).await;
+        let first = store.begin_call(start_of(1)).await.unwrap();
+        let end = store.finish_calls_later(vec![first.clone()], vec![sample_call(1)]);
+        // The next call's start commits without waiting for that end.
+        let second = store.begin_call(start_of(2)).await.unwrap();
+        let unfinished: Vec<String> = store
+            .unfinished_calls()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|start| start.id)
+            .collect();
+        assert_eq!(unfinished, vec![first.clone(), second.clone()]);
+        assert!(store.audit(AuditQuery::default()).await.unwrap().is_empty());
+        // Closing commits what is held, and its caller hears so.
+        store.close().await.unwrap();
+        assert_eq!(end.await.unwrap().len(), 1);
+        let reopened = db.open().await;
+        let unfinished: Vec<String> = reopened
+            .unfinished_calls()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|start| start.id)
+            .collect();
+        assert_eq!(unfinished, vec![second]);
+        assert_eq!(
+            reopened.audit(AuditQuery::default()).await.unwrap().len(),
+            1
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn held_call_ends_commit_once_their_time_is_up_or_a_group_is_full() {
+    crate::support::bounded(async {
+        // A group's worth of ends commits without waiting out the hold.
+        let db = crate::support::TempDb::new();
+        let store = db.open_with(holding_long()).await;
+        let ends: Vec<_> = (0..64u64)
+            .map(|n| store.finish_calls_later(Vec::new(), vec![sample_call(n)]))
+            .collect();
+        for end in ends {
+            assert_eq!(end.await.unwrap().len(), 1);
+        }
+        assert_eq!(store.audit(AuditQuery::default()).await.unwrap().len(), 64);
+        store.close().await.unwrap();
+
+        // With the default hold, one end commits on its own, soon.
+        let db = crate::support::TempDb::new();
+        let store = db.open().await;
+        let started = std::time::Instant::now();
+        store
+            .finish_calls_later(Vec::new(), vec![sample_call(1)])
+            .await
+            .unwrap();
+        assert!(
+            started.elapsed() >= satchel_store::StoreOptions::default().hold,
+            "it waited for company first"
+        );
+        assert_eq!(store.audit(AuditQuery::default()).await.unwrap().len(), 1);
+    })
+    .await;
+}
