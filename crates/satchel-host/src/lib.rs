@@ -36,6 +36,7 @@
 mod audit;
 mod call_hooks;
 mod conversation;
+mod file_watch;
 mod hooks;
 mod host;
 pub mod loaders;

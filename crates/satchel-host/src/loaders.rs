@@ -10,6 +10,7 @@ use satchel_mcp::client::{ManagerOptions, McpConfig};
 use satchel_tools::policy::{Mode, Policy, Rule, RuleKind};
 use satchel_tools::{LiveRegistry, ToolsConfig};
 
+use crate::file_watch::FileWatch;
 use crate::host::{Host, config_paths, read_settings, refused};
 
 /// The tools' configuration as `host` reads it now: agent.json's layers
@@ -80,10 +81,11 @@ fn refuse_everything(project: &Path) -> Policy {
 }
 
 /// `build(project)`, built again only when an agent.json layer changed
-/// (size or modification time). When a build fails, the last good value
-/// stays (the error is logged once per change); `fallback` serves only if
-/// no build ever succeeded. `what` names the value and the fallback, for
-/// the log.
+/// (size or modification time, looked at only when the kernel says a
+/// file may have changed: [`FileWatch`]). When a build fails, the last
+/// good value stays (the error is logged once per change); `fallback`
+/// serves only if no build ever succeeded. `what` names the value and the
+/// fallback, for the log.
 pub(crate) fn reloading<T: Send + Sync + 'static>(
     project: &Path,
     paths: Vec<PathBuf>,
@@ -93,8 +95,17 @@ pub(crate) fn reloading<T: Send + Sync + 'static>(
 ) -> Arc<dyn Fn() -> Arc<T> + Send + Sync> {
     type Key = Vec<Option<(u64, Option<std::time::SystemTime>)>>;
     let project = project.to_path_buf();
+    let watch = std::sync::Mutex::new(FileWatch::new(paths.clone()));
     let cache: std::sync::Mutex<Option<(Key, Arc<T>)>> = std::sync::Mutex::new(None);
     Arc::new(move || {
+        let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
+        let may_have_changed = watch
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .may_have_changed();
+        if !may_have_changed && let Some((_, value)) = &*cache {
+            return value.clone();
+        }
         let key: Key = paths
             .iter()
             .map(|path| {
@@ -103,7 +114,6 @@ pub(crate) fn reloading<T: Send + Sync + 'static>(
                     .map(|meta| (meta.len(), meta.modified().ok()))
             })
             .collect();
-        let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((known, value)) = &*cache
             && *known == key
         {
