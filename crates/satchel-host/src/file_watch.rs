@@ -15,6 +15,12 @@
 //! that caused it returns, so a call made after a change always sees it.
 //! Where inotify cannot be used (no instances left, a file system without
 //! it) every question is answered "maybe", which means a `stat` as before.
+//!
+//! The watch is made only once it has been asked [`ARM_AFTER`] times: a
+//! one-shot command asks once or twice, and an inotify instance costs
+//! more to close (the kernel waits for a grace period, 0.05 to 20 ms
+//! measured here, at exit too) than a few `stat` calls. For the same
+//! reason a change re-arms the instance it has rather than making another.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -25,10 +31,23 @@ use std::path::{Path, PathBuf};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::io::Errno;
 
+/// Questions answered by looking (a `stat` of each file) before a watch
+/// is made.
+const ARM_AFTER: u32 = 4;
+
 /// A set of files and the watch on them.
 pub(crate) struct FileWatch {
     paths: Vec<PathBuf>,
-    armed: Option<Armed>,
+    watch: Watch,
+}
+
+/// Where a [`FileWatch`] stands.
+enum Watch {
+    /// Not made yet: asked this many times.
+    NotYet(u32),
+    Armed(Armed),
+    /// inotify cannot be used here: every answer is "maybe".
+    Unavailable,
 }
 
 /// An inotify instance watching the files and their directories.
@@ -40,23 +59,52 @@ struct Armed {
 }
 
 impl FileWatch {
-    /// Watches nothing yet: the first question arms it.
+    /// Watches nothing yet: it is made once asked [`ARM_AFTER`] times.
     pub(crate) fn new(paths: Vec<PathBuf>) -> FileWatch {
-        FileWatch { paths, armed: None }
+        FileWatch {
+            paths,
+            watch: Watch::NotYet(0),
+        }
     }
 
     /// Whether any of the files may have changed since the last time this
-    /// said no. The first time, after a change, and where the kernel
-    /// cannot watch: yes (and the watch is armed again before returning,
-    /// so a change made while the caller looks is seen next time).
+    /// said no. Before the watch is made, after a change, and where the
+    /// kernel cannot watch: yes (and the watch is armed again before
+    /// returning, so a change made while the caller looks is seen next
+    /// time).
     pub(crate) fn may_have_changed(&mut self) -> bool {
-        if let Some(armed) = &self.armed
-            && !armed.saw_change()
-        {
-            return false;
+        match &mut self.watch {
+            Watch::NotYet(asked) if *asked + 1 < ARM_AFTER => *asked += 1,
+            Watch::NotYet(_) => {
+                self.watch = match inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC) {
+                    Ok(fd) => Watch::Armed(Armed {
+                        fd,
+                        counts: HashMap::new(),
+                    }),
+                    Err(_) => Watch::Unavailable,
+                };
+                self.rearm();
+            }
+            Watch::Armed(armed) => {
+                if !armed.saw_change() {
+                    return false;
+                }
+                armed.drain();
+                self.rearm();
+            }
+            Watch::Unavailable => {}
         }
-        self.armed = arm(&self.paths);
         true
+    }
+
+    /// Watches each file again (the same watch where it is the same
+    /// file); gives up on watching when the kernel refuses.
+    fn rearm(&mut self) {
+        if let Watch::Armed(armed) = &mut self.watch
+            && armed.watch(&self.paths).is_none()
+        {
+            self.watch = Watch::Unavailable;
+        }
     }
 }
 
@@ -93,42 +141,53 @@ impl Armed {
             }
         }
     }
-}
 
-/// A new instance watching each of `paths`; `None` where inotify cannot
-/// be used.
-fn arm(paths: &[PathBuf]) -> Option<Armed> {
-    let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC).ok()?;
-    let mut counts: HashMap<i32, Option<Vec<OsString>>> = HashMap::new();
-    let file_events = WatchFlags::MODIFY
-        | WatchFlags::ATTRIB
-        | WatchFlags::CLOSE_WRITE
-        | WatchFlags::DELETE_SELF
-        | WatchFlags::MOVE_SELF
-        | WatchFlags::MASK_ADD;
-    let entry_events = WatchFlags::CREATE
-        | WatchFlags::DELETE
-        | WatchFlags::MOVED_FROM
-        | WatchFlags::MOVED_TO
-        | WatchFlags::DELETE_SELF
-        | WatchFlags::MOVE_SELF
-        | WatchFlags::ONLYDIR
-        | WatchFlags::MASK_ADD;
-    for path in paths {
-        match inotify::add_watch(&fd, path, file_events) {
-            Ok(wd) => {
-                counts.insert(wd, None);
-            }
-            Err(Errno::NOENT | Errno::NOTDIR) => {}
-            Err(_) => return None,
-        }
-        let (directory, entry) = nearest_directory(&fd, path, entry_events)?;
-        let names = counts.entry(directory).or_insert_with(|| Some(Vec::new()));
-        if let Some(names) = names {
-            names.push(entry);
-        }
+    /// Reads and drops every queued event.
+    fn drain(&self) {
+        let mut buffer = [MaybeUninit::<u8>::uninit(); 4096];
+        let mut reader = inotify::Reader::new(&self.fd, &mut buffer);
+        while reader.next().is_ok() {}
     }
-    Some(Armed { fd, counts })
+
+    /// Adds a watch on each of `paths` and on the nearest directory on
+    /// its way (the same watch again where it is the same file); `None`
+    /// where the kernel refuses one.
+    fn watch(&mut self, paths: &[PathBuf]) -> Option<()> {
+        let file_events = WatchFlags::MODIFY
+            | WatchFlags::ATTRIB
+            | WatchFlags::CLOSE_WRITE
+            | WatchFlags::DELETE_SELF
+            | WatchFlags::MOVE_SELF
+            | WatchFlags::MASK_ADD;
+        let entry_events = WatchFlags::CREATE
+            | WatchFlags::DELETE
+            | WatchFlags::MOVED_FROM
+            | WatchFlags::MOVED_TO
+            | WatchFlags::DELETE_SELF
+            | WatchFlags::MOVE_SELF
+            | WatchFlags::ONLYDIR
+            | WatchFlags::MASK_ADD;
+        for path in paths {
+            match inotify::add_watch(&self.fd, path, file_events) {
+                Ok(wd) => {
+                    self.counts.insert(wd, None);
+                }
+                Err(Errno::NOENT | Errno::NOTDIR) => {}
+                Err(_) => return None,
+            }
+            let (directory, entry) = nearest_directory(&self.fd, path, entry_events)?;
+            let names = self
+                .counts
+                .entry(directory)
+                .or_insert_with(|| Some(Vec::new()));
+            if let Some(names) = names
+                && !names.contains(&entry)
+            {
+                names.push(entry);
+            }
+        }
+        Some(())
+    }
 }
 
 /// Watches the nearest directory above `path` that exists; returns its
@@ -157,9 +216,26 @@ mod tests {
     fn watching(dir: &Path) -> (FileWatch, PathBuf) {
         let file = dir.join(".agents").join("agent.json");
         let mut watch = FileWatch::new(vec![file.clone()]);
-        assert!(watch.may_have_changed(), "the first question is yes");
+        for _ in 0..ARM_AFTER {
+            assert!(watch.may_have_changed(), "before the watch is made: yes");
+        }
         assert!(!watch.may_have_changed(), "nothing changed since");
         (watch, file)
+    }
+
+    #[test]
+    fn a_few_questions_make_no_watch() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut watch = FileWatch::new(vec![dir.path().join("agent.json")]);
+        for _ in 1..ARM_AFTER {
+            assert!(watch.may_have_changed());
+        }
+        assert!(
+            matches!(watch.watch, Watch::NotYet(_)),
+            "a one-shot command's questions"
+        );
+        watch.may_have_changed();
+        assert!(matches!(watch.watch, Watch::Armed(_)));
     }
 
     #[test]
