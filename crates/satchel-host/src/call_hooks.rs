@@ -183,6 +183,10 @@ impl CallHooks for HostCallHooks {
 
     async fn after(&self, at: HookPlace<'_>, call: &ToolCall, output: &mut ToolOutput) {
         let set = (self.hooks)();
+        // Most projects have no such hook: nothing of the call is copied then.
+        if !set.has(HookEvent::PostToolUse) && !set.has(HookEvent::PostToolUseFailure) {
+            return;
+        }
         let mcp = from_mcp(at.registry, &call.name);
         let Some((event, fields)) = after_event(call, output, mcp) else {
             return;
