@@ -3,8 +3,8 @@
 //! process but its own, and takes every process it started with it when it
 //! ends.
 //!
-//! Layers, each built in the parent and applied by the child between fork
-//! and exec ([`child`]):
+//! Layers, each built in the parent ([`plan`]) and applied by the child
+//! between fork and exec ([`child`]):
 //! - **Landlock** ([`rules`]): writes only beneath the writable paths; TCP
 //!   refused (ABI 4); signals and abstract unix sockets scoped to the
 //!   sandbox (ABI 6). Required: without Landlock nothing is sandboxed and
@@ -24,6 +24,7 @@ mod exec_target;
 mod handover;
 mod limits;
 mod loopback;
+mod plan;
 mod rules;
 mod seccomp;
 mod split;
@@ -36,7 +37,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-pub(crate) use child::{ChildPlan, confine};
+pub(crate) use child::confine;
+pub(crate) use plan::ChildPlan;
 pub(crate) use exec_target::ExecTarget;
 pub use limits::Limits;
 pub use loopback::LoopbackNet;
@@ -347,7 +349,7 @@ fn probe_namespaces(own_network: bool) -> Result<(), String> {
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     let mut plan = ChildPlan {
-        namespaces: Some(child::Namespaces {
+        namespaces: Some(plan::Namespaces {
             uid_map: id_map(rustix::process::getuid().as_raw()),
             gid_map: id_map(rustix::process::getgid().as_raw()),
             writable: Vec::new(),
@@ -458,7 +460,7 @@ fn namespaces_of(
     spec: &SandboxSpec,
     cwd: &Path,
     process_limit: bool,
-) -> Result<child::Namespaces, String> {
+) -> Result<plan::Namespaces, String> {
     let c_path = |path: &Path| {
         CString::new(path.as_os_str().as_bytes())
             .map_err(|_| format!("path `{}` contains a NUL byte", path.display()))
@@ -477,7 +479,7 @@ fn namespaces_of(
     let bindable = |paths: &[PathBuf]| -> Result<Vec<CString>, String> {
         paths.iter().map(|path| c_path(path)).collect()
     };
-    Ok(child::Namespaces {
+    Ok(plan::Namespaces {
         uid_map: id_map(rustix::process::getuid().as_raw()),
         gid_map: id_map(rustix::process::getgid().as_raw()),
         writable: bindable(&writable)?,

@@ -35,7 +35,7 @@ use std::io;
 use std::ptr;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use super::child::{ChildPlan, mount_proc, restrict};
+use super::plan::{ChildPlan, mount_proc, restrict};
 use super::syscalls::check;
 
 /// Each clone's stack. Only the pages touched are ever allocated.
