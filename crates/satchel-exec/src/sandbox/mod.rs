@@ -38,10 +38,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 pub(crate) use child::confine;
-pub(crate) use plan::ChildPlan;
 pub(crate) use exec_target::ExecTarget;
 pub use limits::Limits;
 pub use loopback::LoopbackNet;
+pub(crate) use plan::ChildPlan;
 
 /// What a sandboxed child may do.
 #[derive(Debug, Clone)]

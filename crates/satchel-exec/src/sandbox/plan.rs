@@ -130,4 +130,3 @@ fn drop_capabilities() {
         );
     }
 }
-
