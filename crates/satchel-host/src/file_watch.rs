@@ -21,12 +21,17 @@
 //! more to close (the kernel waits for a grace period, 0.05 to 20 ms
 //! measured here, at exit too) than a few `stat` calls. For the same
 //! reason a change re-arms the instance it has rather than making another.
+//!
+//! A file system that tells no events (NFS, SMB, FUSE) would hide a change
+//! made from another machine: with a watch, the answer is still "maybe"
+//! once every [`LOOK_ANYWAY`], so such a change is seen within it.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::io::Errno;
@@ -35,10 +40,15 @@ use rustix::io::Errno;
 /// is made.
 const ARM_AFTER: u32 = 4;
 
+/// Longest a watch answers "no" without the files being looked at.
+const LOOK_ANYWAY: Duration = Duration::from_secs(2);
+
 /// A set of files and the watch on them.
 pub(crate) struct FileWatch {
     paths: Vec<PathBuf>,
     watch: Watch,
+    /// [`LOOK_ANYWAY`], but for the tests.
+    look_anyway: Duration,
 }
 
 /// Where a [`FileWatch`] stands.
@@ -53,6 +63,8 @@ enum Watch {
 /// An inotify instance watching the files and their directories.
 struct Armed {
     fd: OwnedFd,
+    /// When "maybe" was last answered.
+    looked: Instant,
     /// What counts in each watch's events: every event (a watched file),
     /// or only those naming one of these entries (a directory on the way).
     counts: HashMap<i32, Option<Vec<OsString>>>,
@@ -64,6 +76,7 @@ impl FileWatch {
         FileWatch {
             paths,
             watch: Watch::NotYet(0),
+            look_anyway: LOOK_ANYWAY,
         }
     }
 
@@ -79,6 +92,7 @@ impl FileWatch {
                 self.watch = match inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC) {
                     Ok(fd) => Watch::Armed(Armed {
                         fd,
+                        looked: Instant::now(),
                         counts: HashMap::new(),
                     }),
                     Err(_) => Watch::Unavailable,
@@ -86,11 +100,15 @@ impl FileWatch {
                 self.rearm();
             }
             Watch::Armed(armed) => {
-                if !armed.saw_change() {
+                let changed = armed.saw_change();
+                if !changed && armed.looked.elapsed() < self.look_anyway {
                     return false;
                 }
-                armed.drain();
-                self.rearm();
+                armed.looked = Instant::now();
+                if changed {
+                    armed.drain();
+                    self.rearm();
+                }
             }
             Watch::Unavailable => {}
         }
@@ -236,6 +254,17 @@ mod tests {
         );
         watch.may_have_changed();
         assert!(matches!(watch.watch, Watch::Armed(_)));
+    }
+
+    #[test]
+    fn the_files_are_looked_at_anyway_now_and_then() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut watch, _) = watching(dir.path());
+        watch.look_anyway = Duration::from_secs(1);
+        assert!(!watch.may_have_changed());
+        std::thread::sleep(Duration::from_millis(1100));
+        assert!(watch.may_have_changed(), "a change no event told");
+        assert!(!watch.may_have_changed());
     }
 
     #[test]
