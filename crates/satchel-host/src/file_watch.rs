@@ -18,7 +18,7 @@
 //!
 //! The watch is made only once it has been asked [`ARM_AFTER`] times: a
 //! one-shot command asks once or twice, and an inotify instance costs
-//! more to close (the kernel waits for a grace period, 0.05 to 20 ms
+//! more to close (the kernel waits for a grace period, 0.05 to 23 ms
 //! measured here, at exit too) than a few `stat` calls. For the same
 //! reason a change re-arms the instance it has rather than making another.
 //!

@@ -95,15 +95,14 @@ pub(crate) fn reloading<T: Send + Sync + 'static>(
 ) -> Arc<dyn Fn() -> Arc<T> + Send + Sync> {
     type Key = Vec<Option<(u64, Option<std::time::SystemTime>)>>;
     let project = project.to_path_buf();
-    let watch = std::sync::Mutex::new(FileWatch::new(paths.clone()));
-    let cache: std::sync::Mutex<Option<(Key, Arc<T>)>> = std::sync::Mutex::new(None);
+    // The watch and the value last built, under one lock.
+    let state = std::sync::Mutex::new((FileWatch::new(paths.clone()), None::<(Key, Arc<T>)>));
     Arc::new(move || {
-        let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
-        let may_have_changed = watch
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .may_have_changed();
-        if !may_have_changed && let Some((_, value)) = &*cache {
+        let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+        let (watch, cache) = &mut *state;
+        if !watch.may_have_changed()
+            && let Some((_, value)) = &*cache
+        {
             return value.clone();
         }
         let key: Key = paths

@@ -11,10 +11,10 @@
 //!
 //! A write no caller waits for ([`Job::Later`]: a served call's end, whose
 //! answer has gone) is held for up to [`HOLD`] ([`StoreOptions::hold`])
-//! and committed with the
-//! others held meanwhile: a server answering calls back to back writes the
-//! pages of its ends once per group rather than once per call, and a
-//! call's start never waits behind the end of the call before it. Held
+//! and committed with the others held meanwhile: a server answering calls
+//! back to back writes the pages of its ends once per group rather than
+//! once per call, and a call's start never waits behind the end of the
+//! call before it. Held
 //! writes commit when the oldest is [`HOLD`] old, when [`GROUP_MAX`] are
 //! held, and before the writer stops.
 

@@ -146,6 +146,17 @@ fn holding_long() -> satchel_store::StoreOptions {
     }
 }
 
+/// The ids of the calls begun and not ended, oldest first.
+async fn unfinished_ids(store: &satchel_store::SqliteStore) -> Vec<String> {
+    store
+        .unfinished_calls()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|start| start.id)
+        .collect()
+}
+
 #[tokio::test]
 async fn a_call_end_nobody_waits_for_lets_later_writes_pass_and_commits_at_close() {
     crate::support::bounded(async {
@@ -155,27 +166,16 @@ async fn a_call_end_nobody_waits_for_lets_later_writes_pass_and_commits_at_close
         let end = store.finish_calls_later(vec![first.clone()], vec![sample_call(1)]);
         // The next call's start commits without waiting for that end.
         let second = store.begin_call(start_of(2)).await.unwrap();
-        let unfinished: Vec<String> = store
-            .unfinished_calls()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|start| start.id)
-            .collect();
-        assert_eq!(unfinished, vec![first.clone(), second.clone()]);
+        assert_eq!(
+            unfinished_ids(&store).await,
+            vec![first.clone(), second.clone()]
+        );
         assert!(store.audit(AuditQuery::default()).await.unwrap().is_empty());
         // Closing commits what is held, and its caller hears so.
         store.close().await.unwrap();
         assert_eq!(end.await.unwrap().len(), 1);
         let reopened = db.open().await;
-        let unfinished: Vec<String> = reopened
-            .unfinished_calls()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|start| start.id)
-            .collect();
-        assert_eq!(unfinished, vec![second]);
+        assert_eq!(unfinished_ids(&reopened).await, vec![second]);
         assert_eq!(
             reopened.audit(AuditQuery::default()).await.unwrap().len(),
             1
