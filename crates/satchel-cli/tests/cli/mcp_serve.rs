@@ -235,3 +235,60 @@ fn mcp_calls_are_on_the_audit_trail() {
         "{row}"
     );
 }
+
+/// A running server follows agent.json after many calls (once its loaders
+/// watch the files rather than look at them each time): a deny rule
+/// refuses the next call, and the allow rule again allows the one after.
+#[test]
+fn a_running_server_follows_agent_json_changed_between_calls() {
+    use std::io::{BufRead, BufReader, Write};
+    let sandbox = Sandbox::new();
+    let allow = r#"{"permissions": {"allow": ["bash(echo *)"]}}"#;
+    sandbox.write_config(allow);
+    let mut child = sandbox
+        .command(&["mcp", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next_id = 1u64;
+    let mut request = |method: &str, params: Value| {
+        next_id += 1;
+        let id = next_id;
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{message}").unwrap();
+        loop {
+            let message: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    };
+    request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}),
+    );
+    let mut echo = || {
+        request(
+            "tools/call",
+            json!({"name": "bash", "arguments": {"command": "echo followed"}}),
+        )["result"]
+            .clone()
+    };
+    for _ in 0..6 {
+        let result = echo();
+        assert_eq!(result["isError"], false, "{result}");
+    }
+    sandbox.write_config(r#"{"permissions": {"deny": ["bash(echo *)"]}}"#);
+    let refused = echo();
+    assert_eq!(refused["isError"], true, "a rule denies it now: {refused}");
+    sandbox.write_config(allow);
+    let allowed = echo();
+    assert_eq!(allowed["isError"], false, "the rule is back: {allowed}");
+    assert_eq!(allowed["structuredContent"]["stdout"], "followed\n");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
