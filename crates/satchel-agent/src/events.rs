@@ -50,8 +50,12 @@ pub enum AgentEvent {
     /// The statement's turns are over and its answer, if any, is whole:
     /// what may still come (side requests' goal, objective and title) is
     /// not part of it, so a front end can end the answer's line now
-    /// rather than after them.
-    AnswerComplete,
+    /// rather than after them, and a front end that delivers whole
+    /// answers (Telegram) can deliver it without waiting for them.
+    AnswerComplete {
+        /// How the statement ended: what `statement` will report.
+        outcome: crate::Outcome,
+    },
     /// A side request produced a goal, objective, title or summary.
     Side {
         /// Which.

@@ -14,7 +14,7 @@ use frankenstein::methods::{
     SendPhotoParams,
 };
 use frankenstein::types::{ChatAction, ReplyParameters};
-use satchel_agent::AgentEvent;
+use satchel_agent::{AgentEvent, Outcome};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -42,6 +42,9 @@ struct Live {
     message_id: Option<i32>,
     /// The HTML it shows now.
     shown: String,
+    /// The whole answer went out when the statement's turns were over,
+    /// before its side requests (goal, objective, title) came back.
+    delivered: bool,
 }
 
 impl Live {
@@ -174,6 +177,15 @@ impl LiveReply {
                     };
                     tokio::select! {
                         event = receiver.recv() => match event {
+                            // The answer is whole: the user gets it now,
+                            // not once the side requests are back.
+                            Some(AgentEvent::AnswerComplete {
+                                outcome: Outcome::Answered | Outcome::TurnLimit,
+                            }) => {
+                                deliver(&api, chat_id, reply_to, &mut live, None).await;
+                                live.delivered = true;
+                                break;
+                            }
                             Some(event) => dirty |= live.apply(event),
                             None => break,
                         },
@@ -234,61 +246,82 @@ impl LiveReply {
         drop(events);
         let _ = close.send(());
         let mut live: Live = task.await.unwrap_or_default();
-        let mut answer = live.answer.trim().to_owned();
-        if let Some(ending) = ending {
-            if !answer.is_empty() {
-                answer.push_str("\n\n");
-            }
-            answer.push_str(&ending);
-        }
-        if answer.is_empty() {
-            // The user is never shown an empty success.
-            answer = "(the model gave no answer)".to_owned();
-        }
-        let activity = live.activity_html();
-        let mut chunks = html::split(&answer, MESSAGE_LIMIT);
-        // The activity lines lead the first message when they fit.
-        if let Some(first) = chunks.first_mut()
-            && !activity.is_empty()
-        {
-            if activity.chars().count() + first.html.chars().count() + 2 <= MESSAGE_LIMIT {
-                first.html = format!("{activity}\n\n{}", first.html);
-            } else {
-                chunks.insert(
-                    0,
-                    Chunk {
-                        html: activity.clone(),
-                        plain: html::to_plain(&activity),
-                    },
-                );
+        if !live.delivered {
+            deliver(&api, chat_id, reply_to, &mut live, ending).await;
+        } else if let Some(ending) = ending {
+            // Something failed after the answer went out (recording what
+            // the side requests wrote): said in a message of its own.
+            let chunk = html::split(&ending, MESSAGE_LIMIT).into_iter().next();
+            if let Some(chunk) = chunk {
+                send(&api, chat_id, reply_to, &chunk).await;
             }
         }
-        let as_file = chunks.len() > MESSAGES_BEFORE_FILE;
-        if as_file {
-            chunks.truncate(1);
+    }
+}
+
+/// Shows the whole answer, with `ending` (a failure, a stop) after it: the
+/// live message edited into its first part, the rest sent after it.
+async fn deliver(
+    api: &BotApi,
+    chat_id: i64,
+    reply_to: Option<i32>,
+    live: &mut Live,
+    ending: Option<String>,
+) {
+    let mut answer = live.answer.trim().to_owned();
+    if let Some(ending) = ending {
+        if !answer.is_empty() {
+            answer.push_str("\n\n");
         }
-        for (index, chunk) in chunks.into_iter().enumerate() {
-            if index == 0 && live.message_id.is_some() {
-                // An edit that fails (the message was deleted, the network
-                // broke) is sent as a new message: the answer is not lost.
-                if chunk.html != live.shown && !edit(&api, chat_id, &mut live, &chunk).await {
-                    send(&api, chat_id, reply_to, &chunk).await;
-                }
-            } else {
-                let reply = if index == 0 { reply_to } else { None };
-                send(&api, chat_id, reply, &chunk).await;
+        answer.push_str(&ending);
+    }
+    if answer.is_empty() {
+        // The user is never shown an empty success.
+        answer = "(the model gave no answer)".to_owned();
+    }
+    let activity = live.activity_html();
+    let mut chunks = html::split(&answer, MESSAGE_LIMIT);
+    // The activity lines lead the first message when they fit.
+    if let Some(first) = chunks.first_mut()
+        && !activity.is_empty()
+    {
+        if activity.chars().count() + first.html.chars().count() + 2 <= MESSAGE_LIMIT {
+            first.html = format!("{activity}\n\n{}", first.html);
+        } else {
+            chunks.insert(
+                0,
+                Chunk {
+                    html: activity.clone(),
+                    plain: html::to_plain(&activity),
+                },
+            );
+        }
+    }
+    let as_file = chunks.len() > MESSAGES_BEFORE_FILE;
+    if as_file {
+        chunks.truncate(1);
+    }
+    for (index, chunk) in chunks.into_iter().enumerate() {
+        if index == 0 && live.message_id.is_some() {
+            // An edit that fails (the message was deleted, the network
+            // broke) is sent as a new message: the answer is not lost.
+            if chunk.html != live.shown && !edit(api, chat_id, live, &chunk).await {
+                send(api, chat_id, reply_to, &chunk).await;
             }
+        } else {
+            let reply = if index == 0 { reply_to } else { None };
+            send(api, chat_id, reply, &chunk).await;
         }
-        if as_file {
-            send_file(
-                &api,
-                chat_id,
-                Upload::Document,
-                ("answer.md", answer.as_bytes()),
-                "The whole answer",
-            )
-            .await;
-        }
+    }
+    if as_file {
+        send_file(
+            api,
+            chat_id,
+            Upload::Document,
+            ("answer.md", answer.as_bytes()),
+            "The whole answer",
+        )
+        .await;
     }
 }
 

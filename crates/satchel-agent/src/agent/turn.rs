@@ -847,7 +847,9 @@ impl Agent {
         cancel: &CancellationToken,
         sink: &dyn EventSink,
     ) -> Result<StatementReport, AgentError> {
-        sink.emit(AgentEvent::AnswerComplete);
+        sink.emit(AgentEvent::AnswerComplete {
+            outcome: run.report.outcome.clone(),
+        });
         if let Some(handle) = run.side.take() {
             if matches!(run.report.outcome, Outcome::Cancelled | Outcome::Failed(_)) {
                 handle.abort();

@@ -78,6 +78,8 @@ struct Inner {
     echo: bool,
     /// How long each main turn waits before answering.
     delay: Duration,
+    /// How long each side request waits before answering.
+    side_delay: Duration,
     /// Bodies are not kept (a benchmark's thousands of requests would
     /// count in its process's memory as if Satchel held them).
     forget_bodies: bool,
@@ -144,6 +146,11 @@ impl FakeModel {
 
     /// Keeps no request bodies from now on: [`FakeModel::main_requests`]
     /// and [`FakeModel::side_requests`] stay as they are.
+    /// Makes every side request wait `delay` before it answers.
+    pub fn delay_side_requests(&self, delay: Duration) {
+        self.inner.lock().unwrap().side_delay = delay;
+    }
+
     pub fn forget_bodies(&self) {
         self.inner.lock().unwrap().forget_bodies = true;
     }
@@ -248,11 +255,17 @@ async fn answer(State(inner): State<Arc<Mutex<Inner>>>, body: String) -> Respons
         } else {
             "SUMMARY-OF-OLD-TURNS: the user asked things"
         };
-        let mut inner = inner.lock().unwrap();
-        if !inner.forget_bodies {
-            inner.side.push(body.clone());
+        let delay = {
+            let mut inner = inner.lock().unwrap();
+            if !inner.forget_bodies {
+                inner.side.push(body.clone());
+            }
+            inner.order.push("side");
+            inner.side_delay
+        };
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
         }
-        inner.order.push("side");
         // About as many tokens as the request's bytes make.
         return whole(text, body.to_string().len() as u64 / 4);
     }

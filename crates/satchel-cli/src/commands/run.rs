@@ -129,7 +129,7 @@ fn report(event: AgentEvent, json_output: bool, answer_ended: &AtomicBool) {
             duration.as_millis()
         ),
         AgentEvent::Notice(text) => eprintln!("note: {text}"),
-        AgentEvent::AnswerComplete => end_answer_line(answer_ended),
+        AgentEvent::AnswerComplete { .. } => end_answer_line(answer_ended),
         _ => {}
     }
 }

@@ -839,3 +839,28 @@ async fn an_idle_chat_is_put_away_and_taken_up_again_from_the_record() {
     );
     rig.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_answer_goes_out_whole_before_the_side_requests_come_back() {
+    // Too long for one message: the live message shows only its first
+    // part, the rest goes out once the answer is delivered. A local
+    // server: side requests follow the answer, and these take longer than
+    // the wait below allows.
+    let paragraph = |i: usize| format!("Paragraph {i} begins. {}ends.", "word ".repeat(120));
+    let long: Vec<String> = (0..12).map(paragraph).collect();
+    let mut rig = Rig::start_with(
+        vec![Reply::Text(long.join("\n\n"))],
+        json!({"sideRequests": true, "sideRequestTiming": "sequential"}),
+        |options| options,
+    )
+    .await;
+    rig.model
+        .delay_side_requests(std::time::Duration::from_secs(40));
+    rig.api.user_says(USER, "say a lot");
+    rig.wait_for_answer("Paragraph 11 begins").await;
+    assert!(
+        !rig.model.side_requests().is_empty(),
+        "the side requests were never asked"
+    );
+    rig.stop().await;
+}

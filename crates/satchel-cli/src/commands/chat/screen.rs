@@ -257,7 +257,7 @@ impl Screen {
             }
             AgentEvent::TurnStarted { .. }
             | AgentEvent::TurnFinished { .. }
-            | AgentEvent::AnswerComplete => {}
+            | AgentEvent::AnswerComplete { .. } => {}
         }
     }
 }
