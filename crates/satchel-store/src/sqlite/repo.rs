@@ -264,21 +264,23 @@ impl ConversationStore for SqliteStore {
         limit: usize,
     ) -> Result<Vec<Conversation>, StoreError> {
         let prefix = prefix.to_ascii_lowercase();
-        // Ids are lowercase hex and hyphens; anything else matches nothing
-        // (and cannot smuggle GLOB syntax in).
+        // Ids are lowercase hex and hyphens; anything else matches nothing.
         if prefix.is_empty() || !prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
             return Ok(Vec::new());
         }
+        // The ids that start with `prefix` are those from it up to, not
+        // including, it with its last character one higher: a range of the
+        // primary key (plans ignore bound values, so `GLOB ?1` would scan).
+        let mut end = prefix.clone().into_bytes();
+        if let Some(last) = end.last_mut() {
+            *last += 1;
+        }
+        let end = String::from_utf8(end).unwrap_or_default();
         self.read(move |conn| {
             let sql = format!(
-                "SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id GLOB ?1 ORDER BY updated_at DESC, id DESC LIMIT ?2"
+                "SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id >= ?1 AND id < ?2 ORDER BY updated_at DESC, id DESC LIMIT ?3"
             );
-            all(
-                conn,
-                &sql,
-                params![format!("{prefix}*"), limit],
-                conversation_row,
-            )
+            all(conn, &sql, params![prefix, end, limit], conversation_row)
         })
         .await
     }

@@ -12,6 +12,7 @@ use std::io::ErrorKind;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::StoreError;
@@ -95,7 +96,7 @@ pub(crate) fn open_writer(
     options: &StoreOptions,
     now_millis: i64,
 ) -> Result<Connection, StoreError> {
-    match options.access {
+    let conn = match options.access {
         Access::ReadWrite => open_read_write(path, options, now_millis),
         Access::ReadOnly => {
             let conn = open_existing_read_only(path, options)?;
@@ -108,12 +109,29 @@ pub(crate) fn open_writer(
                 }),
             }
         }
+    }?;
+    plan_without_bound_values(&conn);
+    Ok(conn)
+}
+
+/// Query plans are chosen without looking at bound values (SQLite's
+/// query planner stability guarantee). Otherwise SQLite marks a statement
+/// whose plan a value might change (an equality's guessed selectivity, a
+/// bound `LIMIT`) to be compiled again once that value is rebound, and
+/// rusqlite clears a cached statement's bindings as it takes it back: such
+/// statements were compiled anew on every use (each log entry's sequence
+/// number, every `LIMIT ?1`). A hint: a connection that refuses it still
+/// answers correctly.
+fn plan_without_bound_values(conn: &Connection) {
+    if let Err(error) = conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true) {
+        tracing::debug!(%error, "the connection keeps re-planning on bound values");
     }
 }
 
 /// Opens a read-only connection for queries.
 pub(crate) fn open_reader(path: &Path, options: &StoreOptions) -> Result<Connection, StoreError> {
     let conn = open_existing_read_only(path, options)?;
+    plan_without_bound_values(&conn);
     // Keyword search reads many index pages per query: keep them in a
     // larger cache and map the file instead of copying pages in. Hints
     // only: a connection that refuses them still reads correctly.
@@ -438,6 +456,32 @@ mod tests {
             Some(SCHEMA_VERSION),
             "SCHEMA_VERSION must name the last migration"
         );
+    }
+
+    /// rusqlite clears a cached statement's bindings as it takes it back,
+    /// which made SQLite compile again any statement whose plan a bound
+    /// value might change.
+    #[test]
+    fn cached_statements_are_not_compiled_again_for_each_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plans.db");
+        let writer = open_writer(&path, &StoreOptions::default(), 0).unwrap();
+        let reader = open_reader(&path, &StoreOptions::default()).unwrap();
+        let sql =
+            "SELECT coalesce(max(seq), 0) + 1 FROM log_entries WHERE conversation_id = ?1 LIMIT ?2";
+        for conn in [&writer, &reader] {
+            for n in 0..5 {
+                let next: i64 = conn
+                    .prepare_cached(sql)
+                    .unwrap()
+                    .query_row(rusqlite::params![format!("c{n}"), n + 1], |row| row.get(0))
+                    .unwrap();
+                assert_eq!(next, 1);
+            }
+            let statement = conn.prepare_cached(sql).unwrap();
+            let compiled_again = statement.get_status(rusqlite::StatementStatus::RePrepare);
+            assert_eq!(compiled_again, 0);
+        }
     }
 
     #[test]

@@ -69,6 +69,8 @@ backend_test!(
         let found = store.find_conversations(&first.id[..30], 5).await.unwrap();
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].id, first.id);
+        let whole = store.find_conversations(&first.id, 5).await.unwrap();
+        assert_eq!(whole.len(), 1);
         let upper = first.id[..30].to_ascii_uppercase();
         assert_eq!(store.find_conversations(&upper, 5).await.unwrap().len(), 1);
         assert_eq!(store.find_conversations("", 5).await.unwrap(), []);
