@@ -3,7 +3,7 @@
 
 Starts the server in a throw-away project (its own XDG directories, so the
 user's state is never touched), reads its resident memory (VmRSS from
-/proc/PID/status), sends N `initialize` requests (each opens a session and
+/proc/PID/status, and its anonymous and file-backed parts), sends N `initialize` requests (each opens a session and
 never closes it, as a careless or hostile client would), reads the memory
 again, and prints a table: requests, answers by HTTP status, time taken,
 RSS before and after.
@@ -52,12 +52,16 @@ HEADERS = {
 
 
 def rss_kib(pid):
-    """VmRSS of `pid` in KiB."""
+    """VmRSS of `pid` in KiB, and its anonymous and file-backed parts."""
+    found = {}
     with open(f"/proc/{pid}/status") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for {pid}")
+            name, _, value = line.partition(":")
+            if name in ("VmRSS", "RssAnon", "RssFile"):
+                found[name] = int(value.split()[0])
+    if "VmRSS" not in found:
+        raise RuntimeError(f"no VmRSS for {pid}")
+    return found["VmRSS"], found.get("RssAnon", 0), found.get("RssFile", 0)
 
 
 def start(binary, extra, root):
@@ -129,6 +133,12 @@ def flood(host, port, count, workers):
     return statuses
 
 
+def mib(memory):
+    """`RSS (anonymous + file-backed)` in MiB."""
+    rss, anon, file = memory
+    return f"{rss / 1024:.1f} MiB ({anon / 1024:.1f} anonymous + {file / 1024:.1f} file-backed)"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--requests", type=int, default=10_000)
@@ -165,10 +175,11 @@ def main():
         ("initialize requests", f"{args.requests} over {args.connections} connections"),
         ("answers by status", answers),
         ("time taken", f"{elapsed:.2f} s ({args.requests / elapsed:.0f} requests/s)"),
-        ("RSS before", f"{before / 1024:.1f} MiB"),
-        ("RSS after flood", f"{after / 1024:.1f} MiB"),
-        (f"RSS {args.settle:g} s later", f"{settled / 1024:.1f} MiB"),
-        ("later ÷ before", f"{settled / before:.2f}"),
+        ("RSS before", mib(before)),
+        ("RSS after flood", mib(after)),
+        (f"RSS {args.settle:g} s later", mib(settled)),
+        ("later ÷ before", f"{settled[0] / before[0]:.2f}"),
+        ("anonymous later ÷ before", f"{settled[1] / max(before[1], 1):.2f}"),
     ]
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
