@@ -10,6 +10,7 @@
 //! still works: dispatch validates it against its schema as always.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use satchel_core::edit_forms::EditForm;
 use satchel_core::{ErrorCode, ToolAnnotations, ToolOutput, ToolResults, ToolSpec};
@@ -51,8 +52,9 @@ impl Default for IndexConfig {
 /// The tools one request offers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Offer {
-    /// What the request carries.
-    pub specs: Vec<ToolSpec>,
+    /// What the request carries: shared with the registry when it is
+    /// every tool of the edit form ([`Registry::offered_specs`]).
+    pub specs: Arc<[ToolSpec]>,
     /// How many imported tools are in the index rather than whole.
     pub indexed: usize,
 }
@@ -73,7 +75,8 @@ pub fn offer(
     encoding: Encoding,
     edit_form: EditForm,
 ) -> Offer {
-    // Specs are cloned once, for what is sent: their schemas are deep JSON,
+    // Specs are not cloned for the common offer (every tool, shared by the
+    // registry) and cloned once otherwise: their schemas are deep JSON,
     // and every turn of every conversation builds an offer.
     let mut whole = Vec::new();
     let mut held = Vec::new();
@@ -95,11 +98,7 @@ pub fn offer(
     let budget = config.share.clamp(0.0, 1.0) * f64::from(context_window);
     if held.is_empty() || (cost as f64) <= budget {
         return Offer {
-            specs: registry
-                .specs()
-                .filter(|spec| edit_form.offers(&spec.name))
-                .cloned()
-                .collect(),
+            specs: registry.offered_specs(edit_form),
             indexed: 0,
         };
     }
@@ -115,7 +114,7 @@ pub fn offer(
     let indexed = index.len();
     whole.push(search_spec(&index));
     Offer {
-        specs: whole,
+        specs: whole.into(),
         indexed,
     }
 }

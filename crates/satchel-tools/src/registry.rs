@@ -6,6 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures_util::FutureExt;
+use satchel_core::edit_forms::EditForm;
 use satchel_core::{ErrorCode, ToolCall, ToolOutput, ToolSpec, is_valid_tool_name};
 use serde_json::{Map, Value, json};
 
@@ -59,6 +60,10 @@ pub struct Registry {
     /// Tools that exist but cannot be called (a broken spec), by name,
     /// with why: a call answers `TOOL_UNAVAILABLE`, not `TOOL_NOT_FOUND`.
     unavailable: BTreeMap<String, String>,
+    /// [`Registry::offered_specs`] per edit form, built on first use: every
+    /// turn of every conversation over this registry offers them, and a
+    /// spec's schema is deep JSON, costly to copy each time.
+    offered: std::sync::Mutex<Vec<(EditForm, Arc<[ToolSpec]>)>>,
 }
 
 /// The tools' names (a schema validator has nothing to show).
@@ -113,6 +118,10 @@ impl Registry {
             let _ = validator.set(Ok(compiled));
         }
         self.entries.insert(name, Entry { tool, validator });
+        self.offered
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clear();
         Ok(())
     }
 
@@ -154,6 +163,26 @@ impl Registry {
     /// Every tool's spec, sorted by name.
     pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
         self.entries.values().map(|entry| entry.tool.spec())
+    }
+
+    /// The specs a request offers under `form` (every tool's but the other
+    /// edit forms' tools), sorted by name and shared: made once per form
+    /// for this registry, then handed out without a copy.
+    pub fn offered_specs(&self, form: EditForm) -> Arc<[ToolSpec]> {
+        let mut offered = self
+            .offered
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((_, specs)) = offered.iter().find(|(made_for, _)| *made_for == form) {
+            return specs.clone();
+        }
+        let specs: Arc<[ToolSpec]> = self
+            .specs()
+            .filter(|spec| form.offers(&spec.name))
+            .cloned()
+            .collect();
+        offered.push((form, specs.clone()));
+        specs
     }
 
     /// Names of all tools, sorted.

@@ -4,7 +4,6 @@
 //! the same bytes) but never sent, so what it shows is what a turn would
 //! cost.
 
-use satchel_core::ToolSpec;
 use std::fmt::Write as _;
 
 use satchel_llm::{
@@ -184,7 +183,7 @@ impl Agent {
             Some(conversation) => conversation,
             None => &mut empty,
         };
-        let specs: Vec<ToolSpec> = crate::tool_index::offer(
+        let specs = crate::tool_index::offer(
             &registry,
             &snapshot.agent.tool_index,
             &conversation.loaded_tools,

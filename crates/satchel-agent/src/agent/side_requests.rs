@@ -44,7 +44,7 @@ pub(super) enum SideInput {
 /// The start of a main request that side requests continue.
 pub(super) struct SidePrefix {
     pub(super) messages: Vec<Message>,
-    pub(super) tools: Vec<ToolSpec>,
+    pub(super) tools: Arc<[ToolSpec]>,
 }
 
 /// The side requests a statement needs, each with its own material.
@@ -213,7 +213,7 @@ pub(super) async fn side_request(
     otel: &opentelemetry::Context,
 ) -> SideResult {
     let (messages, tools) = match input {
-        SideInput::Standalone(material) => (side_messages(kind, &material), Vec::new()),
+        SideInput::Standalone(material) => (side_messages(kind, &material), Arc::from([])),
         SideInput::Continuing(prefix) => {
             let mut messages = prefix.messages.clone();
             messages.push(side_note(kind));

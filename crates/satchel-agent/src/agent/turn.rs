@@ -97,7 +97,7 @@ struct Turn {
     snapshot: Arc<Snapshot>,
     provider: Arc<dyn Provider>,
     registry: Arc<Registry>,
-    specs: Vec<ToolSpec>,
+    specs: Arc<[ToolSpec]>,
     /// Tools go in the system prompt and calls come back in the reply's JSON.
     prompted: bool,
 }
@@ -259,8 +259,9 @@ impl Agent {
         .specs;
         let specs = match adjust {
             Adjust::OnlyTools(names) => specs
-                .into_iter()
+                .iter()
                 .filter(|spec| names.contains(&spec.name))
+                .cloned()
                 .collect(),
             _ => specs,
         };
@@ -617,7 +618,7 @@ impl Agent {
                 turn.tools_off,
             ),
             tools: if turn.prompted || turn.tools_off {
-                Vec::new()
+                Arc::from([])
             } else {
                 turn.specs.clone()
             },

@@ -231,6 +231,34 @@ fn registration_rejects_bad_names_duplicates_and_schemas() {
 }
 
 #[test]
+fn offered_specs_are_made_once_per_edit_form_and_again_after_a_registration() {
+    use satchel_core::edit_forms::EditForm;
+    let mut registry = registry();
+    registry
+        .register(Echo::new("apply_patch", json!({"type": "object"})))
+        .unwrap();
+    let names = |specs: &[ToolSpec]| specs.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+    let satchel = registry.offered_specs(EditForm::Satchel);
+    assert_eq!(names(&satchel), ["echo", "other"]);
+    let patch = registry.offered_specs(EditForm::ApplyPatch);
+    assert_eq!(names(&patch), ["apply_patch", "echo", "other"]);
+    // Shared, not copied, on every later turn.
+    assert!(Arc::ptr_eq(
+        &satchel,
+        &registry.offered_specs(EditForm::Satchel)
+    ));
+    assert!(Arc::ptr_eq(
+        &patch,
+        &registry.offered_specs(EditForm::ApplyPatch)
+    ));
+    registry
+        .register(Echo::new("another", json!({"type": "object"})))
+        .unwrap();
+    let after = registry.offered_specs(EditForm::Satchel);
+    assert_eq!(names(&after), ["another", "echo", "other"]);
+}
+
+#[test]
 fn remote_refs_are_never_fetched() {
     let mut registry = Registry::new();
     let schema =
