@@ -112,28 +112,10 @@ impl Provider for AnthropicProvider {
         w.json(&config.model)?;
         w.key("max_tokens", false);
         w.json(&max_tokens)?;
-
-        let system: Vec<&str> = request
-            .messages
-            .iter()
-            .filter_map(|m| match m {
-                Message::System { content } => Some(content.as_str()),
-                _ => None,
-            })
-            .collect();
-        if !system.is_empty() {
-            w.key("system", false);
-            w.enter(Section::System);
-            w.json(&system.join("\n\n"))?;
-            w.enter(Section::Framing);
-        }
-
-        w.key("messages", false);
-        w.raw("[");
-        write_messages(&mut w, request.messages)?;
-        w.enter(Section::Framing);
-        w.raw("]");
-
+        // The tools before the system prompt and the messages: every request
+        // over the same tools then starts with the same bytes, which
+        // `count_cache` counts once. (The API reads tools, system, messages
+        // in that order whatever the order of the keys.)
         if !request.tools.is_empty() {
             w.key("tools", false);
             write_tools(&mut w, request.tools)?;
@@ -156,6 +138,28 @@ impl Provider for AnthropicProvider {
                 w.json(&choice)?;
             }
         }
+
+        let system: Vec<&str> = request
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::System { content } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect();
+        if !system.is_empty() {
+            w.key("system", false);
+            w.enter(Section::System);
+            w.json(&system.join("\n\n"))?;
+            w.enter(Section::Framing);
+        }
+
+        w.key("messages", false);
+        w.raw("[");
+        write_messages(&mut w, request.messages)?;
+        w.enter(Section::Framing);
+        w.raw("]");
+
         if let Some(budget) = config.thinking_budget_tokens {
             w.key("thinking", false);
             w.json(&serde_json::json!({"type": "enabled", "budget_tokens": budget}))?;

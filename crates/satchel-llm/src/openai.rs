@@ -97,17 +97,9 @@ impl Provider for OpenAiProvider {
         w.raw("{");
         w.key("model", true);
         w.json(&config.model)?;
-        w.key("messages", false);
-        w.raw("[");
-        for (i, message) in request.messages.iter().enumerate() {
-            if i > 0 {
-                w.enter(Section::Framing);
-                w.raw(",");
-            }
-            write_message(&mut w, message)?;
-        }
-        w.enter(Section::Framing);
-        w.raw("]");
+        // The tools before the messages: every request over the same tools
+        // then starts with the same bytes, which `count_cache` counts once
+        // (the order of an object's keys means nothing to the server).
         if !request.tools.is_empty() {
             w.key("tools", false);
             write_tools(&mut w, request.tools, schema_consumer(self.config()))?;
@@ -131,6 +123,17 @@ impl Provider for OpenAiProvider {
                 w.raw("false");
             }
         }
+        w.key("messages", false);
+        w.raw("[");
+        for (i, message) in request.messages.iter().enumerate() {
+            if i > 0 {
+                w.enter(Section::Framing);
+                w.raw(",");
+            }
+            write_message(&mut w, message)?;
+        }
+        w.enter(Section::Framing);
+        w.raw("]");
         let max_output = request.max_output_tokens.or(config.max_output_tokens);
         if let Some(max) = max_output {
             let field = if config.base_url.starts_with(OPENAI_URL) {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use expect_test::expect;
 use satchel_core::{AssistantPart, ErrorCode, Message};
-use satchel_llm::{ChatRequest, LlmError, Mode, StopReason, StreamEvent};
+use satchel_llm::{ChatRequest, LlmError, Mode, ProviderKind, StopReason, StreamEvent};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -564,5 +564,38 @@ both! {
         assert!(matches!(outcome.error(), LlmError::Cancelled));
         assert!(started.elapsed() < Duration::from_secs(2));
         assert_eq!(server.requests().len(), 1);
+    }
+}
+
+/// The tool list goes before the system prompt and the messages, so the
+/// requests of every conversation over the same tools start with the same
+/// bytes through the last tool: the token count resumes after them.
+#[tokio::test]
+async fn requests_over_the_same_tools_share_their_bytes_through_the_tools() {
+    let server = Server::start(Vec::new()).await;
+    for kind in [ProviderKind::OpenAi, ProviderKind::Anthropic] {
+        let provider = provider(kind, &server, |_| {});
+        let tools = [bash_spec(), read_spec()];
+        let body = |conversation: &str| {
+            let messages = vec![
+                Message::system(format!("You help with {conversation}.")),
+                Message::user(format!("A question about {conversation}")),
+            ];
+            let prepared = provider
+                .prepare(&ChatRequest::new(&messages, &tools), Mode::Stream)
+                .unwrap();
+            prepared.body_text().to_owned()
+        };
+        let (one, two) = (body("gardens"), body("boats"));
+        let shared = one
+            .bytes()
+            .zip(two.bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        assert!(
+            one[..shared].contains("Read a text file."),
+            "{kind:?}: the bodies part before the end of the tools: {}",
+            &one[..shared]
+        );
     }
 }
