@@ -251,10 +251,7 @@ impl LiveReply {
         } else if let Some(ending) = ending {
             // Something failed after the answer went out (recording what
             // the side requests wrote): said in a message of its own.
-            let chunk = html::split(&ending, MESSAGE_LIMIT).into_iter().next();
-            if let Some(chunk) = chunk {
-                send(&api, chat_id, reply_to, &chunk).await;
-            }
+            send_markdown(&api, chat_id, &ending, "error.md").await;
         }
     }
 }

@@ -183,45 +183,91 @@ fn mcp_serve_tells_clients_when_external_tools_change() {
     assert!(child.wait().unwrap().success());
 }
 
+/// `satchel mcp serve` over stdio in a sandbox, asked one request at a time.
+struct StdioServer {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+    next_id: u64,
+}
+
+impl StdioServer {
+    /// Starts the server and completes the initialize handshake.
+    fn start(sandbox: &Sandbox) -> StdioServer {
+        use std::io::BufRead;
+        let mut child = sandbox
+            .command(&["mcp", "serve"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut server = StdioServer {
+            child,
+            stdin,
+            lines,
+            next_id: 0,
+        };
+        server.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}),
+        );
+        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        server
+    }
+
+    fn send(&mut self, message: &Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{message}").unwrap();
+    }
+
+    /// Sends a request and returns its answer (skipping notifications).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let message: Value =
+                serde_json::from_str(&self.lines.next().unwrap().unwrap()).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// `bash` with `command`: the call's result.
+    fn bash(&mut self, command: &str) -> Value {
+        self.request(
+            "tools/call",
+            json!({"name": "bash", "arguments": {"command": command}}),
+        )["result"]
+            .clone()
+    }
+
+    /// Closes stdin; the server must exit cleanly.
+    fn end(self) {
+        let StdioServer {
+            mut child, stdin, ..
+        } = self;
+        drop(stdin);
+        assert!(child.wait().unwrap().success());
+    }
+}
+
 #[test]
 fn mcp_calls_are_on_the_audit_trail() {
-    use std::io::{BufRead, BufReader, Write};
     let sandbox = Sandbox::new();
     // Nobody can consent over MCP: bash runs because a rule allows it.
     sandbox.write_config(r#"{"permissions": {"allow": ["bash(echo *)"]}}"#);
-    let mut child = sandbox
-        .command(&["mcp", "serve"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut answer_to = |id: u64| loop {
-        let message: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
-        if message["id"] == id {
-            return message;
-        }
-    };
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}});
-    writeln!(stdin, "{initialize}").unwrap();
-    answer_to(1);
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    )
-    .unwrap();
-    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": "echo audited"}}});
-    writeln!(stdin, "{call}").unwrap();
-    let result = answer_to(2);
+    let mut server = StdioServer::start(&sandbox);
+    let result = server.bash("echo audited");
     assert_eq!(
-        result["result"]["structuredContent"]["stdout"], "audited\n",
+        result["structuredContent"]["stdout"], "audited\n",
         "{result}"
     );
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
+    server.end();
 
     let rows = stdout_json(&sandbox.run(&["audit", "--json"]));
     let row = &rows.as_array().unwrap()[0];
@@ -241,43 +287,11 @@ fn mcp_calls_are_on_the_audit_trail() {
 /// refuses the next call, and the allow rule again allows the one after.
 #[test]
 fn a_running_server_follows_agent_json_changed_between_calls() {
-    use std::io::{BufRead, BufReader, Write};
     let sandbox = Sandbox::new();
     let allow = r#"{"permissions": {"allow": ["bash(echo *)"]}}"#;
     sandbox.write_config(allow);
-    let mut child = sandbox
-        .command(&["mcp", "serve"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut next_id = 1u64;
-    let mut request = |method: &str, params: Value| {
-        next_id += 1;
-        let id = next_id;
-        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(stdin, "{message}").unwrap();
-        loop {
-            let message: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
-            if message["id"] == id {
-                return message;
-            }
-        }
-    };
-    request(
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}),
-    );
-    let mut echo = || {
-        request(
-            "tools/call",
-            json!({"name": "bash", "arguments": {"command": "echo followed"}}),
-        )["result"]
-            .clone()
-    };
+    let mut server = StdioServer::start(&sandbox);
+    let mut echo = || server.bash("echo followed");
     for _ in 0..6 {
         let result = echo();
         assert_eq!(result["isError"], false, "{result}");
@@ -289,6 +303,5 @@ fn a_running_server_follows_agent_json_changed_between_calls() {
     let allowed = echo();
     assert_eq!(allowed["isError"], false, "the rule is back: {allowed}");
     assert_eq!(allowed["structuredContent"]["stdout"], "followed\n");
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
+    server.end();
 }
