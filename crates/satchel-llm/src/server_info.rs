@@ -26,7 +26,7 @@
 //! ([`ModelConfig::with_server`]).
 
 use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -83,8 +83,13 @@ impl ModelConfig {
     }
 }
 
-/// The endpoint's answers, by base URL and model.
-type Cache = HashMap<(String, String), (Instant, Option<ServerInfo>)>;
+/// What an endpoint answered, and when; `None` until first asked.
+type Answer = Option<(Instant, Option<ServerInfo>)>;
+
+/// Each endpoint's answer, by base URL and model, behind an async lock
+/// that the one asking holds: a hundred conversations starting at once
+/// against one server ask it once, the others wait for that answer.
+type Cache = HashMap<(String, String), Arc<tokio::sync::Mutex<Answer>>>;
 
 static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 
@@ -115,19 +120,24 @@ pub async fn server_info(config: &ModelConfig) -> Option<ServerInfo> {
     }
 }
 
-/// What `config`'s server reports, from the cache or asked now.
+/// What `config`'s server reports, from the cache or asked now (by this
+/// caller, or by the one already asking).
 async fn cached_or_asked(config: &ModelConfig) -> Option<ServerInfo> {
     let key = (config.base_url.clone(), config.model.clone());
-    if let Ok(cache) = CACHE.lock()
-        && let Some((at, info)) = cache.get(&key)
+    let entry = CACHE
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(key)
+        .or_default()
+        .clone();
+    let mut answer = entry.lock().await;
+    if let Some((at, info)) = answer.as_ref()
         && (info.is_some() || at.elapsed() < RETRY_AFTER)
     {
         return info.clone();
     }
     let info = ask(config).await;
-    if let Ok(mut cache) = CACHE.lock() {
-        cache.insert(key, (Instant::now(), info.clone()));
-    }
+    *answer = Some((Instant::now(), info.clone()));
     info
 }
 

@@ -60,14 +60,14 @@ pub use records::{
     ConversationSearch, ConversationSummary, ExportRecord, LlmMessage, LogEntry, LogKind,
     MemoryChanges, MemoryFilter, MemoryIndexRow, MemoryLayer, MemoryRecord, MemorySession,
     MemoryStats, MemoryUpdate, NewAudit, NewCallStart, NewConversation, NewLlmMessage, NewLogEntry,
-    NewMemory, NewMemorySession, NewStatement, NewToolCall, SearchHit, Statement, THINKING_SIDE,
-    ToolCallRecord,
+    NewMemory, NewMemorySession, NewRecords, NewStatement, NewToolCall, Recorded, SearchHit,
+    Statement, THINKING_SIDE, ToolCallRecord,
 };
 pub use redact::{RedactionConfig, Redactor};
 pub use sqlite::{APPLICATION_ID, Access, Durability, SCHEMA_VERSION, SqliteStore, StoreOptions};
 pub use store::{
     AuditStore, ConversationStore, FrontEndStore, LogStore, MemoryStore, MessageStore,
-    StatementStore, Store, ToolCallStore,
+    RecordsStore, StatementStore, Store, ToolCallStore,
 };
 
 pub use time::{Clock, ManualClock, SystemClock, Timestamp, parse_age};

@@ -17,8 +17,9 @@ use crate::{
     LogEntry, LogStore, MemoryChanges, MemoryFilter, MemoryRecord, MemorySession, MemoryStats,
     MemoryStore, MemoryUpdate, MessageStore, NewAudit, NewCallStart, NewCodeExecution, NewCodeJob,
     NewConversation, NewLlmCall, NewLlmMessage, NewLogEntry, NewMemory, NewMemorySession,
-    NewStatement, NewToolCall, SearchHit, SqliteStore, Statement, StatementStore, Store,
-    StoreError, StoreOptions, Timestamp, ToolCallRecord, ToolCallStore, UsageSample,
+    NewRecords, NewStatement, NewToolCall, Recorded, RecordsStore, SearchHit, SqliteStore,
+    Statement, StatementStore, Store, StoreError, StoreOptions, Timestamp, ToolCallRecord,
+    ToolCallStore, UsageSample,
 };
 
 /// Where the record lives: an SQLite file, or a PostgreSQL database.
@@ -290,6 +291,13 @@ impl StatementStore for OpenedStore {
     }
     async fn set_objective(&self, statement_id: &str, objective: String) -> Result<(), StoreError> {
         delegate!(self, s => s.set_objective(statement_id, objective).await)
+    }
+}
+
+#[async_trait]
+impl RecordsStore for OpenedStore {
+    async fn append_records(&self, new: NewRecords) -> Result<Recorded, StoreError> {
+        delegate!(self, s => s.append_records(new).await)
     }
 }
 

@@ -219,6 +219,37 @@ pub struct NewLlmMessage {
     pub content: Value,
 }
 
+/// Rows of one step of a statement, written in one transaction: all of
+/// them are kept or none. A statement's start (the statement, the user's
+/// log entry and message) or its answer (the model call, the answer's log
+/// entries and message) goes to the store as one write instead of three,
+/// so nothing waits on the store three times and no step is half on record.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NewRecords {
+    /// A statement to add first; every row below then belongs to it (its
+    /// `statement_id` is set to the new statement's id).
+    pub statement: Option<NewStatement>,
+    /// Requests to a model, in the order they were made.
+    pub llm_calls: Vec<crate::NewLlmCall>,
+    /// Log entries, in order.
+    pub log_entries: Vec<NewLogEntry>,
+    /// History messages, in order.
+    pub messages: Vec<NewLlmMessage>,
+}
+
+/// What [`NewRecords`] became.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    /// The statement added, when one was given.
+    pub statement: Option<Statement>,
+    /// The ids of the model calls, in order.
+    pub llm_call_ids: Vec<String>,
+    /// The log entries, in order.
+    pub log_entries: Vec<LogEntry>,
+    /// The messages, in order.
+    pub messages: Vec<LlmMessage>,
+}
+
 /// Where a tool call came from, for the audit trail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

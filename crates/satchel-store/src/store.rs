@@ -15,8 +15,9 @@ use crate::{
     AuditQuery, AuditRecord, CallStartRecord, Conversation, ConversationDump, ConversationSearch,
     ConversationSummary, LlmCallStore, LlmMessage, LogEntry, MemoryChanges, MemoryFilter,
     MemoryRecord, MemorySession, MemoryStats, MemoryUpdate, NewAudit, NewCallStart,
-    NewConversation, NewLlmMessage, NewLogEntry, NewMemory, NewMemorySession, NewStatement,
-    NewToolCall, SearchHit, Statement, StoreError, Timestamp, ToolCallRecord,
+    NewConversation, NewLlmMessage, NewLogEntry, NewMemory, NewMemorySession, NewRecords,
+    NewStatement, NewToolCall, Recorded, SearchHit, Statement, StoreError, Timestamp,
+    ToolCallRecord,
 };
 
 /// Conversations: creation, lookup, listing, title and goal, export.
@@ -269,10 +270,19 @@ pub trait MemoryStore: Send + Sync {
     ) -> Result<Vec<MemorySession>, StoreError>;
 }
 
+/// Several kinds of rows in one transaction (see [`NewRecords`]).
+#[async_trait]
+pub trait RecordsStore: Send + Sync {
+    /// Writes `new`: its statement first (when given), then its model
+    /// calls, log entries and messages, each in order; all or nothing.
+    async fn append_records(&self, new: NewRecords) -> Result<Recorded, StoreError>;
+}
+
 /// Everything Satchel stores; implemented by every type that implements
 /// all the repository traits.
 pub trait Store:
     ConversationStore
+    + RecordsStore
     + StatementStore
     + LogStore
     + MessageStore
@@ -285,6 +295,7 @@ pub trait Store:
 
 impl<T> Store for T where
     T: ConversationStore
+        + RecordsStore
         + StatementStore
         + LogStore
         + MessageStore

@@ -490,6 +490,7 @@ impl Bot {
                 running: running.clone(),
                 waiting: waiting.clone(),
                 agent: None,
+                remembered: None,
             };
             self.tasks.spawn(worker.run(receiver));
             ChatHandle {
@@ -525,6 +526,9 @@ pub(crate) struct ChatWorker {
     running: Arc<Mutex<Running>>,
     waiting: Arc<AtomicUsize>,
     pub(crate) agent: Option<Agent>,
+    /// The conversation this worker last wrote as the chat's, so that a
+    /// message that goes on with it writes nothing.
+    remembered: Option<String>,
 }
 
 impl ChatWorker {
@@ -621,6 +625,8 @@ impl ChatWorker {
                 }
                 Err(error) => return Err(error),
             };
+            // Going on with the conversation the store names: nothing to write.
+            self.remembered = resume.filter(|id| agent.conversation_id() == Some(id.as_str()));
             self.agent = Some(agent);
         }
         self.agent
@@ -637,30 +643,39 @@ impl ChatWorker {
             self.bot.host.processes.end_owner(id).await;
         }
         let key = self.bot.conversation_key(self.chat_id);
+        self.remembered = None;
         self.bot.front.set_front_state(&key, String::new()).await?;
         Ok(())
     }
 
-    /// Remembers which conversation the chat continues.
-    pub(crate) async fn remember_conversation(&self) {
+    /// Remembers which conversation the chat continues (a write only
+    /// when it changed).
+    pub(crate) async fn remember_conversation(&mut self) {
         let Some(id) = self.agent.as_ref().and_then(Agent::conversation_id) else {
             return;
         };
+        if self.remembered.as_deref() == Some(id) {
+            return;
+        }
+        let id = id.to_owned();
         let key = self.bot.conversation_key(self.chat_id);
-        if let Err(error) = self.bot.front.set_front_state(&key, id.to_owned()).await {
+        if let Err(error) = self.bot.front.set_front_state(&key, id.clone()).await {
             tracing::warn!("cannot remember the chat's conversation: {error}");
+            return;
         }
         // Every conversation the chat ever had, for what is the chat's own
         // (its code runs, in /codestats and /codefailures).
         let mut all = self.conversations().await;
-        if !all.iter().any(|known| known == id) {
-            all.push(id.to_owned());
+        if !all.contains(&id) {
+            all.push(id.clone());
             let key = format!("{key}s");
             let value = serde_json::to_string(&all).unwrap_or_default();
             if let Err(error) = self.bot.front.set_front_state(&key, value).await {
                 tracing::warn!("cannot remember the chat's conversations: {error}");
+                return;
             }
         }
+        self.remembered = Some(id);
     }
 
     /// Every conversation this chat has had.

@@ -13,7 +13,7 @@ use std::time::Instant;
 use satchel_core::Message;
 use satchel_llm::{Calibration, LlmError, Provider, Response, StopReason, TokenEstimate};
 use satchel_store::{
-    LogKind, NewLlmCall, NewLlmMessage, NewLogEntry, NewToolCall, Statement, Timestamp,
+    LogKind, NewLlmCall, NewLlmMessage, NewLogEntry, NewRecords, NewToolCall, Statement, Timestamp,
 };
 use satchel_tools::Registry;
 use satchel_tools::Style;
@@ -38,31 +38,9 @@ impl Agent {
         Ok(())
     }
 
-    /// Logs a turn's thinking (as an auxiliary entry) and its text, each
-    /// when it is not blank.
-    pub(super) async fn log_answer(
-        &self,
-        conversation_id: &str,
-        statement_id: &str,
-        text: &str,
-        thinking: &str,
-    ) -> Result<(), AgentError> {
-        if !thinking.trim().is_empty() {
-            let mut entry = NewLogEntry::new(conversation_id, LogKind::Auxiliary, thinking);
-            entry.side_conversation = Some(satchel_store::THINKING_SIDE.into());
-            entry.statement_id = Some(statement_id.to_owned());
-            self.store.append_log_entry(entry).await?;
-        }
-        if !text.trim().is_empty() {
-            let mut entry = NewLogEntry::new(conversation_id, LogKind::Assistant, text);
-            entry.statement_id = Some(statement_id.to_owned());
-            self.store.append_log_entry(entry).await?;
-        }
-        Ok(())
-    }
-
-    /// Records a turn's model call.
-    pub(super) async fn record_turn_call(
+    /// The usage row of a turn's model call, written later with the
+    /// answer's rows ([`answer_step`]); its usage is learned from now.
+    pub(super) fn turn_call(
         &mut self,
         provider: &Arc<dyn Provider>,
         estimate: &TokenEstimate,
@@ -70,17 +48,26 @@ impl Agent {
         result: &Result<Response, LlmError>,
         statement: &Statement,
         turn: u32,
-    ) -> Result<(), AgentError> {
+    ) -> NewLlmCall {
         let mut call = llm_call_row(provider, "turn", estimate, started, result);
         call.conversation_id = Some(statement.conversation_id.clone());
         call.statement_id = Some(statement.id.clone());
         call.turn = Some(turn);
-        self.record_call(call).await
+        self.learn_usage(&call);
+        call
     }
 
     /// Records a model call, and learns from its usage how the model's own
     /// tokenizer compares with the estimate.
     pub(super) async fn record_call(&mut self, call: NewLlmCall) -> Result<(), AgentError> {
+        self.learn_usage(&call);
+        self.store.record_llm_call(call).await?;
+        Ok(())
+    }
+
+    /// Learns from a call's usage how the model's own tokenizer compares
+    /// with the estimate.
+    fn learn_usage(&mut self, call: &NewLlmCall) {
         if let (Some(samples), Some(input)) = (self.usage_samples.as_mut(), call.input_tokens)
             && input > 0
             && call.estimate_tokens > 0
@@ -88,8 +75,6 @@ impl Agent {
             samples.push_front((call.estimate_tokens, input));
             samples.truncate(Calibration::WINDOW);
         }
-        self.store.record_llm_call(call).await?;
-        Ok(())
     }
 
     /// Records a turn's tool calls (their rows, the end of their start
@@ -173,6 +158,26 @@ impl Agent {
         turn: u32,
         record: TurnRecord,
     ) -> Result<(), AgentError> {
+        self.finish_turn_with(
+            NewRecords::default(),
+            conversation_id,
+            statement_id,
+            turn,
+            record,
+        )
+        .await
+    }
+
+    /// [`Agent::finish_turn`], its messages written in one step with
+    /// `step` (the answer's model call and log entries).
+    pub(super) async fn finish_turn_with(
+        &mut self,
+        mut step: NewRecords,
+        conversation_id: &str,
+        statement_id: &str,
+        turn: u32,
+        record: TurnRecord,
+    ) -> Result<(), AgentError> {
         let mut assistant = serde_json::to_value(Message::Assistant {
             content: record.assistant.clone(),
         })
@@ -181,61 +186,88 @@ impl Agent {
             // What was sent back is the reply as written; the parts are its reading.
             object.insert(PROMPTED_REPLY_KEY.into(), raw.clone().into());
         }
-        let mut rows = vec![assistant];
-        rows.extend(
+        let mut values = vec![assistant];
+        values.extend(
             record
                 .sent_results
                 .iter()
                 .map(|m| serde_json::to_value(m).unwrap_or_default()),
         );
-        self.record_values(conversation_id, statement_id, turn, rows)
-            .await?;
+        step.messages = value_rows(conversation_id, Some(statement_id), turn, values);
+        self.store.append_records(step).await?;
         if let Some(statement) = self.conversation_mut().transcript.statements.last_mut() {
             statement.turns.push(record);
         }
         Ok(())
     }
+}
 
-    /// Records `messages` as history rows of a statement's turn.
-    pub(super) async fn record_messages(
-        &self,
-        conversation_id: &str,
-        statement_id: &str,
-        turn: u32,
-        messages: &[Message],
-    ) -> Result<(), AgentError> {
-        let values = messages
-            .iter()
-            .map(|m| serde_json::to_value(m).unwrap_or_default())
-            .collect();
-        self.record_values(conversation_id, statement_id, turn, values)
-            .await
+/// A turn's answer as one step: its model call, then its thinking (an
+/// auxiliary entry on the thinking side) and its text, each when not blank.
+pub(super) fn answer_step(
+    statement: &Statement,
+    call: NewLlmCall,
+    text: &str,
+    thinking: &str,
+) -> NewRecords {
+    let entry = |kind, text: &str| NewLogEntry {
+        statement_id: Some(statement.id.clone()),
+        ..NewLogEntry::new(&statement.conversation_id, kind, text)
+    };
+    let mut log_entries = Vec::new();
+    if !thinking.trim().is_empty() {
+        log_entries.push(NewLogEntry {
+            side_conversation: Some(satchel_store::THINKING_SIDE.into()),
+            ..entry(LogKind::Auxiliary, thinking)
+        });
     }
+    if !text.trim().is_empty() {
+        log_entries.push(entry(LogKind::Assistant, text));
+    }
+    NewRecords {
+        statement: None,
+        llm_calls: vec![call],
+        log_entries,
+        messages: Vec::new(),
+    }
+}
 
-    async fn record_values(
-        &self,
-        conversation_id: &str,
-        statement_id: &str,
-        turn: u32,
-        values: Vec<serde_json::Value>,
-    ) -> Result<(), AgentError> {
-        let rows = values
-            .into_iter()
-            .map(|content| NewLlmMessage {
-                conversation_id: conversation_id.to_owned(),
-                statement_id: Some(statement_id.to_owned()),
-                turn,
-                role: content
-                    .get("role")
-                    .and_then(|r| r.as_str())
-                    .unwrap_or("unknown")
-                    .to_owned(),
-                content,
-            })
-            .collect();
-        self.store.append_messages(rows).await?;
-        Ok(())
-    }
+/// `messages` as history rows of a statement's turn (`statement_id` None:
+/// the statement written in the same step).
+pub(super) fn history_rows(
+    conversation_id: &str,
+    statement_id: Option<&str>,
+    turn: u32,
+    messages: &[Message],
+) -> Vec<NewLlmMessage> {
+    let values = messages
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap_or_default())
+        .collect();
+    value_rows(conversation_id, statement_id, turn, values)
+}
+
+/// Messages already turned into JSON as history rows.
+fn value_rows(
+    conversation_id: &str,
+    statement_id: Option<&str>,
+    turn: u32,
+    values: Vec<serde_json::Value>,
+) -> Vec<NewLlmMessage> {
+    values
+        .into_iter()
+        .map(|content| NewLlmMessage {
+            conversation_id: conversation_id.to_owned(),
+            statement_id: statement_id.map(str::to_owned),
+            turn,
+            role: content
+                .get("role")
+                .and_then(|r| r.as_str())
+                .unwrap_or("unknown")
+                .to_owned(),
+            content,
+        })
+        .collect()
 }
 
 /// The usage row of one request.

@@ -23,14 +23,16 @@ use satchel_core::{AssistantPart, Content, Message, ToolSpec};
 use satchel_llm::{
     ConstrainedReplies, LlmError, PreparedRequest, Provider, Response, StopReason, ToolMode, Usage,
 };
-use satchel_store::{LogKind, NewStatement, Statement};
+use satchel_store::{
+    LogKind, NewLlmCall, NewLogEntry, NewRecords, NewStatement, Statement, StoreError,
+};
 use satchel_tools::Registry;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::answer::{Answer, Planned, cut_off_reply, read_answer};
 use super::model::{calibrated_total, over_threshold, refuses_reply_schema, stream_answer};
-use super::recording::stop_reason_name;
+use super::recording::{answer_step, history_rows, stop_reason_name};
 use super::side_requests::{
     SidePlan, SidePrefix, SideResult, side_in_parallel, spawn_side_requests,
 };
@@ -162,15 +164,6 @@ impl Agent {
         let provider = self.provider(&snapshot).await?;
         self.load_usage_samples(&provider).await?;
         let conversation_id = self.ensure_conversation().await?.id.clone();
-        let statement = self
-            .store
-            .add_statement(NewStatement {
-                conversation_id: conversation_id.clone(),
-                objective: None,
-            })
-            .await?;
-        self.log(&conversation_id, &statement.id, LogKind::User, text)
-            .await?;
         // What UserPromptSubmit and SessionStart hooks add joins the
         // user's message, as Claude Code gives it.
         let mut user_parts = vec![Content::Text { text: text.into() }];
@@ -180,13 +173,23 @@ impl Agent {
         let user = Message::User {
             content: user_parts.clone(),
         };
-        self.record_messages(
-            &conversation_id,
-            &statement.id,
-            1,
-            std::slice::from_ref(&user),
-        )
-        .await?;
+        // The statement, its log entry and its message: one write.
+        let recorded = self
+            .store
+            .append_records(NewRecords {
+                statement: Some(NewStatement {
+                    conversation_id: conversation_id.clone(),
+                    objective: None,
+                }),
+                log_entries: vec![NewLogEntry::new(&conversation_id, LogKind::User, text)],
+                messages: history_rows(&conversation_id, None, 1, &[user]),
+                ..NewRecords::default()
+            })
+            .await?;
+        let statement = recorded.statement.ok_or_else(|| StoreError::NotFound {
+            kind: "statement",
+            id: conversation_id.clone(),
+        })?;
         let first = {
             let conversation = self.conversation_mut();
             conversation.transcript.statements.push(StatementRecord {
@@ -310,9 +313,11 @@ impl Agent {
             context_window: estimate.context_window,
         });
         run.report.turns = turn.number;
-        let response = match self.ask_model(run, turn, &prepared, cancel, sink).await? {
+        let (result, call) = self.ask_model(run, turn, &prepared, cancel, sink).await?;
+        let response = match result {
             Ok(response) => response,
             Err(error) => {
+                self.store.record_llm_call(call).await?;
                 self.stop_on_model_error(run, turn.number, &error).await?;
                 return Ok(After::Done);
             }
@@ -361,16 +366,16 @@ impl Agent {
             self.start_side_requests_after_answer(run, turn, cancel);
         }
         let thinking = response.thinking();
-        self.log_answer(
-            &run.statement.conversation_id,
-            &run.statement.id,
-            &text,
-            &thinking,
-        )
-        .await?;
-        if let Some(failure) = failure.clone()
-            && run.streak.note(Some(failure.clone())) >= failure.give_up_at()
-        {
+        let gave_up = failure
+            .as_ref()
+            .is_some_and(|failure| run.streak.note(Some(failure.clone())) >= failure.give_up_at());
+        // The call and the answer's log entries: one write, and when the
+        // answer ends the statement, with its message too.
+        let mut step = answer_step(&run.statement, call, &text, &thinking);
+        if !answer.calls.is_empty() || stop_blocked.is_some() || gave_up {
+            self.store.append_records(std::mem::take(&mut step)).await?;
+        }
+        if gave_up {
             self.give_up(run, turn, answer).await?;
             return Ok(After::Done);
         }
@@ -381,7 +386,7 @@ impl Agent {
             return Ok(After::NextTurn);
         }
         if answer.calls.is_empty() {
-            self.end_without_tools(run, turn, answer, text, &response.stop_reason, sink)
+            self.end_without_tools(run, turn, answer, &response.stop_reason, step, sink)
                 .await?;
             return Ok(After::Done);
         }
@@ -500,10 +505,12 @@ impl Agent {
         Ok(Ok(prepared))
     }
 
-    /// Sends the turn's request and streams the answer, recording the call
-    /// and logging each retry the client made. A prompted request whose
+    /// Sends the turn's request and streams the answer, logging each retry
+    /// the client made; returns the answer with its call's usage row, for
+    /// the caller to write with the answer's rows. A prompted request whose
     /// reply schema the server refuses (`constrainedReplies: auto`) is sent
-    /// again without it, once; the user is told.
+    /// again without it, once; the user is told, and the refused call is
+    /// recorded at once.
     async fn ask_model(
         &mut self,
         run: &Run,
@@ -511,7 +518,7 @@ impl Agent {
         prepared: &PreparedRequest,
         cancel: &CancellationToken,
         sink: &dyn EventSink,
-    ) -> Result<Result<Response, LlmError>, AgentError> {
+    ) -> Result<(Result<Response, LlmError>, NewLlmCall), AgentError> {
         let (conversation_id, statement_id) = (&run.statement.conversation_id, &run.statement.id);
         let provider = &turn.provider;
         let estimate = prepared.estimate().clone();
@@ -529,16 +536,15 @@ impl Agent {
         )
         .await;
         chat.end(&result, &run.content);
-        self.record_turn_call(
+        let call = self.turn_call(
             provider,
             &estimate,
             started,
             &result,
             &run.statement,
             turn.number,
-        )
-        .await?;
-        let result = match result {
+        );
+        let (result, call) = match result {
             Err(error)
                 if turn.prompted
                     && self.constrains_replies(provider)
@@ -547,6 +553,7 @@ impl Agent {
             {
                 // The server cannot enforce the schema: say so once and
                 // send the same turn without it.
+                self.store.record_llm_call(call).await?;
                 self.schema_refused = true;
                 let note = format!(
                     "the server refused the reply schema (`constrainedReplies: auto`); \
@@ -576,24 +583,23 @@ impl Agent {
                 )
                 .await;
                 chat.end(&result, &run.content);
-                self.record_turn_call(
+                let call = self.turn_call(
                     provider,
                     &estimate,
                     started,
                     &result,
                     &run.statement,
                     turn.number,
-                )
-                .await?;
-                result
+                );
+                (result, call)
             }
-            other => other,
+            other => (other, call),
         };
         for retry in retries {
             self.log(conversation_id, statement_id, LogKind::Auxiliary, &retry)
                 .await?;
         }
-        Ok(result)
+        Ok((result, call))
     }
 
     /// The final answer is in: the server is free for the side requests
@@ -641,8 +647,8 @@ impl Agent {
         run: &mut Run,
         turn: &Turn,
         answer: Answer,
-        text: String,
         stop_reason: &StopReason,
+        step: NewRecords,
         sink: &dyn EventSink,
     ) -> Result<(), AgentError> {
         let (conversation_id, statement_id) = (&run.statement.conversation_id, &run.statement.id);
@@ -652,6 +658,7 @@ impl Agent {
             tools_refused,
             ..
         } = answer;
+        let text = text_of(&parts);
         let empty = text.trim().is_empty() && !tools_refused;
         // It asked for tools in the last turn and said nothing else.
         let only_asked_for_tools = text.trim().is_empty() && tools_refused;
@@ -662,7 +669,8 @@ impl Agent {
         } else {
             run.report.answer = text;
         }
-        self.finish_turn(
+        self.finish_turn_with(
+            step,
             conversation_id,
             statement_id,
             turn.number,

@@ -45,6 +45,7 @@ mod incomplete;
 mod openai;
 mod prompted;
 mod server;
+mod server_info;
 mod shared;
 mod wire;
 

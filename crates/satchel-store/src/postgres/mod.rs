@@ -24,6 +24,7 @@ mod copy_rows;
 mod failure;
 mod front_repo;
 mod memory;
+mod records_repo;
 mod repo;
 mod rows;
 mod schema;

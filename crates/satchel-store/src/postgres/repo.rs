@@ -11,7 +11,7 @@ use crate::postgres::failure::PgFailure;
 use crate::postgres::rows::{
     Unreadable, all, first, json, limit, read, small, timestamp, touch_conversation, unsigned,
 };
-use crate::postgres::{PgStore, search, transact};
+use crate::postgres::{Ctx, PgStore, search, transact};
 use crate::{
     Conversation, ConversationDump, ConversationSearch, ConversationStore, ConversationSummary,
     LlmMessage, LogEntry, LogKind, LogStore, MessageStore, NewConversation, NewLlmMessage,
@@ -86,6 +86,112 @@ async fn next_seq<C: GenericClient + Sync>(
     let sql = format!("SELECT coalesce(max(seq), 0) + 1 FROM {table} WHERE conversation_id = $1");
     let statement = tx.prepare_cached(&sql).await?;
     Ok(tx.query_one(&statement, &[&conversation_id]).await?.get(0))
+}
+
+/// Adds a statement at the end of its conversation.
+pub(super) async fn insert_statement<C: GenericClient + Sync>(
+    tx: &C,
+    ctx: &Ctx<'_>,
+    new: NewStatement,
+) -> Result<Statement, PgFailure> {
+    touch_conversation(tx, &new.conversation_id, ctx.now()).await?;
+    let seq = next_seq(tx, "statements", &new.conversation_id).await?;
+    let statement = Statement {
+        id: ctx.new_id(),
+        seq: u32::try_from(seq).unwrap_or(u32::MAX),
+        conversation_id: new.conversation_id,
+        objective: new.objective,
+        created_at: ctx.now(),
+    };
+    tx.execute(
+        "INSERT INTO statements (id, conversation_id, seq, objective, created_at) VALUES ($1, $2, $3, $4, $5)",
+        &[
+            &statement.id,
+            &statement.conversation_id,
+            &seq,
+            &statement.objective,
+            &statement.created_at.as_millis(),
+        ],
+    )
+    .await?;
+    Ok(statement)
+}
+
+/// Appends a log entry at the end of its conversation's log.
+pub(super) async fn insert_log_entry<C: GenericClient + Sync>(
+    tx: &C,
+    ctx: &Ctx<'_>,
+    new: NewLogEntry,
+) -> Result<LogEntry, PgFailure> {
+    touch_conversation(tx, &new.conversation_id, ctx.now()).await?;
+    let seq = next_seq(tx, "log_entries", &new.conversation_id).await?;
+    let entry = LogEntry {
+        id: ctx.new_id(),
+        seq: u32::try_from(seq).unwrap_or(u32::MAX),
+        conversation_id: new.conversation_id,
+        kind: new.kind,
+        text: new.text,
+        parent_id: new.parent_id,
+        side_conversation: new.side_conversation,
+        statement_id: new.statement_id,
+        call_id: new.call_id,
+        created_at: ctx.now(),
+    };
+    let search = log_is_indexed(entry.kind.as_str()).then(|| search::document(&entry.text));
+    tx.execute(
+        "INSERT INTO log_entries (id, conversation_id, seq, kind, text, parent_id, side_conversation, statement_id, call_id, created_at, search)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, to_tsvector('simple', $11))",
+        &[
+            &entry.id,
+            &entry.conversation_id,
+            &seq,
+            &entry.kind.as_str(),
+            &entry.text,
+            &entry.parent_id,
+            &entry.side_conversation,
+            &entry.statement_id,
+            &entry.call_id,
+            &entry.created_at.as_millis(),
+            &search,
+        ],
+    )
+    .await?;
+    Ok(entry)
+}
+
+/// Appends a message at the end of its conversation's history.
+pub(super) async fn insert_message<C: GenericClient + Sync>(
+    tx: &C,
+    ctx: &Ctx<'_>,
+    message: NewLlmMessage,
+) -> Result<LlmMessage, PgFailure> {
+    touch_conversation(tx, &message.conversation_id, ctx.now()).await?;
+    let seq = next_seq(tx, "llm_messages", &message.conversation_id).await?;
+    let record = LlmMessage {
+        id: ctx.new_id(),
+        seq: u32::try_from(seq).unwrap_or(u32::MAX),
+        conversation_id: message.conversation_id,
+        statement_id: message.statement_id,
+        turn: message.turn,
+        role: message.role,
+        content: message.content,
+        created_at: ctx.now(),
+    };
+    tx.execute(
+        "INSERT INTO llm_messages (id, conversation_id, statement_id, turn, seq, role, content, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        &[
+            &record.id,
+            &record.conversation_id,
+            &record.statement_id,
+            &i64::from(record.turn),
+            &seq,
+            &record.role,
+            &serde_json::to_string(&record.content)?,
+            &record.created_at.as_millis(),
+        ],
+    )
+    .await?;
+    Ok(record)
 }
 
 // ---------------------------------------------------------------- traits
@@ -352,29 +458,7 @@ async fn select_messages<C: GenericClient + Sync>(
 impl StatementStore for PgStore {
     async fn add_statement(&self, new: NewStatement) -> Result<Statement, StoreError> {
         let new = self.redacted(new);
-        transact!(self, |tx, ctx| {
-            touch_conversation(&tx, &new.conversation_id, ctx.now()).await?;
-            let seq = next_seq(&tx, "statements", &new.conversation_id).await?;
-            let statement = Statement {
-                id: ctx.new_id(),
-                seq: u32::try_from(seq).unwrap_or(u32::MAX),
-                conversation_id: new.conversation_id,
-                objective: new.objective,
-                created_at: ctx.now(),
-            };
-            tx.execute(
-                "INSERT INTO statements (id, conversation_id, seq, objective, created_at) VALUES ($1, $2, $3, $4, $5)",
-                &[
-                    &statement.id,
-                    &statement.conversation_id,
-                    &seq,
-                    &statement.objective,
-                    &statement.created_at.as_millis(),
-                ],
-            )
-            .await?;
-            Ok(statement)
-        })
+        transact!(self, |tx, ctx| insert_statement(&tx, &ctx, new).await)
     }
 
     async fn statements(&self, conversation_id: &str) -> Result<Vec<Statement>, StoreError> {
@@ -426,42 +510,7 @@ pub(crate) fn log_is_indexed(kind: &str) -> bool {
 impl LogStore for PgStore {
     async fn append_log_entry(&self, new: NewLogEntry) -> Result<LogEntry, StoreError> {
         let new = self.redacted(new);
-        transact!(self, |tx, ctx| {
-            touch_conversation(&tx, &new.conversation_id, ctx.now()).await?;
-            let seq = next_seq(&tx, "log_entries", &new.conversation_id).await?;
-            let entry = LogEntry {
-                id: ctx.new_id(),
-                seq: u32::try_from(seq).unwrap_or(u32::MAX),
-                conversation_id: new.conversation_id,
-                kind: new.kind,
-                text: new.text,
-                parent_id: new.parent_id,
-                side_conversation: new.side_conversation,
-                statement_id: new.statement_id,
-                call_id: new.call_id,
-                created_at: ctx.now(),
-            };
-            let search = log_is_indexed(entry.kind.as_str()).then(|| search::document(&entry.text));
-            tx.execute(
-                "INSERT INTO log_entries (id, conversation_id, seq, kind, text, parent_id, side_conversation, statement_id, call_id, created_at, search)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, to_tsvector('simple', $11))",
-                &[
-                    &entry.id,
-                    &entry.conversation_id,
-                    &seq,
-                    &entry.kind.as_str(),
-                    &entry.text,
-                    &entry.parent_id,
-                    &entry.side_conversation,
-                    &entry.statement_id,
-                    &entry.call_id,
-                    &entry.created_at.as_millis(),
-                    &search,
-                ],
-            )
-            .await?;
-            Ok(entry)
-        })
+        transact!(self, |tx, ctx| insert_log_entry(&tx, &ctx, new).await)
     }
 
     async fn log_entries(&self, conversation_id: &str) -> Result<Vec<LogEntry>, StoreError> {
@@ -479,33 +528,7 @@ impl MessageStore for PgStore {
         transact!(self, |tx, ctx| {
             let mut stored = Vec::with_capacity(new.len());
             for message in new {
-                touch_conversation(&tx, &message.conversation_id, ctx.now()).await?;
-                let seq = next_seq(&tx, "llm_messages", &message.conversation_id).await?;
-                let record = LlmMessage {
-                    id: ctx.new_id(),
-                    seq: u32::try_from(seq).unwrap_or(u32::MAX),
-                    conversation_id: message.conversation_id,
-                    statement_id: message.statement_id,
-                    turn: message.turn,
-                    role: message.role,
-                    content: message.content,
-                    created_at: ctx.now(),
-                };
-                tx.execute(
-                    "INSERT INTO llm_messages (id, conversation_id, statement_id, turn, seq, role, content, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                    &[
-                        &record.id,
-                        &record.conversation_id,
-                        &record.statement_id,
-                        &i64::from(record.turn),
-                        &seq,
-                        &record.role,
-                        &serde_json::to_string(&record.content)?,
-                        &record.created_at.as_millis(),
-                    ],
-                )
-                .await?;
-                stored.push(record);
+                stored.push(insert_message(&tx, &ctx, message).await?);
             }
             Ok(stored)
         })

@@ -1,11 +1,12 @@
 //! [`LlmCallStore`] on [`PgStore`]: the `llm_calls` table.
 
 use async_trait::async_trait;
+use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
 use crate::postgres::failure::PgFailure;
 use crate::postgres::rows::{all, big, limit, optional_unsigned, read, timestamp, unsigned};
-use crate::postgres::{PgStore, transact};
+use crate::postgres::{Ctx, PgStore, transact};
 use crate::{LlmCallRecord, LlmCallStore, NewLlmCall, StoreError, UsageSample};
 
 const COLUMNS: &str = "id, conversation_id, statement_id, turn, purpose, provider, model, estimate_tokens, estimate_sections, context_window, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, stop_reason, error, duration_ms, created_at";
@@ -37,41 +38,48 @@ fn row(row: &Row) -> Result<LlmCallRecord, PgFailure> {
     })
 }
 
+/// Records one request to a model; returns its id.
+pub(super) async fn insert_llm_call<C: GenericClient + Sync>(
+    tx: &C,
+    ctx: &Ctx<'_>,
+    new: NewLlmCall,
+) -> Result<String, PgFailure> {
+    let id = ctx.new_id();
+    let sql = format!(
+        "INSERT INTO llm_calls ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)"
+    );
+    tx.execute(
+        &sql,
+        &[
+            &id,
+            &new.conversation_id,
+            &new.statement_id,
+            &new.turn.map(i64::from),
+            &new.purpose,
+            &new.provider,
+            &new.model,
+            &big(new.estimate_tokens),
+            &serde_json::to_string(&new.estimate_sections)?,
+            &big(new.context_window),
+            &new.input_tokens.map(big),
+            &new.output_tokens.map(big),
+            &new.cache_read_tokens.map(big),
+            &new.cache_write_tokens.map(big),
+            &new.stop_reason,
+            &new.error,
+            &big(new.duration_ms),
+            &ctx.now().as_millis(),
+        ],
+    )
+    .await?;
+    Ok(id)
+}
+
 #[async_trait]
 impl LlmCallStore for PgStore {
     async fn record_llm_call(&self, new: NewLlmCall) -> Result<String, StoreError> {
         let new = self.redacted(new);
-        transact!(self, |tx, ctx| {
-            let id = ctx.new_id();
-            let sql = format!(
-                "INSERT INTO llm_calls ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)"
-            );
-            tx.execute(
-                &sql,
-                &[
-                    &id,
-                    &new.conversation_id,
-                    &new.statement_id,
-                    &new.turn.map(i64::from),
-                    &new.purpose,
-                    &new.provider,
-                    &new.model,
-                    &big(new.estimate_tokens),
-                    &serde_json::to_string(&new.estimate_sections)?,
-                    &big(new.context_window),
-                    &new.input_tokens.map(big),
-                    &new.output_tokens.map(big),
-                    &new.cache_read_tokens.map(big),
-                    &new.cache_write_tokens.map(big),
-                    &new.stop_reason,
-                    &new.error,
-                    &big(new.duration_ms),
-                    &ctx.now().as_millis(),
-                ],
-            )
-            .await?;
-            Ok(id)
-        })
+        transact!(self, |tx, ctx| insert_llm_call(&tx, &ctx, new).await)
     }
 
     async fn llm_calls(&self, conversation_id: &str) -> Result<Vec<LlmCallRecord>, StoreError> {

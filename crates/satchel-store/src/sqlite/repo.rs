@@ -10,6 +10,7 @@ use crate::redact::Redactor;
 use crate::sqlite::call_repo::select_tool_calls;
 use crate::sqlite::failure::{Failure, column_error};
 use crate::sqlite::rows::{UnknownName, all, json, timestamp, touch_conversation};
+use crate::sqlite::writer::WriteCtx;
 use crate::sqlite::{Redact, SqliteStore};
 use crate::{
     Conversation, ConversationDump, ConversationSearch, ConversationStore, ConversationSummary,
@@ -216,6 +217,103 @@ fn next_seq(tx: &Transaction<'_>, table: &str, conversation_id: &str) -> Result<
     Ok(tx
         .prepare_cached(&sql)?
         .query_row([conversation_id], |row| row.get(0))?)
+}
+
+/// Adds a statement at the end of its conversation.
+pub(super) fn insert_statement(
+    tx: &Transaction<'_>,
+    ctx: &WriteCtx<'_>,
+    new: NewStatement,
+) -> Result<Statement, Failure> {
+    touch_conversation(tx, &new.conversation_id, ctx.now())?;
+    let statement = Statement {
+        id: ctx.new_id(),
+        seq: next_seq(tx, "statements", &new.conversation_id)?,
+        conversation_id: new.conversation_id,
+        objective: new.objective,
+        created_at: ctx.now(),
+    };
+    tx.prepare_cached(
+        "INSERT INTO statements (id, conversation_id, seq, objective, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![
+        statement.id,
+        statement.conversation_id,
+        statement.seq,
+        statement.objective,
+        statement.created_at.as_millis(),
+    ])?;
+    Ok(statement)
+}
+
+/// Appends a log entry at the end of its conversation's log.
+pub(super) fn insert_log_entry(
+    tx: &Transaction<'_>,
+    ctx: &WriteCtx<'_>,
+    new: NewLogEntry,
+) -> Result<LogEntry, Failure> {
+    touch_conversation(tx, &new.conversation_id, ctx.now())?;
+    let entry = LogEntry {
+        id: ctx.new_id(),
+        seq: next_seq(tx, "log_entries", &new.conversation_id)?,
+        conversation_id: new.conversation_id,
+        kind: new.kind,
+        text: new.text,
+        parent_id: new.parent_id,
+        side_conversation: new.side_conversation,
+        statement_id: new.statement_id,
+        call_id: new.call_id,
+        created_at: ctx.now(),
+    };
+    tx.prepare_cached(
+        "INSERT INTO log_entries (id, conversation_id, seq, kind, text, parent_id, side_conversation, statement_id, call_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(params![
+        entry.id,
+        entry.conversation_id,
+        entry.seq,
+        entry.kind.as_str(),
+        entry.text,
+        entry.parent_id,
+        entry.side_conversation,
+        entry.statement_id,
+        entry.call_id,
+        entry.created_at.as_millis(),
+    ])?;
+    Ok(entry)
+}
+
+/// Appends a message at the end of its conversation's history.
+pub(super) fn insert_message(
+    tx: &Transaction<'_>,
+    ctx: &WriteCtx<'_>,
+    message: NewLlmMessage,
+) -> Result<LlmMessage, Failure> {
+    touch_conversation(tx, &message.conversation_id, ctx.now())?;
+    let record = LlmMessage {
+        id: ctx.new_id(),
+        seq: next_seq(tx, "llm_messages", &message.conversation_id)?,
+        conversation_id: message.conversation_id,
+        statement_id: message.statement_id,
+        turn: message.turn,
+        role: message.role,
+        content: message.content,
+        created_at: ctx.now(),
+    };
+    tx.prepare_cached(
+        "INSERT INTO llm_messages (id, conversation_id, statement_id, turn, seq, role, content, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        record.id,
+        record.conversation_id,
+        record.statement_id,
+        record.turn,
+        record.seq,
+        record.role,
+        serde_json::to_string(&record.content)?,
+        record.created_at.as_millis(),
+    ])?;
+    Ok(record)
 }
 
 // ---------------------------------------------------------------- traits
@@ -492,28 +590,7 @@ fn select_messages(conn: &Connection, conversation_id: &str) -> Result<Vec<LlmMe
 #[async_trait]
 impl StatementStore for SqliteStore {
     async fn add_statement(&self, new: NewStatement) -> Result<Statement, StoreError> {
-        self.write(new, |tx, ctx, new| {
-            touch_conversation(tx, &new.conversation_id, ctx.now())?;
-            let statement = Statement {
-                id: ctx.new_id(),
-                seq: next_seq(tx, "statements", &new.conversation_id)?,
-                conversation_id: new.conversation_id,
-                objective: new.objective,
-                created_at: ctx.now(),
-            };
-            tx.prepare_cached(
-                "INSERT INTO statements (id, conversation_id, seq, objective, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?
-            .execute(params![
-                statement.id,
-                statement.conversation_id,
-                statement.seq,
-                statement.objective,
-                statement.created_at.as_millis(),
-            ])?;
-            Ok(statement)
-        })
-        .await
+        self.write(new, insert_statement).await
     }
 
     async fn statements(&self, conversation_id: &str) -> Result<Vec<Statement>, StoreError> {
@@ -557,38 +634,7 @@ impl StatementStore for SqliteStore {
 #[async_trait]
 impl LogStore for SqliteStore {
     async fn append_log_entry(&self, new: NewLogEntry) -> Result<LogEntry, StoreError> {
-        self.write(new, |tx, ctx, new| {
-            touch_conversation(tx, &new.conversation_id, ctx.now())?;
-            let entry = LogEntry {
-                id: ctx.new_id(),
-                seq: next_seq(tx, "log_entries", &new.conversation_id)?,
-                conversation_id: new.conversation_id,
-                kind: new.kind,
-                text: new.text,
-                parent_id: new.parent_id,
-                side_conversation: new.side_conversation,
-                statement_id: new.statement_id,
-                call_id: new.call_id,
-                created_at: ctx.now(),
-            };
-            tx.prepare_cached(
-                "INSERT INTO log_entries (id, conversation_id, seq, kind, text, parent_id, side_conversation, statement_id, call_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            )?
-            .execute(params![
-                entry.id,
-                entry.conversation_id,
-                entry.seq,
-                entry.kind.as_str(),
-                entry.text,
-                entry.parent_id,
-                entry.side_conversation,
-                entry.statement_id,
-                entry.call_id,
-                entry.created_at.as_millis(),
-            ])?;
-            Ok(entry)
-        })
-        .await
+        self.write(new, insert_log_entry).await
     }
 
     async fn log_entries(&self, conversation_id: &str) -> Result<Vec<LogEntry>, StoreError> {
@@ -604,35 +650,9 @@ impl MessageStore for SqliteStore {
         new: Vec<NewLlmMessage>,
     ) -> Result<Vec<LlmMessage>, StoreError> {
         self.write(new, |tx, ctx, new| {
-            let mut stored = Vec::with_capacity(new.len());
-            for message in new {
-                touch_conversation(tx, &message.conversation_id, ctx.now())?;
-                let record = LlmMessage {
-                    id: ctx.new_id(),
-                    seq: next_seq(tx, "llm_messages", &message.conversation_id)?,
-                    conversation_id: message.conversation_id,
-                    statement_id: message.statement_id,
-                    turn: message.turn,
-                    role: message.role,
-                    content: message.content,
-                    created_at: ctx.now(),
-                };
-                tx.prepare_cached(
-                    "INSERT INTO llm_messages (id, conversation_id, statement_id, turn, seq, role, content, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                )?
-                .execute(params![
-                    record.id,
-                    record.conversation_id,
-                    record.statement_id,
-                    record.turn,
-                    record.seq,
-                    record.role,
-                    serde_json::to_string(&record.content)?,
-                    record.created_at.as_millis(),
-                ])?;
-                stored.push(record);
-            }
-            Ok(stored)
+            new.into_iter()
+                .map(|message| insert_message(tx, ctx, message))
+                .collect()
         })
         .await
     }

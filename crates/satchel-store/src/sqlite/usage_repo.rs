@@ -1,9 +1,11 @@
 //! [`LlmCallStore`] on [`SqliteStore`]: the `llm_calls` table.
 
 use async_trait::async_trait;
-use rusqlite::{Row, params};
+use rusqlite::{Row, Transaction, params};
 
+use super::failure::Failure;
 use super::rows::{all, timestamp};
+use super::writer::WriteCtx;
 use super::{Redact, SqliteStore};
 use crate::redact::Redactor;
 use crate::{LlmCallRecord, LlmCallStore, NewLlmCall, StoreError, UsageSample};
@@ -45,37 +47,43 @@ fn row(row: &Row<'_>) -> rusqlite::Result<LlmCallRecord> {
     })
 }
 
+/// Records one request to a model; returns its id.
+pub(super) fn insert_llm_call(
+    tx: &Transaction<'_>,
+    ctx: &WriteCtx<'_>,
+    new: NewLlmCall,
+) -> Result<String, Failure> {
+    let id = ctx.new_id();
+    tx.prepare_cached(&format!(
+        "INSERT INTO llm_calls ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"
+    ))?
+    .execute(params![
+        id,
+        new.conversation_id,
+        new.statement_id,
+        new.turn,
+        new.purpose,
+        new.provider,
+        new.model,
+        new.estimate_tokens,
+        serde_json::to_string(&new.estimate_sections)?,
+        new.context_window,
+        new.input_tokens,
+        new.output_tokens,
+        new.cache_read_tokens,
+        new.cache_write_tokens,
+        new.stop_reason,
+        new.error,
+        new.duration_ms,
+        ctx.now().as_millis(),
+    ])?;
+    Ok(id)
+}
+
 #[async_trait]
 impl LlmCallStore for SqliteStore {
     async fn record_llm_call(&self, new: NewLlmCall) -> Result<String, StoreError> {
-        self.write(new, |tx, ctx, new| {
-            let id = ctx.new_id();
-            tx.prepare_cached(&format!(
-                "INSERT INTO llm_calls ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"
-            ))?
-            .execute(params![
-                id,
-                new.conversation_id,
-                new.statement_id,
-                new.turn,
-                new.purpose,
-                new.provider,
-                new.model,
-                new.estimate_tokens,
-                serde_json::to_string(&new.estimate_sections)?,
-                new.context_window,
-                new.input_tokens,
-                new.output_tokens,
-                new.cache_read_tokens,
-                new.cache_write_tokens,
-                new.stop_reason,
-                new.error,
-                new.duration_ms,
-                ctx.now().as_millis(),
-            ])?;
-            Ok(id)
-        })
-        .await
+        self.write(new, insert_llm_call).await
     }
 
     async fn llm_calls(&self, conversation_id: &str) -> Result<Vec<LlmCallRecord>, StoreError> {

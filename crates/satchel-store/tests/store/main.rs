@@ -23,3 +23,4 @@ mod open;
 mod postgres;
 mod records;
 mod search;
+mod steps;

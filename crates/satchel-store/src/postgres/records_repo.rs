@@ -1,0 +1,61 @@
+//! [`RecordsStore`] on [`PgStore`]: a statement's step (the statement,
+//! model calls, log entries, messages) in one transaction.
+
+use async_trait::async_trait;
+
+use crate::postgres::repo::{insert_log_entry, insert_message, insert_statement};
+use crate::postgres::usage_repo::insert_llm_call;
+use crate::postgres::{PgStore, transact};
+use crate::{NewRecords, Recorded, RecordsStore, StoreError};
+
+#[async_trait]
+impl RecordsStore for PgStore {
+    async fn append_records(&self, new: NewRecords) -> Result<Recorded, StoreError> {
+        let NewRecords {
+            statement,
+            mut llm_calls,
+            mut log_entries,
+            mut messages,
+        } = self.redacted(new);
+        transact!(self, |tx, ctx| {
+            let statement = match statement {
+                Some(statement) => Some(insert_statement(&tx, &ctx, statement).await?),
+                None => None,
+            };
+            if let Some(statement) = &statement {
+                let id = Some(statement.id.clone());
+                llm_calls
+                    .iter_mut()
+                    .for_each(|c| c.statement_id.clone_from(&id));
+                log_entries
+                    .iter_mut()
+                    .for_each(|e| e.statement_id.clone_from(&id));
+                messages
+                    .iter_mut()
+                    .for_each(|m| m.statement_id.clone_from(&id));
+            }
+            let mut recorded = Recorded {
+                statement,
+                llm_call_ids: Vec::with_capacity(llm_calls.len()),
+                log_entries: Vec::with_capacity(log_entries.len()),
+                messages: Vec::with_capacity(messages.len()),
+            };
+            for call in llm_calls {
+                recorded
+                    .llm_call_ids
+                    .push(insert_llm_call(&tx, &ctx, call).await?);
+            }
+            for entry in log_entries {
+                recorded
+                    .log_entries
+                    .push(insert_log_entry(&tx, &ctx, entry).await?);
+            }
+            for message in messages {
+                recorded
+                    .messages
+                    .push(insert_message(&tx, &ctx, message).await?);
+            }
+            Ok(recorded)
+        })
+    }
+}
