@@ -23,7 +23,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::BotOptions;
 use crate::api::BotApi;
-use crate::commands::{self, COMMANDS};
+use crate::command_line::{self, COMMANDS};
 use crate::consent::{ButtonConsent, PendingQuestions, Press, Running};
 use crate::html::Chunk;
 use crate::reply::{self, LiveReply};
@@ -358,7 +358,7 @@ impl Bot {
             self.say_then_done(id, chat_id, "I can only read text messages.");
             return;
         };
-        let is_stop = commands::is_stop(&text, self.me.username.as_deref());
+        let is_stop = command_line::is_stop(&text, self.me.username.as_deref());
         // Counted by when the user sent them, so a backlog delivered at
         // once (after a restart) is not mistaken for a flood; what a
         // previous run already took is not counted again.
@@ -550,9 +550,9 @@ impl ChatWorker {
             }
             let update_id = input.update_id;
             let handled = if let Some(command) =
-                commands::parse(&input.text, self.bot.me.username.as_deref())
+                command_line::parse(&input.text, self.bot.me.username.as_deref())
             {
-                if let Err(error) = commands::run(&mut self, &input, command).await {
+                if let Err(error) = self.run_command(&input, command).await {
                     self.say(&format!("⚠️ {error:#}")).await;
                 }
                 true

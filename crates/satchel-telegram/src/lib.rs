@@ -26,6 +26,7 @@
 pub mod api;
 mod bot;
 pub mod chart;
+mod command_line;
 mod commands;
 mod consent;
 pub mod html;
