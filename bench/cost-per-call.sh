@@ -10,7 +10,11 @@
 #       running `mcp serve`;
 #   (d) one-shot `tools call bash`, `--version` and `tools list` against the
 #       fork-and-wait floor `timeout 60 bash -c true`;
-#   (e) PostgreSQL against SQLite: one recorded call p50 and batched calls/s.
+#   (e) PostgreSQL against SQLite: one recorded call p50 and batched calls/s;
+#   (f) front ends under load: `mcp serve --http`'s memory after 10,000
+#       sessions opened and abandoned, against its start; Telegram, 100
+#       chats of 5 messages, against a bare bot on the same Bot API server
+#       and model, and its memory once every chat is idle.
 #
 # Usage: bench/cost-per-call.sh [RUNS]     (RUNS for (d), default 50)
 #   SATCHEL_BIN=/abs/path/to/satchel to measure another build (default: the
@@ -55,6 +59,13 @@ cargo bench --quiet -p satchel-store --bench backends --no-run 2>/dev/null
 SATCHEL_TEST_PG_BIN="$pg_bin" SATCHEL_BENCH_LOCOMO=/nonexistent \
     "${pin[@]}" cargo bench --quiet -p satchel-store --bench backends 2>/dev/null | tee "$out/store"
 
+# (f): front ends, not pinned (a hundred chats on one core would measure
+# the pin): the flood against the same binary, the burst in its own bench.
+python3 bench/mcp-http-flood.py --binary "$SATCHEL_BIN" -n 10000 --settle 20 \
+    -- --session-idle 5s | tee "$out/flood"
+cargo bench --quiet -p satchel-telegram --bench burst --no-run 2>/dev/null
+cargo bench --quiet -p satchel-telegram --bench burst 2>/dev/null | tee "$out/burst"
+
 # The summary: each ratio, its target, the command that reproduces it.
 ratio_after() { grep -F "$1" "$2" | head -1 | sed -E 's/.*: ([0-9.]+).*/\1/'; }
 startup_ratio() { grep -F "$1" "$out/startup" | head -1 | awk '{print $NF}'; }
@@ -62,6 +73,10 @@ store_cell() { grep -F "$1" "$out/store" | head -1 | awk -F'|' '{gsub(/[ x]/, ""
 mcp="SATCHEL_ROUNDTRIP_ONLY=stdio cargo bench -p satchel-mcp --bench roundtrip"
 one="SATCHEL_BIN=$SATCHEL_BIN bench/startup.sh $runs"
 store="SATCHEL_BENCH_LOCOMO=/nonexistent cargo bench -p satchel-store --bench backends"
+flood="python3 bench/mcp-http-flood.py --binary $SATCHEL_BIN -n 10000 --settle 20 -- --session-idle 5s"
+burst="cargo bench -p satchel-telegram --bench burst"
+flood_value() { grep -F "$1" "$out/flood" | head -1 | sed -E 's/^.{2,}  +([0-9.]+).*/\1/'; }
+burst_match() { grep -F "$1" "$out/burst" | head -1 | sed -E "s/.*$2.*/\1/"; }
 echo
 echo "| figure | ratio | target | command |"
 echo "|---|---:|---:|---|"
@@ -75,3 +90,8 @@ echo "| (d) \`satchel --version\` / floor | $(startup_ratio 'satchel --version')
 echo "| (d) \`satchel tools list\` / floor | $(startup_ratio 'satchel tools list') | <= 1.5 | \`$one\` |"
 echo "| (e) PostgreSQL / SQLite, one call p50 | $(store_cell 'single call p50') | <= 2.0 | \`$store\` |"
 echo "| (e) PostgreSQL / SQLite, batched calls/s | $(store_cell 'batched, calls/s') | >= 0.5 | \`$store\` |"
+echo "| (f) \`mcp serve --http\` RSS after 10,000 abandoned sessions, MiB | $(flood_value 'RSS after flood') | <= 100 MB | \`$flood\` |"
+echo "| (f) the same, once they expired / its start | $(flood_value 'later ÷ before') | <= 1.20 | \`$flood\` |"
+echo "| (f) Telegram added p95 over the bare bot, ms | $(burst_match 'added latency' 'p95 ([0-9.]+) ms') | <= 50 | \`$burst\` |"
+echo "| (f) Telegram p95 / the bare bot's | $(burst_match 'ratio to the bare bot' 'p95 ([0-9.]+)x') | | \`$burst\` |"
+echo "| (f) Telegram memory with every chat idle / before the bot | $(burst_match 'once every chat was idle' '÷ before: ([0-9.]+)') | <= 1.20 | \`$burst\` |"
