@@ -237,6 +237,22 @@ pub struct NewRecords {
     pub messages: Vec<NewLlmMessage>,
 }
 
+impl NewRecords {
+    /// Ties every row to `statement_id`: the statement this step added.
+    pub(crate) fn belong_to(&mut self, statement_id: &str) {
+        let id = Some(statement_id.to_owned());
+        self.llm_calls
+            .iter_mut()
+            .for_each(|c| c.statement_id.clone_from(&id));
+        self.log_entries
+            .iter_mut()
+            .for_each(|e| e.statement_id.clone_from(&id));
+        self.messages
+            .iter_mut()
+            .for_each(|m| m.statement_id.clone_from(&id));
+    }
+}
+
 /// What [`NewRecords`] became.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recorded {

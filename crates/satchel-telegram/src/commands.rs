@@ -4,9 +4,11 @@
 //! like any message. Which commands there are, and reading one, is
 //! `command_line`'s.
 
+use std::sync::Arc;
+
 use anyhow::Context as _;
 use satchel_builtins::code::{FailureSummary, code_stats};
-use satchel_memory::RecallQuery;
+use satchel_memory::{Memory, RecallQuery};
 use satchel_store::{CodeQuery, CodeStore as _, Timestamp};
 
 use crate::bot::{ChatWorker, Input};
@@ -63,6 +65,16 @@ async fn own_code_runs(
 }
 
 impl ChatWorker {
+    /// The chat's own memories (its namespace: [`ChatWorker::memory_namespace`]).
+    async fn memory(&self) -> anyhow::Result<Arc<Memory>> {
+        self.bot
+            .host
+            .memory
+            .get_in(Some(&self.memory_namespace()))
+            .await
+            .map_err(anyhow::Error::msg)
+    }
+
     /// Runs one command in this chat.
     pub(crate) async fn run_command(
         &mut self,
@@ -202,13 +214,7 @@ impl ChatWorker {
                     .await;
                     return Ok(());
                 };
-                let memory = self
-                    .bot
-                    .host
-                    .memory
-                    .get_in(Some(&self.memory_namespace()))
-                    .await
-                    .map_err(anyhow::Error::msg)?;
+                let memory = self.memory().await?;
                 let name = (!args.is_empty()).then(|| args.to_owned());
                 let change = memory
                     .new_session(Some(&conversation), name, "user")
@@ -227,13 +233,7 @@ impl ChatWorker {
                 self.say(&text).await;
             }
             "memory" => {
-                let memory = self
-                    .bot
-                    .host
-                    .memory
-                    .get_in(Some(&self.memory_namespace()))
-                    .await
-                    .map_err(anyhow::Error::msg)?;
+                let memory = self.memory().await?;
                 if args.is_empty() {
                     let stats = memory.stats().await?;
                     let mut text = format!("{} memories", stats.total);

@@ -11,29 +11,21 @@ use crate::{NewRecords, Recorded, RecordsStore, StoreError};
 #[async_trait]
 impl RecordsStore for PgStore {
     async fn append_records(&self, new: NewRecords) -> Result<Recorded, StoreError> {
-        let NewRecords {
-            statement,
-            mut llm_calls,
-            mut log_entries,
-            mut messages,
-        } = self.redacted(new);
+        let mut new = self.redacted(new);
         transact!(self, |tx, ctx| {
-            let statement = match statement {
+            let statement = match new.statement.take() {
                 Some(statement) => Some(insert_statement(&tx, &ctx, statement).await?),
                 None => None,
             };
             if let Some(statement) = &statement {
-                let id = Some(statement.id.clone());
-                llm_calls
-                    .iter_mut()
-                    .for_each(|c| c.statement_id.clone_from(&id));
-                log_entries
-                    .iter_mut()
-                    .for_each(|e| e.statement_id.clone_from(&id));
-                messages
-                    .iter_mut()
-                    .for_each(|m| m.statement_id.clone_from(&id));
+                new.belong_to(&statement.id);
             }
+            let NewRecords {
+                llm_calls,
+                log_entries,
+                messages,
+                ..
+            } = new;
             let mut recorded = Recorded {
                 statement,
                 llm_call_ids: Vec::with_capacity(llm_calls.len()),

@@ -23,28 +23,21 @@ impl Redact for NewRecords {
 #[async_trait]
 impl RecordsStore for SqliteStore {
     async fn append_records(&self, new: NewRecords) -> Result<Recorded, StoreError> {
-        self.write(new, |tx, ctx, new| {
-            let NewRecords {
-                statement,
-                mut llm_calls,
-                mut log_entries,
-                mut messages,
-            } = new;
-            let statement = statement
+        self.write(new, |tx, ctx, mut new| {
+            let statement = new
+                .statement
+                .take()
                 .map(|statement| insert_statement(tx, ctx, statement))
                 .transpose()?;
             if let Some(statement) = &statement {
-                let id = Some(statement.id.clone());
-                llm_calls
-                    .iter_mut()
-                    .for_each(|c| c.statement_id.clone_from(&id));
-                log_entries
-                    .iter_mut()
-                    .for_each(|e| e.statement_id.clone_from(&id));
-                messages
-                    .iter_mut()
-                    .for_each(|m| m.statement_id.clone_from(&id));
+                new.belong_to(&statement.id);
             }
+            let NewRecords {
+                llm_calls,
+                log_entries,
+                messages,
+                ..
+            } = new;
             Ok(Recorded {
                 statement,
                 llm_call_ids: llm_calls

@@ -19,6 +19,13 @@ fn message(conversation_id: &str, role: &str, text: &str) -> NewLlmMessage {
     }
 }
 
+fn statement_in(conversation_id: &str) -> NewStatement {
+    NewStatement {
+        conversation_id: conversation_id.into(),
+        objective: None,
+    }
+}
+
 fn model_call(conversation_id: &str) -> NewLlmCall {
     NewLlmCall {
         conversation_id: Some(conversation_id.into()),
@@ -46,10 +53,7 @@ backend_test!(
             .unwrap();
         let begun = store
             .append_records(NewRecords {
-                statement: Some(NewStatement {
-                    conversation_id: id.clone(),
-                    objective: None,
-                }),
+                statement: Some(statement_in(&id)),
                 log_entries: vec![NewLogEntry::new(&id, LogKind::User, "hello")],
                 messages: vec![message(&id, "user", "hello")],
                 ..NewRecords::default()
@@ -129,10 +133,7 @@ backend_test!(
         // statement, the model call and the log entry before it go too.
         let error = store
             .append_records(NewRecords {
-                statement: Some(NewStatement {
-                    conversation_id: id.clone(),
-                    objective: None,
-                }),
+                statement: Some(statement_in(&id)),
                 llm_calls: vec![model_call(&id)],
                 log_entries: vec![NewLogEntry::new(&id, LogKind::User, "hello")],
                 messages: vec![message("no-such-conversation", "user", "hello")],
@@ -147,10 +148,7 @@ backend_test!(
         // The store goes on: the same step without the bad row is kept.
         store
             .append_records(NewRecords {
-                statement: Some(NewStatement {
-                    conversation_id: id.clone(),
-                    objective: None,
-                }),
+                statement: Some(statement_in(&id)),
                 log_entries: vec![NewLogEntry::new(&id, LogKind::User, "hello")],
                 ..NewRecords::default()
             })
