@@ -26,6 +26,7 @@ mod result;
 mod run;
 pub mod sandbox;
 mod spill;
+mod started;
 mod text;
 
 pub use config::{OutputConfig, RunnerConfig, SpillConfig};

@@ -2,7 +2,7 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
@@ -10,13 +10,14 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::capture::Capture;
 use crate::meter::OutputMeter;
 use crate::sandbox::{self, SandboxReport, SandboxSpec};
+use crate::started::Started;
 use crate::{Captured, ExecError, ExecOutcome, Exit, RunnerConfig};
 
 /// Variables added to the inherited environment so that nothing waits for
@@ -131,15 +132,7 @@ pub async fn run_metered(
         }
         spawned => spawned?,
     };
-    let Some(pgid) = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .and_then(Pid::from_raw)
-    else {
-        return Err(ExecError::Wait(io::Error::other(
-            "child exited before its pid was read",
-        )));
-    };
+    let pgid = child.pid;
     let mut group = GroupGuard { pgid, armed: true };
 
     let stdin_task = child
@@ -286,8 +279,14 @@ pub(crate) fn base_command(
     Ok((command, plan, report))
 }
 
-async fn spawn(request: &ExecRequest) -> Result<(Child, SandboxReport), ExecError> {
+async fn spawn(request: &ExecRequest) -> Result<(Started, SandboxReport), ExecError> {
     let (mut command, mut plan, report) = base_command(request)?;
+    if let Some(plan) = plan.as_ref().filter(|plan| sandbox::can_launch(plan)) {
+        return launch_retrying(request, plan)
+            .await
+            .map(|started| (started, report))
+            .map_err(|source| spawn_error(request, source));
+    }
     command
         .stdin(if request.stdin.is_some() {
             Stdio::piped()
@@ -317,29 +316,75 @@ async fn spawn(request: &ExecRequest) -> Result<(Child, SandboxReport), ExecErro
             Ok(())
         });
     }
-    // ETXTBSY: the executable is still open for writing somewhere, often
-    // only because another thread forked while it was being written (a
-    // tool just saved, a test fixture). It clears within milliseconds.
     let mut attempt = 0;
     loop {
-        match command.spawn() {
-            Err(error)
-                if error.raw_os_error() == Some(rustix::io::Errno::TXTBSY.raw_os_error())
-                    && attempt < 5 =>
-            {
+        match command.spawn().and_then(Started::forked) {
+            Err(error) if text_busy(&error) && attempt < 5 => {
                 attempt += 1;
                 tokio::time::sleep(Duration::from_millis(5 << attempt)).await;
             }
             result => {
                 return result
-                    .map(|child| (child, report.clone()))
-                    .map_err(|source| ExecError::Spawn {
-                        program: request.program.to_string_lossy().into_owned(),
-                        source,
-                    });
+                    .map(|started| (started, report.clone()))
+                    .map_err(|source| spawn_error(request, source));
             }
         }
     }
+}
+
+/// ETXTBSY: the executable is still open for writing somewhere, often only
+/// because another thread forked while it was being written (a tool just
+/// saved, a test fixture). It clears within milliseconds: a spawn that
+/// meets it is tried again a few times.
+fn text_busy(error: &io::Error) -> bool {
+    error.raw_os_error() == Some(rustix::io::Errno::TXTBSY.raw_os_error())
+}
+
+fn spawn_error(request: &ExecRequest, source: io::Error) -> ExecError {
+    ExecError::Spawn {
+        program: request.program.to_string_lossy().into_owned(),
+        source,
+    }
+}
+
+/// Starts a command in namespaces without a fork ([`sandbox::launch`]),
+/// with the same pipes std's spawn would give it.
+async fn launch_retrying(request: &ExecRequest, plan: &sandbox::ChildPlan) -> io::Result<Started> {
+    let mut attempt = 0;
+    loop {
+        match launch_once(request, plan) {
+            Err(error) if text_busy(&error) && attempt < 5 => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(5 << attempt)).await;
+            }
+            result => return result,
+        }
+    }
+}
+
+fn launch_once(request: &ExecRequest, plan: &sandbox::ChildPlan) -> io::Result<Started> {
+    use rustix::pipe::{PipeFlags, pipe_with};
+    let (stdin_read, stdin_write) = match request.stdin {
+        Some(_) => {
+            let (read, write) = pipe_with(PipeFlags::CLOEXEC)?;
+            (read, Some(write))
+        }
+        None => (OwnedFd::from(std::fs::File::open("/dev/null")?), None),
+    };
+    let (stdout_read, stdout_write) = pipe_with(PipeFlags::CLOEXEC)?;
+    let (stderr_read, stderr_write) = pipe_with(PipeFlags::CLOEXEC)?;
+    let launched = sandbox::launch(
+        plan,
+        [
+            stdin_read.as_fd(),
+            stdout_write.as_fd(),
+            stderr_write.as_fd(),
+        ],
+    )?;
+    // The command holds its ends now; Satchel's copies would keep its
+    // output open after it ended.
+    drop((stdin_read, stdout_write, stderr_write));
+    Started::launched(launched, stdin_write, stdout_read, stderr_read)
 }
 
 /// Keeps variables named like secrets out of a sandboxed child, unless
@@ -408,7 +453,7 @@ async fn pump(
 
 /// Stops a child that overran: SIGTERM to its group, SIGKILL after the
 /// grace period, then a bounded wait to reap it.
-async fn stop(child: &mut Child, pgid: Pid, grace: Duration) -> Exit {
+async fn stop(child: &mut Started, pgid: Pid, grace: Duration) -> Exit {
     signal_group(pgid, Signal::TERM);
     if let Ok(Ok(status)) = tokio::time::timeout(grace, child.wait()).await {
         return exit_of(status);

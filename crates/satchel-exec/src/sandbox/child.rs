@@ -1,4 +1,6 @@
-//! The half of the sandbox that runs in the child, between fork and exec.
+//! The half of the sandbox that runs in std's fork, between fork and exec
+//! (commands that [`super::launch`] cannot start: without namespaces, or
+//! joining a conversation's shared loopback).
 //!
 //! Everything is prepared in the parent ([`ChildPlan`]); here only
 //! async-signal-safe system calls run, on memory allocated before the fork.
@@ -21,7 +23,7 @@ use super::syscalls::{check, write_file};
 ///
 /// # Safety
 /// Call only between fork and exec, in a single-threaded child.
-pub(crate) unsafe fn confine(plan: &mut ChildPlan) -> io::Result<()> {
+pub(crate) unsafe fn confine(plan: &ChildPlan) -> io::Result<()> {
     // This process and the two it may fork are copies of Satchel (keys,
     // conversations): never dumped, never traced.
     let no_core = libc::rlimit {
@@ -48,7 +50,7 @@ pub(crate) unsafe fn confine(plan: &mut ChildPlan) -> io::Result<()> {
 /// New user, mount and PID namespaces for the child (and a network one
 /// with only `lo`, up, when `own_network`), every mount read-only but the
 /// writable paths.
-unsafe fn enter_namespaces(ns: &Namespaces, own_network: bool) -> io::Result<()> {
+pub(super) unsafe fn enter_namespaces(ns: &Namespaces, own_network: bool) -> io::Result<()> {
     let network = if own_network { libc::CLONE_NEWNET } else { 0 };
     // SAFETY: system calls on C strings and buffers that outlive them.
     unsafe {

@@ -22,12 +22,14 @@
 mod child;
 mod exec_target;
 mod handover;
+mod launch;
 mod limits;
 mod loopback;
 mod plan;
 mod rules;
 mod seccomp;
 mod split;
+mod stacks;
 mod syscalls;
 
 use std::ffi::{CString, OsString};
@@ -39,9 +41,11 @@ use std::sync::{Arc, OnceLock};
 
 pub(crate) use child::confine;
 pub(crate) use exec_target::ExecTarget;
+pub(crate) use launch::{Launched, can_launch, launch};
 pub use limits::Limits;
 pub use loopback::LoopbackNet;
 pub(crate) use plan::ChildPlan;
+pub(crate) use stacks::Stacks;
 
 /// What a sandboxed child may do.
 #[derive(Debug, Clone)]
@@ -382,7 +386,7 @@ fn probe_namespaces(own_network: bool) -> Result<(), String> {
     // SAFETY: `confine` makes only async-signal-safe calls on memory
     // prepared above.
     unsafe {
-        command.pre_exec(move || confine(&mut plan));
+        command.pre_exec(move || confine(&plan));
     }
     match command.status() {
         Ok(status) if status.success() => Ok(()),
@@ -430,6 +434,9 @@ pub(crate) fn prepare(spec: &SandboxSpec, cwd: &Path) -> Result<Prepared, String
     let sockets = spec.network || loopback.is_some();
     let ruleset = rules::ruleset(&writable, sockets, landlock_abi)
         .map_err(|error| format!("cannot build the Landlock ruleset: {error}"))?;
+    // Landlock is known to be there, so the ruleset has its descriptor.
+    let ruleset = Option::<std::os::fd::OwnedFd>::from(ruleset)
+        .ok_or_else(|| "the kernel made no Landlock ruleset".to_owned())?;
     let filter = seccomp::filter(sockets)?;
     let namespaces = if isolated {
         Some(namespaces_of(spec, cwd, per_namespace_pid_max())?)

@@ -7,8 +7,8 @@
 
 use std::ffi::CString;
 use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
 
-use landlock::RulesetCreated;
 use seccompiler::BpfProgram;
 
 use super::exec_target::ExecTarget;
@@ -21,8 +21,11 @@ pub(crate) struct ChildPlan {
     pub(crate) namespaces: Option<Namespaces>,
     /// `setrlimit` calls.
     pub(crate) rlimits: Vec<(Resource, u64)>,
-    /// The Landlock ruleset, taken by the child that applies it.
-    pub(crate) ruleset: Option<RulesetCreated>,
+    /// The Landlock ruleset's descriptor, applied by the process that
+    /// execs and never consumed there: that process may share Satchel's
+    /// memory ([`super::launch`]), so it must leave the parent's values
+    /// as they were.
+    pub(crate) ruleset: Option<OwnedFd>,
     /// The seccomp filter.
     pub(crate) filter: Option<BpfProgram>,
     /// A user and a network namespace to join first (descriptors the
@@ -55,7 +58,7 @@ pub(crate) struct Namespaces {
 /// The last steps before exec, in the process that execs: limits,
 /// Landlock, no capabilities, no inherited descriptors, seccomp (last, so
 /// that nothing before it needs a system call it refuses).
-pub(super) fn restrict(plan: &mut ChildPlan) -> io::Result<()> {
+pub(super) fn restrict(plan: &ChildPlan) -> io::Result<()> {
     for &(resource, value) in &plan.rlimits {
         let limit = libc::rlimit {
             rlim_cur: value,
@@ -64,8 +67,17 @@ pub(super) fn restrict(plan: &mut ChildPlan) -> io::Result<()> {
         // SAFETY: a plain system call on a stack value.
         check(unsafe { libc::setrlimit(resource, &limit) })?;
     }
-    if let Some(ruleset) = plan.ruleset.take() {
-        ruleset.restrict_self().map_err(io::Error::other)?;
+    if let Some(ruleset) = &plan.ruleset {
+        // What `RulesetCreated::restrict_self` does, on a borrowed
+        // descriptor: no new privileges, then the ruleset.
+        // SAFETY: prctl with plain values; landlock_restrict_self on a
+        // descriptor the plan keeps open.
+        unsafe {
+            check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
+            let restricted =
+                libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32);
+            check(i32::try_from(restricted).unwrap_or(-1))?;
+        }
     }
     drop_capabilities();
     // Descriptors Satchel inherited without close-on-exec (a socket from
@@ -109,24 +121,46 @@ pub(super) unsafe fn mount_proc(pid_max: Option<&[u8]>) -> io::Result<()> {
     Ok(())
 }
 
-/// Sandboxed commands run without capabilities, even as root: the bounding
-/// set is emptied so exec grants none. Fails quietly where the caller has
-/// none to drop.
+/// Sandboxed commands run without capabilities, even as root: every set
+/// is emptied, and securebits, locked, keep exec from granting root any
+/// (`no_new_privs` already makes file capabilities and set-user-ID bits
+/// inert), so none can be had back. Two system calls: emptying the
+/// bounding set took one per capability, each making new credentials.
+/// Fails quietly where the caller has none to drop.
 fn drop_capabilities() {
-    for capability in 0..64 {
-        // SAFETY: prctl with integer arguments.
-        unsafe {
-            libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0);
-        }
+    /// `SECBIT_NOROOT`, `SECBIT_NO_SETUID_FIXUP` and
+    /// `SECBIT_NO_CAP_AMBIENT_RAISE`, each with its lock, and
+    /// `SECBIT_KEEP_CAPS` locked off.
+    const SECURE_BITS: libc::c_ulong = 0b1110_1111;
+    /// `_LINUX_CAPABILITY_VERSION_3`: two 32-bit halves per set.
+    const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
     }
-    // SAFETY: prctl with integer arguments.
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Sets {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let header = Header {
+        version: CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let none = [Sets {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: prctl with integer arguments; capset reads the two structs,
+    // which outlive the call. Securebits first: setting them needs
+    // CAP_SETPCAP, which capset then drops. Ambient capabilities go with
+    // the permitted ones.
     unsafe {
-        libc::prctl(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_CLEAR_ALL,
-            0,
-            0,
-            0,
-        );
+        libc::prctl(libc::PR_SET_SECUREBITS, SECURE_BITS, 0, 0, 0);
+        libc::syscall(libc::SYS_capset, &header, none.as_ptr());
     }
 }

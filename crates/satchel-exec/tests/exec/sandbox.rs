@@ -452,3 +452,115 @@ async fn a_fork_bomb_and_a_memory_bomb_are_contained() {
     assert!(!out.stdout.text.contains("allocated"), "{}", text(&out));
     assert!(out.stderr.text.contains("MemoryError"), "{}", text(&out));
 }
+
+/// No capabilities, even as root (the user namespace maps the caller's
+/// own id, so a root Satchel's command is root inside): none held, and
+/// none granted by an exec (`grep` is exec'd by the shell).
+#[tokio::test]
+async fn no_capabilities_even_as_root() {
+    let ws = Workspace::new();
+    let out = ws
+        .run("grep -E '^Cap(Inh|Prm|Eff|Amb)' /proc/self/status")
+        .await;
+    let sets: Vec<&str> = out.stdout.text.lines().collect();
+    assert_eq!(sets.len(), 4, "{}", text(&out));
+    for set in sets {
+        assert!(set.ends_with("\t0000000000000000"), "{}", out.stdout.text);
+    }
+}
+
+/// A sandboxed command is started without a copy of Satchel: the process
+/// Satchel waits for is the namespace's PID 1, the command's parent, and
+/// it shares this process's memory (`kcmp`) rather than copying it. A run
+/// abandoned mid-way ends the command and reaps that PID 1.
+#[tokio::test]
+async fn the_sandbox_copies_nothing_of_satchel_and_an_abandoned_run_leaves_nothing() {
+    let ws = Workspace::new();
+    let marker = ws.project().join("started");
+    let script = format!("touch {}; exec sleep 30", marker.display());
+    let mut request = ExecRequest::new("/bin/bash", ["-c", &script], ws.project(), TEST_BOUND);
+    request.sandbox = Some(ws.spec());
+    let config = config();
+    let cancel = CancellationToken::new();
+    let mut running = Box::pin(run(&request, &config, &cancel));
+    let started = async {
+        while !marker.exists() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::select! {
+        out = &mut running => panic!("the command ended early: {out:?}"),
+        () = started => {}
+        () = tokio::time::sleep(TEST_BOUND) => panic!("the command never started"),
+    }
+    let command = processes_running("sleep 30")
+        .into_iter()
+        .find(|&pid| parent_of(parent_of(pid)) == std::process::id() as i32)
+        .expect("the command is the child of this process's child");
+    let init = parent_of(command);
+    // SAFETY: kcmp compares two processes' memory; no pointers.
+    let same_memory = unsafe {
+        libc::syscall(
+            libc::SYS_kcmp,
+            std::process::id() as libc::pid_t,
+            init,
+            1, // KCMP_VM
+            0,
+            0,
+        )
+    };
+    assert_eq!(
+        same_memory, 0,
+        "the namespace's PID 1 copied Satchel's memory"
+    );
+
+    drop(running);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while (Path::new(&format!("/proc/{command}")).exists()
+        || Path::new(&format!("/proc/{init}")).exists())
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        !Path::new(&format!("/proc/{command}")).exists(),
+        "the command outlived its run"
+    );
+    assert!(
+        !Path::new(&format!("/proc/{init}")).exists(),
+        "PID 1 was not reaped"
+    );
+}
+
+/// Pids whose command line, arguments joined by spaces, is `command_line`.
+fn processes_running(command_line: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|line| {
+                line.split(|&b| b == 0)
+                    .filter(|arg| !arg.is_empty())
+                    .map(|arg| String::from_utf8_lossy(arg).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    == command_line
+            })
+        })
+        .collect()
+}
+
+/// The parent's pid as this process sees it (0 once it is gone).
+fn parent_of(pid: i32) -> i32 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
