@@ -207,6 +207,7 @@ async fn call(registry: &Registry, args: CallArgs, project: &Host) -> anyhow::Re
     // The call is recorded before it runs: open the database on its own
     // thread while this one compiles the tool's input schema.
     project.store.open_in_background();
+    project.processes.loopback_on_demand();
     registry.prepare(&args.name);
     let ctx = ToolContext::standalone(
         format!("cli-{}", std::process::id()),

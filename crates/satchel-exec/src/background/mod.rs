@@ -23,7 +23,7 @@ mod tree;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use forward::Forwarded;
@@ -69,6 +69,8 @@ pub struct ProcessTable {
     forwards: Mutex<forward::Forwards>,
     next: AtomicU64,
     record_dir: Option<PathBuf>,
+    /// Set by [`ProcessTable::loopback_on_demand`].
+    loopback_on_demand: AtomicBool,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -185,16 +187,22 @@ impl ProcessTable {
         net.as_ref().ok().cloned()
     }
 
+    /// From now on an owner's shared loopback is made only when its first
+    /// background process starts; a foreground command before that gets
+    /// a loopback of its own. For a host that runs one call and exits
+    /// (`satchel tools call`): no later command could reach what that call
+    /// leaves, and making the shared namespace costs a helper process.
+    pub fn loopback_on_demand(&self) {
+        self.loopback_on_demand.store(true, Ordering::Relaxed);
+    }
+
     /// The loopback a sandboxed command of `owner` without network gets:
-    /// the owner's shared one, made for its first `background` process
-    /// and joined by every later command; before that, a foreground
-    /// command gets one of its own. Nothing a foreground command starts
-    /// outlives it, so no later command could reach it: a shared
-    /// namespace would only cost a helper process, and joining one costs
-    /// each command a fork of Satchel ([`crate::sandbox`]).
+    /// the owner's shared one, made for a `background` process or unless
+    /// [`loopback_on_demand`](Self::loopback_on_demand) was asked for;
+    /// otherwise the shared one if it exists, or one of the command's own.
     pub fn loopback_for(&self, owner: &str, background: bool) -> crate::sandbox::Loopback {
         use crate::sandbox::Loopback;
-        if background {
+        if background || !self.loopback_on_demand.load(Ordering::Relaxed) {
             return self
                 .loopback(owner)
                 .map_or(Loopback::None, Loopback::Shared);

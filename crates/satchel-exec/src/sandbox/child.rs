@@ -1,6 +1,6 @@
 //! The half of the sandbox that runs in std's fork, between fork and exec
-//! (commands that [`super::launch`] cannot start: without namespaces, or
-//! joining a conversation's shared loopback).
+//! (what [`super::launch`] does not start: background processes, and any
+//! command where namespaces cannot be made).
 //!
 //! Everything is prepared in the parent ([`ChildPlan`]); here only
 //! async-signal-safe system calls run, on memory allocated before the fork.

@@ -18,9 +18,11 @@
 //! C1 shares Satchel's memory, so it must not change what belongs to
 //! the memory rather than the process: it does not mark it undumpable (a
 //! fork does); Landlock, which C3 always applies, is what keeps the
-//! command from tracing C1 and C2. Joining a user namespace that already
-//! exists (a conversation's loopback) is refused to a process that
-//! shares its memory: such commands are forked ([`super::confine`]).
+//! command from tracing C1 and C2. C1 may still join a conversation's
+//! loopback: `setns` into a user namespace is refused to a thread of a
+//! group or a process sharing its filesystem context, not to one sharing
+//! memory. Background processes, whose pipes or terminal std and
+//! pty-process own, are still forked ([`super::confine`]).
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
@@ -61,10 +63,9 @@ struct Launch {
     error: AtomicI32,
 }
 
-/// Whether [`launch`] can start `plan`: one in namespaces, not joining
-/// any.
+/// Whether [`launch`] can start `plan`: one in namespaces.
 pub(crate) fn can_launch(plan: &ChildPlan) -> bool {
-    plan.namespaces.is_some() && plan.join.is_none() && plan.exec.is_some()
+    plan.namespaces.is_some() && plan.exec.is_some()
 }
 
 /// Starts the command of `plan` with `stdio` as its standard input,
@@ -184,6 +185,9 @@ unsafe fn start(launch: &Launch) -> io::Result<(libc::pid_t, io::Result<()>)> {
         }
         // C2 shares Satchel's memory: it must never dump it.
         check(libc::setrlimit(libc::RLIMIT_CORE, &no_core))?;
+        if let Some((user, net)) = plan.join {
+            super::loopback::join(user, net)?;
+        }
         enter_namespaces(namespaces, plan.own_network)?;
         start_for_satchel(
             plan,

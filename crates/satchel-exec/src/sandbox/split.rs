@@ -2,8 +2,8 @@
 //! Satchel's memory.
 //!
 //! C1 has entered the namespaces: either std's fork of Satchel
-//! ([`super::child`], for a command that joins a shared loopback) or a
-//! clone sharing Satchel's memory ([`super::launch`]). It starts C2, the
+//! ([`super::child`], for a background process) or a clone sharing
+//! Satchel's memory ([`super::launch`]). It starts C2, the
 //! PID namespace's init, with `clone(CLONE_VM)`: C2 runs on a stack of its
 //! own in C1's memory. C2 mounts the namespace's `/proc` and starts C3
 //! with `clone(CLONE_VM | CLONE_VFORK)`; C3 confines itself and execs the

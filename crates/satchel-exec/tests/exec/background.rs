@@ -422,14 +422,15 @@ async fn a_server_on_the_shared_loopback_is_reached_by_a_later_command_and_nothi
     drop(outside);
 }
 
-/// Before any background process, a foreground command gets a network
-/// namespace of its own: a server and its
+/// A table that makes loopbacks on demand (a one-call host) gives a
+/// foreground command a network namespace of its own: a server and its
 /// client in one command reach each other, nothing outside is reached,
 /// and no shared namespace is made until a background process needs one.
 #[tokio::test]
 async fn a_command_with_a_loopback_of_its_own_reaches_its_own_server_and_nothing_else() {
     let dir = tempfile::tempdir().unwrap();
     let table = ProcessTable::new(None);
+    table.loopback_on_demand();
     let loopback = table.loopback_for("c1", false);
     assert_eq!(loopback, satchel_exec::Loopback::Own);
     let outside = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

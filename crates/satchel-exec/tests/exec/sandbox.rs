@@ -469,17 +469,28 @@ async fn no_capabilities_even_as_root() {
     }
 }
 
-/// A sandboxed command is started without a copy of Satchel: the process
-/// Satchel waits for is the namespace's PID 1, the command's parent, and
-/// it shares this process's memory (`kcmp`) rather than copying it. A run
-/// abandoned mid-way ends the command and reaps that PID 1.
+/// A sandboxed command is started without a copy of Satchel, joining a
+/// conversation's loopback or not: the process Satchel waits for is the
+/// namespace's PID 1, the command's parent, and it shares this process's
+/// memory (`kcmp`) rather than copying it. A run abandoned mid-way ends
+/// the command and reaps that PID 1.
 #[tokio::test]
 async fn the_sandbox_copies_nothing_of_satchel_and_an_abandoned_run_leaves_nothing() {
     let ws = Workspace::new();
-    let marker = ws.project().join("started");
-    let script = format!("touch {}; exec sleep 30", marker.display());
+    launched_without_a_copy(&ws, ws.spec(), "sleep 30").await;
+    let net = satchel_exec::sandbox::LoopbackNet::new().unwrap();
+    let joining = SandboxSpec {
+        loopback: satchel_exec::Loopback::Shared(std::sync::Arc::new(net)),
+        ..ws.spec()
+    };
+    launched_without_a_copy(&ws, joining, "sleep 31").await;
+}
+
+async fn launched_without_a_copy(ws: &Workspace, spec: SandboxSpec, sleep: &str) {
+    let marker = ws.project().join(format!("started {sleep}"));
+    let script = format!("touch '{}'; exec {sleep}", marker.display());
     let mut request = ExecRequest::new("/bin/bash", ["-c", &script], ws.project(), TEST_BOUND);
-    request.sandbox = Some(ws.spec());
+    request.sandbox = Some(spec);
     let config = config();
     let cancel = CancellationToken::new();
     let mut running = Box::pin(run(&request, &config, &cancel));
@@ -493,7 +504,7 @@ async fn the_sandbox_copies_nothing_of_satchel_and_an_abandoned_run_leaves_nothi
         () = started => {}
         () = tokio::time::sleep(TEST_BOUND) => panic!("the command never started"),
     }
-    let command = processes_running("sleep 30")
+    let command = processes_running(sleep)
         .into_iter()
         .find(|&pid| parent_of(parent_of(pid)) == std::process::id() as i32)
         .expect("the command is the child of this process's child");
