@@ -75,16 +75,26 @@ pub(crate) fn launch(plan: &ChildPlan, stdio: [BorrowedFd<'_>; 3]) -> io::Result
     if !can_launch(plan) {
         return Err(io::Error::other("this sandbox plan is started by a fork"));
     }
-    // Above 2, so that moving them into place in C1 overwrites none.
-    let stdio = stdio
-        .map(|fd| rustix::io::fcntl_dupfd_cloexec(fd, 3).map_err(io::Error::from))
-        .into_iter()
-        .collect::<io::Result<Vec<OwnedFd>>>()?;
+    // Above 2, so that moving them into place in C1 overwrites none (a
+    // Satchel started with a standard stream closed hands that number out
+    // again).
+    let mut copies = Vec::new();
+    let mut raw = [0; 3];
+    for (slot, fd) in raw.iter_mut().zip(stdio) {
+        *slot = if fd.as_raw_fd() > 2 {
+            fd.as_raw_fd()
+        } else {
+            let copy = rustix::io::fcntl_dupfd_cloexec(fd, 3)?;
+            let number = copy.as_raw_fd();
+            copies.push(copy);
+            number
+        };
+    }
     let (status_read, status_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
-    let stacks = Stacks::map(3)?;
+    let stacks = Stacks::reused(3)?;
     let launch = Launch {
         plan: ptr::from_ref(plan),
-        stdio: [0, 1, 2].map(|i| stdio[i].as_raw_fd()),
+        stdio: raw,
         status_write: status_write.as_raw_fd(),
         init_stack: stacks.top(1),
         command_stack: stacks.top(2),
@@ -111,7 +121,7 @@ pub(crate) fn launch(plan: &ChildPlan, stdio: [BorrowedFd<'_>; 3]) -> io::Result
         cloned?
     };
     reap(c1);
-    drop(status_write);
+    drop((status_write, copies));
     let (init, error) = (
         launch.init.load(Ordering::Acquire),
         launch.error.load(Ordering::Acquire),
