@@ -280,9 +280,9 @@ pub(crate) fn base_command(
 }
 
 async fn spawn(request: &ExecRequest) -> Result<(Started, SandboxReport), ExecError> {
-    let (mut command, mut plan, report) = base_command(request)?;
+    let (mut command, plan, report) = base_command(request)?;
     if let Some(plan) = plan.as_ref().filter(|plan| sandbox::can_launch(plan)) {
-        return launch_retrying(request, plan)
+        return retrying_text_busy(|| launch_once(request, plan))
             .await
             .map(|started| (started, report))
             .map_err(|source| spawn_error(request, source));
@@ -310,34 +310,36 @@ async fn spawn(request: &ExecRequest) -> Result<(Started, SandboxReport), ExecEr
             if rustix::process::getppid() != Some(parent) {
                 return Err(io::Error::other("parent exited during spawn"));
             }
-            if let Some(plan) = plan.as_mut() {
+            if let Some(plan) = &plan {
                 sandbox::confine(plan)?;
             }
             Ok(())
         });
     }
+    retrying_text_busy(|| command.spawn().and_then(Started::forked))
+        .await
+        .map(|started| (started, report))
+        .map_err(|source| spawn_error(request, source))
+}
+
+/// Calls `start` again while it fails with ETXTBSY, a few times: the
+/// executable is still open for writing somewhere, often only because
+/// another thread forked while it was being written (a tool just saved, a
+/// test fixture). It clears within milliseconds.
+async fn retrying_text_busy<T>(mut start: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     let mut attempt = 0;
     loop {
-        match command.spawn().and_then(Started::forked) {
-            Err(error) if text_busy(&error) && attempt < 5 => {
+        match start() {
+            Err(error)
+                if error.raw_os_error() == Some(rustix::io::Errno::TXTBSY.raw_os_error())
+                    && attempt < 5 =>
+            {
                 attempt += 1;
                 tokio::time::sleep(Duration::from_millis(5 << attempt)).await;
             }
-            result => {
-                return result
-                    .map(|started| (started, report.clone()))
-                    .map_err(|source| spawn_error(request, source));
-            }
+            result => return result,
         }
     }
-}
-
-/// ETXTBSY: the executable is still open for writing somewhere, often only
-/// because another thread forked while it was being written (a tool just
-/// saved, a test fixture). It clears within milliseconds: a spawn that
-/// meets it is tried again a few times.
-fn text_busy(error: &io::Error) -> bool {
-    error.raw_os_error() == Some(rustix::io::Errno::TXTBSY.raw_os_error())
 }
 
 fn spawn_error(request: &ExecRequest, source: io::Error) -> ExecError {
@@ -349,19 +351,6 @@ fn spawn_error(request: &ExecRequest, source: io::Error) -> ExecError {
 
 /// Starts a command in namespaces without a fork ([`sandbox::launch`]),
 /// with the same pipes std's spawn would give it.
-async fn launch_retrying(request: &ExecRequest, plan: &sandbox::ChildPlan) -> io::Result<Started> {
-    let mut attempt = 0;
-    loop {
-        match launch_once(request, plan) {
-            Err(error) if text_busy(&error) && attempt < 5 => {
-                attempt += 1;
-                tokio::time::sleep(Duration::from_millis(5 << attempt)).await;
-            }
-            result => return result,
-        }
-    }
-}
-
 fn launch_once(request: &ExecRequest, plan: &sandbox::ChildPlan) -> io::Result<Started> {
     use rustix::pipe::{PipeFlags, pipe_with};
     let (stdin_read, stdin_write) = match request.stdin {

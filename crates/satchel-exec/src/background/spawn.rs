@@ -50,12 +50,12 @@ fn spawn_error(request: &ExecRequest, source: io::Error) -> ExecError {
 }
 
 fn spawn_once(request: &ExecRequest, tty: bool) -> Result<Spawned, ExecError> {
-    let (mut command, mut plan, report) = base_command(request)?;
+    let (mut command, plan, report) = base_command(request)?;
     let parent = rustix::process::getpid();
     // Between fork and exec: only async-signal-safe calls on memory
     // prepared above (see `crate::run`). With a terminal, pty-process has
     // already made the session and taken the terminal.
-    let mut confine = move |new_session: bool| -> io::Result<()> {
+    let confine = move |new_session: bool| -> io::Result<()> {
         if new_session {
             rustix::process::setsid()?;
         }
@@ -64,7 +64,7 @@ fn spawn_once(request: &ExecRequest, tty: bool) -> Result<Spawned, ExecError> {
         if rustix::process::getppid() != Some(parent) {
             return Err(io::Error::other("parent exited during spawn"));
         }
-        if let Some(plan) = plan.as_mut() {
+        if let Some(plan) = &plan {
             // SAFETY: called between fork and exec in the child.
             unsafe { sandbox::confine(plan)? };
         }
