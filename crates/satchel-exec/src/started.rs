@@ -114,7 +114,7 @@ struct Init {
     /// The command's wait status as read so far.
     bytes: [u8; 4],
     read: usize,
-    /// The stacks the init runs on: unmapped once it has been reaped.
+    /// The stacks the init runs on: given back once it has been reaped.
     stacks: Option<Stacks>,
     ended: Option<ExitStatus>,
 }
@@ -173,7 +173,7 @@ fn raw_status(status: &WaitIdStatus) -> ExitStatus {
 impl Drop for Init {
     /// An init dropped before it ended is killed, which ends everything in
     /// its namespace, and reaped out of the caller's way; its stacks are
-    /// unmapped only then.
+    /// given back only then.
     fn drop(&mut self) {
         if self.ended.is_some() {
             return;

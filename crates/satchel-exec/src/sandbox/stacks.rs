@@ -22,8 +22,9 @@ const KEPT: usize = 8;
 /// Mappings whose processes have ended, as (address, stacks).
 static KEPT_MAPPINGS: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
 
-/// One mapping for a few stacks, each above a guard region; unmapped when
-/// dropped, so its owner must outlive every process running on it.
+/// One mapping for a few stacks, each above a guard region; unmapped (or
+/// kept for a later command) when dropped, so its owner must outlive every
+/// process running on it.
 pub(crate) struct Stacks {
     base: *mut u8,
     count: usize,
