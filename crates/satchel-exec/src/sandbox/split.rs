@@ -417,14 +417,19 @@ unsafe fn read_exact(fd: libc::c_int, buffer: &mut [u8]) -> bool {
 /// descriptor above 2, among them the runner's exec-error pipe, which must
 /// close when the command execs.
 unsafe fn keep_only_fds(fd: libc::c_int, second: libc::c_int) {
-    // SAFETY: descriptor calls on this process's own table. Both are first
-    // copied above 4, so that neither move overwrites the other.
+    // SAFETY: descriptor calls on this process's own table. Both are
+    // copied above 4 before either is moved, so that neither move
+    // overwrites the other.
     unsafe {
         let fd = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 5);
+        let second = if second >= 0 {
+            libc::fcntl(second, libc::F_DUPFD_CLOEXEC, 5)
+        } else {
+            -1
+        };
         libc::dup2(fd, 3);
         let mut first_closed = 4u32;
         if second >= 0 {
-            let second = libc::fcntl(second, libc::F_DUPFD_CLOEXEC, 5);
             libc::dup2(second, 4);
             first_closed = 5;
         }
