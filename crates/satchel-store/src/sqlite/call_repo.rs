@@ -5,10 +5,10 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 use satchel_core::{ErrorCode, ToolOutput};
 
-use crate::sqlite::SqliteStore;
 use crate::sqlite::failure::{Failure, column_error};
 use crate::sqlite::rows::{UnknownName, all, json, timestamp, touch_conversation};
-use crate::sqlite::writer::{Job, WriteCtx};
+use crate::sqlite::writer::WriteCtx;
+use crate::sqlite::{Redact, SqliteStore, When};
 use crate::{
     AuditQuery, AuditRecord, AuditSource, AuditStore, CallStartRecord, NewAudit, NewCallStart,
     NewToolCall, StoreError, Timestamp, ToolCallRecord, ToolCallStore,
@@ -165,10 +165,29 @@ impl SqliteStore {
         ended: Vec<String>,
         records: Vec<NewToolCall>,
     ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send + 'static {
-        self.enqueue_as(Job::Later, records, move |tx, ctx, records| {
+        self.enqueue_as(When::Later, records, move |tx, ctx, records| {
             finish(tx, ctx, &ended, records)
         })
     }
+}
+
+/// Puts a call's start on record as `id`.
+fn insert_start(tx: &Transaction<'_>, id: &str, start: &NewCallStart) -> Result<String, Failure> {
+    tx.prepare_cached(
+        "INSERT INTO call_starts (id, source, tool, call_id, input, conversation_id, started_at, caller)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        id,
+        start.source.as_str(),
+        start.call.name,
+        start.call.id,
+        serde_json::to_string(&start.call.input)?,
+        start.conversation_id,
+        start.started_at.as_millis(),
+        start.caller,
+    ])?;
+    Ok(id.to_owned())
 }
 
 /// The records of finished calls, and their starts ended.
@@ -248,25 +267,19 @@ impl AuditStore for SqliteStore {
     }
 
     async fn begin_call(&self, start: NewCallStart) -> Result<String, StoreError> {
-        self.write(start, |tx, ctx, start| {
-            let id = ctx.new_id();
-            tx.prepare_cached(
-                "INSERT INTO call_starts (id, source, tool, call_id, input, conversation_id, started_at, caller)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?
-            .execute(params![
-                id,
-                start.source.as_str(),
-                start.call.name,
-                start.call.id,
-                serde_json::to_string(&start.call.input)?,
-                start.conversation_id,
-                start.started_at.as_millis(),
-                start.caller,
-            ])?;
-            Ok(id)
-        })
-        .await
+        let Some(journal) = self.journal() else {
+            // Read-only: the writer refuses it as it refuses every write.
+            return self
+                .write(start, |tx, ctx, start| {
+                    insert_start(tx, &ctx.new_id(), &start)
+                })
+                .await;
+        };
+        self.check_open()?;
+        let start = start.redact(self.redactor());
+        let id = journal.append(&start, self.options().clock.now())?;
+        self.note_start()?;
+        Ok(id)
     }
 
     async fn end_calls(&self, ids: Vec<String>) -> Result<(), StoreError> {
@@ -292,6 +305,8 @@ impl AuditStore for SqliteStore {
     }
 
     async fn unfinished_calls(&self) -> Result<Vec<CallStartRecord>, StoreError> {
+        // The starts journaled and the ends held, committed first.
+        self.write((), |_, _, ()| Ok(())).await?;
         self.read(|conn| {
             all(
                 conn,

@@ -16,6 +16,8 @@ mod code_repo;
 mod copy_rows;
 mod failure;
 mod front_repo;
+mod held;
+mod journal;
 mod memory;
 mod records_repo;
 mod repo;
@@ -34,6 +36,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::redact::Redactor;
 use crate::sqlite::failure::Failure;
+use crate::sqlite::held::{Held, HeldWrites};
+use crate::sqlite::journal::StartJournal;
 use crate::sqlite::writer::{Job, Pending, WriteCtx, WriteJob};
 use crate::{Clock, StoreError, SystemClock};
 
@@ -110,6 +114,15 @@ impl Default for StoreOptions {
     }
 }
 
+/// When a write is committed.
+#[derive(Debug, Clone, Copy)]
+enum When {
+    /// As soon as the writer reaches it; its caller waits for that.
+    Now,
+    /// With others, within [`StoreOptions::hold`]; no caller waits for it.
+    Later,
+}
+
 /// Values that pass through redaction on their way in.
 pub(crate) trait Redact {
     /// The value with every secret replaced.
@@ -133,6 +146,10 @@ pub struct SqliteStore {
 #[derive(Debug)]
 struct Inner {
     jobs: mpsc::Sender<Job>,
+    /// The writes no caller waits for, until the writer commits them.
+    held: Arc<HeldWrites>,
+    /// Where calls' starts are put on record (none when read-only).
+    journal: Option<Arc<StartJournal>>,
     path: PathBuf,
     options: StoreOptions,
     idle_readers: Mutex<Vec<Connection>>,
@@ -148,10 +165,13 @@ impl SqliteStore {
     /// or was made by a newer Satchel is refused with an error naming it,
     /// and left exactly as it was.
     pub async fn open(path: &Path, options: StoreOptions) -> Result<SqliteStore, StoreError> {
-        let jobs = writer::start(path, &options).await?;
+        let held = Arc::new(HeldWrites::new(options.hold));
+        let (jobs, journal) = writer::start(path, &options, Arc::clone(&held)).await?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 jobs,
+                held,
+                journal,
                 path: path.to_path_buf(),
                 options,
                 idle_readers: Mutex::new(Vec::new()),
@@ -208,6 +228,38 @@ impl SqliteStore {
         Ok(())
     }
 
+    /// The journal calls' starts go to; none when read-only.
+    fn journal(&self) -> Option<&StartJournal> {
+        self.inner.journal.as_deref()
+    }
+
+    /// [`StoreError::Closed`] once the store is closed.
+    fn check_open(&self) -> Result<(), StoreError> {
+        if self.inner.closed.load(Ordering::SeqCst) {
+            Err(StoreError::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn redactor(&self) -> &Redactor {
+        &self.inner.options.redactor
+    }
+
+    /// Tells the writer a call's start was journaled: it folds it within
+    /// the hold, with the writes held. Fails once the writer has stopped.
+    fn note_start(&self) -> Result<(), StoreError> {
+        match self.inner.held.note_start() {
+            Ok(Held::Quietly) => Ok(()),
+            Ok(Held::Look) => {
+                // As for a write held (see `enqueue_as`).
+                let _ = self.inner.jobs.try_send(Job::Look);
+                Ok(())
+            }
+            Err(()) => Err(StoreError::Closed),
+        }
+    }
+
     /// Runs `body` on the writer thread, after redacting `input`, in a
     /// transaction of its own or (when other writes are waiting with it)
     /// in a savepoint of a group's; `Ok` means committed.
@@ -236,14 +288,15 @@ impl SqliteStore {
         T: Redact + Send + 'static,
         R: Send + 'static,
     {
-        self.enqueue_as(Job::Write, input, body)
+        self.enqueue_as(When::Now, input, body)
     }
 
-    /// [`SqliteStore::enqueue`] as the job `kind` makes it: [`Job::Write`],
-    /// or [`Job::Later`] for a write no caller waits for.
+    /// [`SqliteStore::enqueue`], or (`When::Later`) held for a while to
+    /// commit with others, for a write no caller waits for: it may commit
+    /// after writes queued later, so it must not be one they depend on.
     fn enqueue_as<T, R>(
         &self,
-        kind: fn(Box<dyn WriteJob>) -> Job,
+        when: When,
         input: T,
         body: impl FnOnce(&Transaction<'_>, &WriteCtx<'_>, T) -> Result<R, Failure> + Send + 'static,
     ) -> impl Future<Output = Result<R, StoreError>> + Send + 'static
@@ -256,14 +309,27 @@ impl SqliteStore {
             Err(StoreError::Closed)
         } else {
             let input = input.redact(&self.inner.options.redactor);
-            let job = kind(Box::new(Pending::new(
+            let job: Box<dyn WriteJob> = Box::new(Pending::new(
                 move |tx: &Transaction<'_>, ctx: &WriteCtx<'_>| body(tx, ctx, input),
                 reply_tx,
-            )));
-            match self.inner.jobs.try_send(job) {
-                Ok(()) => Ok(None),
-                Err(mpsc::error::TrySendError::Full(job)) => Ok(Some(job)),
-                Err(mpsc::error::TrySendError::Closed(_)) => Err(StoreError::Closed),
+            ));
+            match when {
+                When::Now => match self.inner.jobs.try_send(Job::Write(job)) {
+                    Ok(()) => Ok(None),
+                    Err(mpsc::error::TrySendError::Full(job)) => Ok(Some(job)),
+                    Err(mpsc::error::TrySendError::Closed(_)) => Err(StoreError::Closed),
+                },
+                When::Later => match self.inner.held.hold(job) {
+                    Ok(Held::Quietly) => Ok(None),
+                    Ok(Held::Look) => {
+                        // A full queue keeps the writer awake, and it reads
+                        // the held writes' deadline on every turn; a closed
+                        // one has closed them too.
+                        let _ = self.inner.jobs.try_send(Job::Look);
+                        Ok(None)
+                    }
+                    Err(_) => Err(StoreError::Closed),
+                },
             }
         };
         let jobs = self.inner.jobs.clone();

@@ -23,7 +23,7 @@ use crate::sqlite::{Access, StoreOptions};
 pub const APPLICATION_ID: i32 = 0x5341_4348;
 
 /// The schema version this build creates and reads.
-pub const SCHEMA_VERSION: u32 = 9;
+pub const SCHEMA_VERSION: u32 = 10;
 
 /// One embedded migration.
 pub(crate) struct Migration {
@@ -81,6 +81,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         version: 9,
         name: "call_starts_unindexed",
         sql: include_str!("../../migrations/0009_call_starts_unindexed.sql"),
+    },
+    Migration {
+        version: 10,
+        name: "call_journals",
+        sql: include_str!("../../migrations/0010_call_journals.sql"),
     },
 ];
 

@@ -9,14 +9,14 @@
 //! fighting over SQLite's write lock, so they never see `SQLITE_BUSY` (the
 //! busy timeout is still there for other processes sharing the file).
 //!
-//! A write no caller waits for ([`Job::Later`]: a served call's end, whose
-//! answer has gone) is held for up to [`HOLD`] ([`StoreOptions::hold`])
-//! and committed with the others held meanwhile: a server answering calls
-//! back to back writes the pages of its ends once per group rather than
-//! once per call, and a call's start never waits behind the end of the
-//! call before it. Held
-//! writes commit when the oldest is [`HOLD`] old, when [`GROUP_MAX`] are
-//! held, and before the writer stops.
+//! A write no caller waits for (a served call's end, whose answer has gone)
+//! is held for up to [`HOLD`] ([`StoreOptions::hold`]) in [`HeldWrites`],
+//! beside the queue, and committed with the others held meanwhile: a
+//! server answering calls back to back writes the pages of its ends once
+//! per group rather than once per call, wakes the writer for a call's start
+//! only, and a call's start never waits behind the end of the call before
+//! it. Held writes commit when the oldest is [`HOLD`] old, when
+//! [`GROUP_MAX`] are held, and before the writer stops.
 
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
@@ -28,6 +28,8 @@ use tokio::sync::{mpsc, oneshot};
 use uuid::{ContextV7, Uuid};
 
 use crate::sqlite::failure::{Failure, classify, classify_on};
+use crate::sqlite::held::HeldWrites;
+use crate::sqlite::journal::{self, StartJournal};
 use crate::sqlite::schema;
 use crate::sqlite::{StoreOptions, failure};
 use crate::{Clock, StoreError, Timestamp};
@@ -36,7 +38,7 @@ use crate::{Clock, StoreError, Timestamp};
 pub(crate) const QUEUE_CAPACITY: usize = 1024;
 
 /// Most jobs committed in one transaction.
-const GROUP_MAX: usize = 64;
+pub(crate) const GROUP_MAX: usize = 64;
 
 /// Longest a [`Job::Later`] waits for company before it commits, unless
 /// [`StoreOptions::hold`] says otherwise: a process killed within it loses
@@ -48,10 +50,9 @@ pub(crate) const HOLD: Duration = Duration::from_millis(10);
 pub(crate) enum Job {
     /// A write, run in the writer's transaction.
     Write(Box<dyn WriteJob>),
-    /// A write whose caller does not wait for it: held up to [`HOLD`] to
-    /// commit with others, after writes queued later if need be (it must
-    /// not be one a later write depends on).
-    Later(Box<dyn WriteJob>),
+    /// Look at the [`HeldWrites`]: the first was held (a deadline to keep)
+    /// or they make a group.
+    Look,
     /// Finish the jobs queued before it, close the connection, end the
     /// thread, then signal the sender.
     Stop(oneshot::Sender<()>),
@@ -271,12 +272,13 @@ fn run_one(
 }
 
 /// Starts the writer thread: it opens (and migrates) the database, reports
-/// the outcome, then serves jobs until every sender is gone or a job says
-/// stop. Returns once the database is open.
+/// the outcome, then serves jobs (and commits `held`'s writes) until every
+/// sender is gone or a job says stop. Returns once the database is open.
 pub(crate) async fn start(
     path: &Path,
     options: &StoreOptions,
-) -> Result<mpsc::Sender<Job>, StoreError> {
+    held: Arc<HeldWrites>,
+) -> Result<(mpsc::Sender<Job>, Option<Arc<StartJournal>>), StoreError> {
     let (jobs, mut queue) = mpsc::channel::<Job>(QUEUE_CAPACITY);
     let (ready_tx, ready_rx) = oneshot::channel();
     let thread_path = path.to_path_buf();
@@ -284,6 +286,8 @@ pub(crate) async fn start(
     std::thread::Builder::new()
         .name("satchel-store-writer".into())
         .spawn(move || {
+            // However the thread ends, nothing stays held unanswered.
+            let _closing = CloseOnExit(Arc::clone(&held));
             let clock = Arc::clone(&thread_options.clock);
             let opened =
                 schema::open_writer(&thread_path, &thread_options, clock.now().as_millis());
@@ -300,10 +304,22 @@ pub(crate) async fn start(
                 clock,
                 ids: ContextV7::new(),
             };
-            if ready_tx.send(Ok(())).is_err() {
+            let journal = match thread_options.access {
+                crate::sqlite::Access::ReadWrite => match writer.open_journal() {
+                    Ok(journal) => Some(journal),
+                    Err(error) => {
+                        let _ = ready_tx.send(Err(error));
+                        return;
+                    }
+                },
+                crate::sqlite::Access::ReadOnly => None,
+            };
+            if ready_tx.send(Ok(journal.clone())).is_err() {
                 return;
             }
-            let closed_signal = serve(&mut writer, &mut queue, thread_options.hold);
+            let mut folds = Folds::new(journal);
+            let closed_signal = serve(&mut writer, &mut queue, &held, &mut folds);
+            folds.remove_journal();
             queue.close();
             if let Err((_, error)) = writer.conn.close() {
                 let error = failure::classify(error, &writer.path);
@@ -317,17 +333,28 @@ pub(crate) async fn start(
             path: path.to_path_buf(),
             source,
         })?;
-    ready_rx.await.map_err(|_| StoreError::Closed)??;
-    Ok(jobs)
+    let journal = ready_rx.await.map_err(|_| StoreError::Closed)??;
+    Ok((jobs, journal))
+}
+
+/// Closes the held writes when the writer thread ends, by any path: those
+/// still held are dropped, and their callers hear [`StoreError::Closed`].
+struct CloseOnExit(Arc<HeldWrites>);
+
+impl Drop for CloseOnExit {
+    fn drop(&mut self) {
+        drop(self.0.close());
+    }
 }
 
 /// Takes jobs until every sender is gone or one says stop (returned), each
-/// time all those waiting (up to [`GROUP_MAX`]) as one group; the
-/// [`Job::Later`] among them are held (see the module's documentation).
+/// time all those waiting (up to [`GROUP_MAX`]) as one group, and commits
+/// `held`'s writes once they are due (see the module's documentation).
 fn serve(
     writer: &mut Writer,
     queue: &mut mpsc::Receiver<Job>,
-    hold: Duration,
+    held: &HeldWrites,
+    folds: &mut Folds,
 ) -> Option<oneshot::Sender<()>> {
     // Only a clock for the held writes' deadline: the jobs come from the
     // channel as before.
@@ -341,7 +368,6 @@ fn serve(
             None
         }
     };
-    let mut held = Held::new(hold);
     loop {
         let received = match (&clock, held.deadline()) {
             (Some(runtime), Some(deadline)) => {
@@ -352,76 +378,143 @@ fn serve(
             }
             _ => Ok(queue.blocking_recv()),
         };
-        let Ok(received) = received else {
-            // The oldest held write is due.
-            writer.run_group(held.take());
-            continue;
-        };
-        let Some(first) = received else {
-            writer.run_group(held.take());
-            return None;
-        };
         let mut group = Vec::new();
         let mut stop = None;
-        let mut next = Some(first);
-        while let Some(job) = next.take() {
-            match job {
-                Job::Write(write) => group.push(write),
-                Job::Later(write) if clock.is_some() => held.push(write),
-                Job::Later(write) => group.push(write),
-                Job::Stop(signal) => {
-                    stop = Some(signal);
-                    break;
+        match received {
+            // The oldest held write is due.
+            Err(_) => {}
+            Ok(None) => {
+                folds.commit(writer, held.close(), Vec::new());
+                return None;
+            }
+            Ok(Some(first)) => {
+                let mut next = Some(first);
+                while let Some(job) = next.take() {
+                    match job {
+                        Job::Write(write) => group.push(write),
+                        Job::Look => {}
+                        Job::Stop(signal) => {
+                            stop = Some(signal);
+                            break;
+                        }
+                    }
+                    if group.len() < GROUP_MAX {
+                        next = queue.try_recv().ok();
+                    }
                 }
             }
-            if group.len() < GROUP_MAX && held.len() < GROUP_MAX {
-                next = queue.try_recv().ok();
-            }
-        }
-        if !group.is_empty() {
-            writer.run_group(group);
-        }
-        if stop.is_some() || held.len() >= GROUP_MAX {
-            writer.run_group(held.take());
         }
         if stop.is_some() {
+            folds.commit(writer, held.close(), group);
             return stop;
         }
+        // A write waited for carries every write held before it, so it
+        // never passes the start it ends.
+        let due = match clock {
+            _ if !group.is_empty() => Some(held.take_all()),
+            Some(_) => held.take_due(std::time::Instant::now()),
+            // Without a timer nothing waits: whatever is held is due now.
+            None => Some(held.take_all()),
+        };
+        if let Some(due) = due {
+            folds.commit(writer, due, group);
+        }
     }
 }
 
-/// The [`Job::Later`] writes waiting for company, and since when.
-struct Held {
-    jobs: Vec<Box<dyn WriteJob>>,
-    since: Option<std::time::Instant>,
-    hold: Duration,
+/// The journal of calls' starts, and its closed generations not yet
+/// folded (a fold that failed is tried again with the next commit).
+pub(crate) struct Folds {
+    journal: Option<Arc<StartJournal>>,
+    closed: Vec<u64>,
 }
 
-impl Held {
-    fn new(hold: Duration) -> Held {
-        Held {
-            jobs: Vec::new(),
-            since: None,
-            hold,
+impl Folds {
+    fn new(journal: Option<Arc<StartJournal>>) -> Folds {
+        Folds {
+            journal,
+            closed: Vec::new(),
         }
     }
 
-    fn push(&mut self, job: Box<dyn WriteJob>) {
-        self.since.get_or_insert_with(std::time::Instant::now);
-        self.jobs.push(job);
+    /// Commits `held` (taken before the journal's generation is closed, so
+    /// every end among them follows a start folded here or before) and
+    /// then `writes`, behind the fold of the starts journaled so far.
+    fn commit(
+        &mut self,
+        writer: &mut Writer,
+        held: Vec<Box<dyn WriteJob>>,
+        writes: Vec<Box<dyn WriteJob>>,
+    ) {
+        let Some(journal) = &self.journal else {
+            writer.run_group(held.into_iter().chain(writes).collect());
+            return;
+        };
+        match journal.close_generation() {
+            Ok(Some(generation)) => self.closed.push(generation),
+            Ok(None) => {}
+            Err(error) => {
+                tracing::warn!("calls' starts stay in their journal for now: {error}");
+            }
+        }
+        let mut jobs: Vec<Box<dyn WriteJob>> = Vec::with_capacity(1 + held.len() + writes.len());
+        let mut folded = None;
+        if !self.closed.is_empty() {
+            let (reply, outcome) = oneshot::channel();
+            let generations = self.closed.clone();
+            let journal = Arc::clone(journal);
+            jobs.push(Box::new(Pending::new(
+                move |tx: &Transaction<'_>, _: &WriteCtx<'_>| {
+                    generations
+                        .iter()
+                        .try_for_each(|generation| journal.fold(tx, *generation))
+                },
+                reply,
+            )));
+            folded = Some(outcome);
+        }
+        jobs.extend(held);
+        jobs.extend(writes);
+        writer.run_group(jobs);
+        match folded.map(|mut outcome| outcome.try_recv()) {
+            Some(Ok(Ok(()))) => {
+                for generation in self.closed.drain(..) {
+                    journal.forget(generation);
+                }
+            }
+            Some(Ok(Err(error))) => {
+                tracing::warn!("calls' starts stay in their journal for now: {error}");
+            }
+            _ => {}
+        }
     }
 
-    fn len(&self) -> usize {
-        self.jobs.len()
+    /// Removes the journal once the writer has stopped with it all folded.
+    fn remove_journal(&self) {
+        if let Some(journal) = &self.journal
+            && self.closed.is_empty()
+        {
+            journal.remove();
+        }
     }
+}
 
-    /// When the oldest must commit; `None` when none is held.
-    fn deadline(&self) -> Option<std::time::Instant> {
-        self.since.and_then(|since| since.checked_add(self.hold))
-    }
-
-    fn take(&mut self) -> Vec<Box<dyn WriteJob>> {
-        self.since = None;
-        std::mem::take(&mut self.jobs)
+impl Writer {
+    /// Folds the journals of processes gone, then makes this handle's.
+    fn open_journal(&mut self) -> Result<Arc<StartJournal>, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|error| classify(error, &self.path))?;
+        let done = match journal::recover(&tx, &self.path) {
+            Ok(done) => done,
+            Err(Failure::Sql(error)) => return Err(classify_on(&tx, error, &self.path)),
+            Err(failure) => return Err(failure.into_store_error(&self.path)),
+        };
+        tx.commit().map_err(|error| classify(error, &self.path))?;
+        for path in done {
+            let _ = std::fs::remove_file(path);
+        }
+        Ok(Arc::new(StartJournal::new(&self.path)))
     }
 }

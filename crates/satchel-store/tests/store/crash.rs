@@ -66,6 +66,7 @@ fn child_process() {
             runtime.block_on(write_forever(&path, start));
         }
         "read-only" => runtime.block_on(try_read_only(&path)),
+        "begin" => runtime.block_on(begin_and_hang(&path)),
         other => panic!("unknown child mode {other}"),
     }
 }
@@ -94,6 +95,34 @@ async fn write_forever(path: &Path, start: u64) {
         n += size;
         batch += 1;
     }
+}
+
+/// Begins three calls and ends two, then waits to be killed: A ends with
+/// its record committed, B's end is held (a minute), C is running.
+async fn begin_and_hang(path: &Path) {
+    let options = StoreOptions {
+        hold: Duration::from_secs(60),
+        ..StoreOptions::default()
+    };
+    let store = SqliteStore::open(path, options).await.unwrap();
+    let start = |n: u64| satchel_store::NewCallStart {
+        source: satchel_store::AuditSource::Mcp,
+        caller: None,
+        call: sample_call(n).call,
+        conversation_id: None,
+        started_at: crate::support::START,
+    };
+    let a = store.begin_call(start(1)).await.unwrap();
+    store
+        .finish_calls(vec![a], vec![sample_call(1)])
+        .await
+        .unwrap();
+    let b = store.begin_call(start(2)).await.unwrap();
+    let _held = store.finish_calls_later(vec![b.clone()], vec![sample_call(2)]);
+    let c = store.begin_call(start(3)).await.unwrap();
+    // On a line of its own: the test harness has begun one.
+    println!("\nbegun {b} {c}");
+    std::future::pending::<()>().await;
 }
 
 /// Reports what opening a database it may not write does.
@@ -276,6 +305,111 @@ fn sigkill_mid_stream_keeps_every_committed_row_and_no_partial_one() {
             assert_eq!(run, expected, "round {r}: stored calls have a gap");
         }
     }
+}
+
+#[test]
+fn a_call_begun_by_a_killed_process_is_on_record_as_unfinished() {
+    let db = TempDb::new();
+    let mut child = KillOnDrop(child(None, "begin", &db.path, 0).spawn().unwrap());
+    let lines = lines(&mut child.0);
+    let begun = loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the child began its calls");
+        if let Some(ids) = line.strip_prefix("begun ") {
+            break ids.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        }
+    };
+    // Its starts are in its journal only: nothing was committed since A.
+    let journal = db.path.with_file_name("satchel.db-calls");
+    assert!(std::fs::read_dir(&journal).unwrap().count() >= 2);
+    child.0.kill().unwrap(); // SIGKILL: the held end and the journal stay.
+    child.0.wait().unwrap();
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let store = SqliteStore::open(&db.path, StoreOptions::default())
+            .await
+            .unwrap();
+        let unfinished: Vec<String> = store
+            .unfinished_calls()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|start| start.id)
+            .collect();
+        // B's end was held when it died; C never ended. A ended on record.
+        assert_eq!(unfinished, begun);
+        assert_eq!(store.audit(AuditQuery::default()).await.unwrap().len(), 1);
+        // The dead journal was folded and removed; a reader makes none.
+        assert_eq!(std::fs::read_dir(&journal).unwrap().count(), 0);
+        store.close().await.unwrap();
+
+        // Opening again adds nothing twice.
+        let store = SqliteStore::open(&db.path, StoreOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(store.unfinished_calls().await.unwrap().len(), 2);
+    });
+}
+
+/// A child killed however the test ends.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_journal_left_after_its_fold_is_not_folded_again() {
+    // A process killed between committing a fold and removing the file:
+    // the file is there, and the database says its generation is folded.
+    let db = TempDb::new();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async { db.open().await.close().await.unwrap() });
+    let journal = db.path.with_file_name("satchel.db-calls");
+    std::fs::create_dir_all(&journal).unwrap();
+    let entry = |id: &str| {
+        json!({"id": id, "source": "mcp", "tool": "bash", "call_id": "c",
+               "input": "{}", "started_at": 1})
+        .to_string()
+    };
+    std::fs::write(journal.join("dead.lock"), "").unwrap();
+    std::fs::write(journal.join("dead.1"), entry("folded-and-ended") + "\n").unwrap();
+    // The second generation was not folded; its last line was cut short.
+    std::fs::write(
+        journal.join("dead.2"),
+        entry("running") + "\n" + &entry("cut")[..20],
+    )
+    .unwrap();
+    let raw = Connection::open(&db.path).unwrap();
+    raw.execute(
+        "INSERT INTO call_journals (owner, folded) VALUES ('dead', 1)",
+        [],
+    )
+    .unwrap();
+    drop(raw);
+    runtime.block_on(async {
+        let store = db.open().await;
+        let unfinished: Vec<String> = store
+            .unfinished_calls()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|start| start.id)
+            .collect();
+        assert_eq!(unfinished, vec!["running".to_owned()]);
+        store.close().await.unwrap();
+    });
+    assert_eq!(std::fs::read_dir(&journal).unwrap().count(), 0);
+    let raw = Connection::open(&db.path).unwrap();
+    let left: i64 = raw
+        .query_row("SELECT count(*) FROM call_journals", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(left, 1, "kept until a later open finds its files gone");
 }
 
 /// Makes `path` unwritable for the child: permissions, and when the tests

@@ -66,7 +66,8 @@ async fn migrates_from_empty_and_reopens_without_reapplying() {
                 (6, "memory_index"),
                 (7, "call_starts"),
                 (8, "front_ends"),
-                (9, "call_starts_unindexed")
+                (9, "call_starts_unindexed"),
+                (10, "call_journals")
             ]
         );
         let pragma = |name: &str| -> String {

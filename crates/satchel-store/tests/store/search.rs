@@ -297,6 +297,7 @@ async fn rows_written_before_the_index_existed_are_indexed_on_upgrade() {
              DROP TABLE search_text;
              DROP TABLE search_rows;
              DROP TABLE call_starts;
+             DROP TABLE call_journals;
              DROP TABLE inbox;
              DROP TABLE front_state;
              CREATE VIRTUAL TABLE memories_fts USING fts5 (content, content = 'memories', content_rowid = 'seq');
