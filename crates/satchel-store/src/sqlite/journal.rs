@@ -164,17 +164,24 @@ impl StartJournal {
 
     /// Makes the directory, takes the lock, opens `generation`'s file.
     fn open(&self, generation: u64) -> Result<Open, StoreError> {
-        match DirBuilder::new().mode(0o700).create(&self.dir) {
-            Ok(()) => {}
-            Err(error) if error.kind() == ErrorKind::AlreadyExists => {}
-            Err(error) => return Err(self.io_error(error)),
+        let made = || -> std::io::Result<Open> {
+            match DirBuilder::new().mode(0o700).create(&self.dir) {
+                Ok(()) => {}
+                Err(error) if error.kind() == ErrorKind::AlreadyExists => {}
+                Err(error) => return Err(error),
+            }
+            let lock = open_new(&self.dir.join(format!("{}.lock", self.owner)))?;
+            rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
+            let file = open_new(&self.file_path(generation))?;
+            Ok(Open { _lock: lock, file })
+        };
+        // Another handle closing may remove the directory, once empty,
+        // between the two steps: then it is made again.
+        match made() {
+            Err(error) if error.kind() == ErrorKind::NotFound => made(),
+            other => other,
         }
-        let lock = open_new(&self.dir.join(format!("{}.lock", self.owner)))
-            .map_err(|error| self.io_error(error))?;
-        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive)
-            .map_err(|errno| self.io_error(errno.into()))?;
-        let file = open_new(&self.file_path(generation)).map_err(|error| self.io_error(error))?;
-        Ok(Open { _lock: lock, file })
+        .map_err(|error| self.io_error(error))
     }
 
     fn io_error(&self, source: std::io::Error) -> StoreError {
@@ -202,6 +209,8 @@ impl StartJournal {
         if state.open.is_some() && state.entries == 0 {
             let _ = std::fs::remove_file(self.file_path(state.generation));
             let _ = std::fs::remove_file(self.dir.join(format!("{}.lock", self.owner)));
+            // Only once empty: other handles' journals live there too.
+            let _ = std::fs::remove_dir(&self.dir);
         }
     }
 

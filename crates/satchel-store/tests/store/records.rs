@@ -9,8 +9,9 @@ use pretty_assertions::assert_eq;
 use satchel_core::{Content, ErrorCode, ToolOutput, ToolResults};
 use satchel_store::{
     AuditQuery, AuditSource, AuditStore, ConversationStore, ExportRecord, LogKind, LogStore,
-    MessageStore, NewAudit, NewConversation, NewLlmMessage, NewLogEntry, NewStatement, NewToolCall,
-    Redactor, StatementStore, Store, StoreError, StoreOptions, Timestamp, ToolCallStore,
+    MessageStore, NewAudit, NewCallStart, NewConversation, NewLlmMessage, NewLogEntry,
+    NewStatement, NewToolCall, Redactor, StatementStore, Store, StoreError, StoreOptions,
+    Timestamp, ToolCallStore,
 };
 use serde_json::json;
 
@@ -570,6 +571,32 @@ async fn secrets_never_reach_the_file() {
             })
             .await
             .unwrap();
+
+        store
+            .begin_call(NewCallStart {
+                source: AuditSource::Mcp,
+                caller: None,
+                call: satchel_core::ToolCall {
+                    input: json!({"command": with("journaled")}),
+                    ..sample_call(3).call
+                },
+                conversation_id: None,
+                started_at: START,
+            })
+            .await
+            .unwrap();
+        // The journal of starts, before it is folded.
+        let journal = db.path.with_file_name("satchel.db-calls");
+        let mut journaled = Vec::new();
+        for entry in std::fs::read_dir(&journal).unwrap() {
+            journaled.extend(std::fs::read(entry.unwrap().path()).unwrap());
+        }
+        let journaled = String::from_utf8(journaled).unwrap();
+        assert!(
+            journaled.contains("journaled [redacted] end"),
+            "{journaled}"
+        );
+        assert!(!journaled.contains(SECRET));
 
         let stored = store.tool_call(&call_id).await.unwrap().unwrap();
         assert_eq!(stored.output.user_message, "user message [redacted] end");
