@@ -8,7 +8,11 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::sqlite::writer::{GROUP_MAX, WriteJob};
+use crate::sqlite::job::WriteJob;
+
+/// Most jobs committed in one transaction, and the writes held that make
+/// a group.
+pub(crate) const GROUP_MAX: usize = 64;
 
 /// The held writes, shared by the store's handles (which hold) and its
 /// writer thread (which commits them).
@@ -151,7 +155,7 @@ mod tests {
     use super::*;
     use crate::StoreError;
     use crate::sqlite::failure::Failure;
-    use crate::sqlite::writer::WriteCtx;
+    use crate::sqlite::job::WriteCtx;
 
     struct Nothing;
 

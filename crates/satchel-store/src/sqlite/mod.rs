@@ -17,6 +17,7 @@ mod copy_rows;
 mod failure;
 mod front_repo;
 mod held;
+mod job;
 mod journal;
 mod memory;
 mod records_repo;

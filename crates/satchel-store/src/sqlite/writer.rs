@@ -25,20 +25,18 @@ use std::time::Duration;
 
 use rusqlite::{Connection, Transaction, TransactionBehavior, ffi};
 use tokio::sync::{mpsc, oneshot};
-use uuid::{ContextV7, Uuid};
+use uuid::ContextV7;
 
 use crate::sqlite::failure::{Failure, classify, classify_on};
-use crate::sqlite::held::HeldWrites;
+use crate::sqlite::held::{GROUP_MAX, HeldWrites};
+pub(crate) use crate::sqlite::job::{Pending, WriteCtx, WriteJob};
 use crate::sqlite::journal::{self, StartJournal};
 use crate::sqlite::schema;
 use crate::sqlite::{StoreOptions, failure};
-use crate::{Clock, StoreError, Timestamp};
+use crate::{Clock, StoreError};
 
 /// Jobs waiting for the writer; senders wait (asynchronously) when full.
 pub(crate) const QUEUE_CAPACITY: usize = 1024;
-
-/// Most jobs committed in one transaction.
-pub(crate) const GROUP_MAX: usize = 64;
 
 /// Longest a [`Job::Later`] waits for company before it commits, unless
 /// [`StoreOptions::hold`] says otherwise: a process killed within it loses
@@ -58,82 +56,12 @@ pub(crate) enum Job {
     Stop(oneshot::Sender<()>),
 }
 
-/// One write: its body, then its caller told how it ended.
-pub(crate) trait WriteJob: Send {
-    /// Runs the body inside the writer's transaction, keeping its value
-    /// for [`WriteJob::settle`].
-    fn run(&mut self, tx: &Transaction<'_>, ctx: &WriteCtx<'_>) -> Result<(), Failure>;
-
-    /// Tells the caller: `Ok` once committed (with the body's value), else
-    /// why nothing of it was kept.
-    fn settle(self: Box<Self>, outcome: Result<(), StoreError>);
-}
-
-/// A [`WriteJob`] made of a closure and the channel of its reply.
-pub(crate) struct Pending<F, R> {
-    body: Option<F>,
-    value: Option<R>,
-    reply: oneshot::Sender<Result<R, StoreError>>,
-}
-
-impl<F, R> Pending<F, R> {
-    /// A job running `body`, answering on `reply`.
-    pub(crate) fn new(body: F, reply: oneshot::Sender<Result<R, StoreError>>) -> Pending<F, R> {
-        Pending {
-            body: Some(body),
-            value: None,
-            reply,
-        }
-    }
-}
-
-impl<F, R> WriteJob for Pending<F, R>
-where
-    F: FnOnce(&Transaction<'_>, &WriteCtx<'_>) -> Result<R, Failure> + Send,
-    R: Send,
-{
-    fn run(&mut self, tx: &Transaction<'_>, ctx: &WriteCtx<'_>) -> Result<(), Failure> {
-        if let Some(body) = self.body.take() {
-            self.value = Some(body(tx, ctx)?);
-        }
-        Ok(())
-    }
-
-    fn settle(self: Box<Self>, outcome: Result<(), StoreError>) {
-        let Pending { value, reply, .. } = *self;
-        let result = outcome.and_then(|()| value.ok_or(StoreError::Closed));
-        let _ = reply.send(result);
-    }
-}
-
 /// State owned by the writer thread.
 pub(crate) struct Writer {
     conn: Connection,
     path: PathBuf,
     clock: Arc<dyn Clock>,
     ids: ContextV7,
-}
-
-/// What a transaction body gets besides the transaction: the time of the
-/// write and an id generator.
-pub(crate) struct WriteCtx<'a> {
-    now: Timestamp,
-    ids: &'a ContextV7,
-}
-
-impl WriteCtx<'_> {
-    /// The time this write happens, from the store's clock.
-    pub(crate) fn now(&self) -> Timestamp {
-        self.now
-    }
-
-    /// A new UUIDv7 id; ids made by one writer increase strictly.
-    pub(crate) fn new_id(&self) -> String {
-        let millis = u64::try_from(self.now.as_millis()).unwrap_or(0);
-        let nanos = u32::try_from(millis % 1000).unwrap_or(0) * 1_000_000;
-        let timestamp = uuid::Timestamp::from_unix(self.ids, millis / 1000, nanos);
-        Uuid::new_v7(timestamp).to_string()
-    }
 }
 
 /// The same SQLite error again, for each job of a group that one failure
@@ -189,10 +117,7 @@ impl Writer {
         let alone = jobs.len() == 1;
         let mut done: Vec<Box<dyn WriteJob>> = Vec::with_capacity(jobs.len());
         for mut job in jobs {
-            let ctx = WriteCtx {
-                now: clock.now(),
-                ids,
-            };
+            let ctx = WriteCtx::new(clock.now(), ids);
             match run_one(&tx, &ctx, job.as_mut(), alone, path) {
                 Ran::Done => done.push(job),
                 Ran::Failed(error) if !alone => job.settle(Err(error)),
