@@ -216,3 +216,56 @@ async fn held_call_ends_commit_once_their_time_is_up_or_a_group_is_full() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_calls_never_see_an_end_pass_its_start() {
+    crate::support::bounded(async {
+        // Short holds, so folds and held ends interleave with starts
+        // coming from many threads: an end committed before its start was
+        // folded would leave that start behind as unfinished.
+        let db = crate::support::TempDb::new();
+        let store = db
+            .open_with(satchel_store::StoreOptions {
+                hold: std::time::Duration::from_micros(200),
+                ..satchel_store::StoreOptions::default()
+            })
+            .await;
+        let tasks: Vec<_> = (0..200u64)
+            .map(|n| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    let id = store.begin_call(start_of(n)).await.unwrap();
+                    tokio::task::yield_now().await;
+                    if n % 3 == 0 {
+                        store
+                            .finish_calls(vec![id], vec![sample_call(n)])
+                            .await
+                            .unwrap();
+                    } else {
+                        let _ = store.finish_calls_later(vec![id], vec![sample_call(n)]);
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        store.close().await.unwrap();
+        let reopened = db.open().await;
+        assert!(unfinished_ids(&reopened).await.is_empty());
+        assert_eq!(
+            reopened
+                .audit(AuditQuery {
+                    limit: Some(1000),
+                    ..AuditQuery::default()
+                })
+                .await
+                .unwrap()
+                .len(),
+            200
+        );
+        let journal = db.path.with_file_name("satchel.db-calls");
+        assert!(!journal.exists(), "the journal was removed at close");
+    })
+    .await;
+}
