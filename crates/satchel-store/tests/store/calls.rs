@@ -242,7 +242,7 @@ async fn concurrent_calls_never_see_an_end_pass_its_start() {
                             .await
                             .unwrap();
                     } else {
-                        let _ = store.finish_calls_later(vec![id], vec![sample_call(n)]);
+                        drop(store.finish_calls_later(vec![id], vec![sample_call(n)]));
                     }
                 })
             })
