@@ -230,13 +230,7 @@ pub(crate) async fn start(
                 ids: ContextV7::new(),
             };
             let journal = match thread_options.access {
-                crate::sqlite::Access::ReadWrite => match writer.open_journal() {
-                    Ok(journal) => Some(journal),
-                    Err(error) => {
-                        let _ = ready_tx.send(Err(error));
-                        return;
-                    }
-                },
+                crate::sqlite::Access::ReadWrite => Some(writer.open_journal()),
                 crate::sqlite::Access::ReadOnly => None,
             };
             if ready_tx.send(Ok(journal.clone())).is_err() {
@@ -425,8 +419,19 @@ impl Folds {
 }
 
 impl Writer {
-    /// Folds the journals of processes gone, then makes this handle's.
-    fn open_journal(&mut self) -> Result<Arc<StartJournal>, StoreError> {
+    /// Folds the journals of processes gone, then makes this handle's. A
+    /// fold that fails (a full or busy database) leaves them for a later
+    /// open rather than refusing this one: the record must stay readable.
+    fn open_journal(&mut self) -> Arc<StartJournal> {
+        if let Err(error) = self.fold_dead_journals() {
+            tracing::warn!(
+                "calls begun by processes now gone stay in their journals for now: {error}"
+            );
+        }
+        Arc::new(StartJournal::new(&self.path))
+    }
+
+    fn fold_dead_journals(&mut self) -> Result<(), StoreError> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -440,6 +445,6 @@ impl Writer {
         for path in done {
             let _ = std::fs::remove_file(path);
         }
-        Ok(Arc::new(StartJournal::new(&self.path)))
+        Ok(())
     }
 }

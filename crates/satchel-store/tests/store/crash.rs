@@ -494,3 +494,21 @@ fn a_database_the_process_cannot_write_gives_a_clear_error() {
     assert!(report[2].starts_with("write: ReadOnly {"), "{stdout}");
     assert!(std::fs::read(&path).unwrap() == before, "the file changed");
 }
+
+#[test]
+fn a_dead_journal_that_cannot_be_folded_does_not_keep_the_record_from_opening() {
+    // A fold can fail (a full or busy database; here a generation that
+    // cannot be read): the store still opens, and the journal waits.
+    let db = TempDb::new();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async { db.open().await.close().await.unwrap() });
+    let journal = db.path.with_file_name("satchel.db-calls");
+    std::fs::create_dir_all(journal.join("dead.1")).unwrap();
+    std::fs::write(journal.join("dead.lock"), "").unwrap();
+    runtime.block_on(async {
+        let store = db.open().await;
+        assert!(store.unfinished_calls().await.unwrap().is_empty());
+        store.close().await.unwrap();
+    });
+    assert!(journal.join("dead.1").exists());
+}
