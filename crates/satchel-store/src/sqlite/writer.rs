@@ -230,7 +230,13 @@ pub(crate) async fn start(
                 ids: ContextV7::new(),
             };
             let journal = match thread_options.access {
-                crate::sqlite::Access::ReadWrite => Some(writer.open_journal()),
+                crate::sqlite::Access::ReadWrite => match writer.open_journal() {
+                    Ok(journal) => Some(journal),
+                    Err(error) => {
+                        let _ = ready_tx.send(Err(error));
+                        return;
+                    }
+                },
                 crate::sqlite::Access::ReadOnly => None,
             };
             if ready_tx.send(Ok(journal.clone())).is_err() {
@@ -420,15 +426,22 @@ impl Folds {
 
 impl Writer {
     /// Folds the journals of processes gone, then makes this handle's. A
-    /// fold that fails (a full or busy database) leaves them for a later
-    /// open rather than refusing this one: the record must stay readable.
-    fn open_journal(&mut self) -> Arc<StartJournal> {
-        if let Err(error) = self.fold_dead_journals() {
-            tracing::warn!(
-                "calls begun by processes now gone stay in their journals for now: {error}"
-            );
+    /// fold that fails (a full database, an unreadable file) leaves them
+    /// for a later open rather than refusing this one: the record must stay
+    /// readable. A database another process holds locked is refused, as
+    /// before the journal: a call must not run while its record cannot be
+    /// written.
+    fn open_journal(&mut self) -> Result<Arc<StartJournal>, StoreError> {
+        match self.fold_dead_journals() {
+            Ok(()) => {}
+            Err(error @ StoreError::Busy { .. }) => return Err(error),
+            Err(error) => {
+                tracing::warn!(
+                    "calls begun by processes now gone stay in their journals for now: {error}"
+                );
+            }
         }
-        Arc::new(StartJournal::new(&self.path))
+        Ok(Arc::new(StartJournal::new(&self.path)))
     }
 
     fn fold_dead_journals(&mut self) -> Result<(), StoreError> {
