@@ -115,7 +115,8 @@ impl StartJournal {
             conversation_id: start.conversation_id.clone(),
             started_at: start.started_at.as_millis(),
         };
-        let mut line = serde_json::to_vec(&entry).unwrap_or_default();
+        let mut line = serde_json::to_vec(&entry)
+            .map_err(|error| self.io_error(std::io::Error::other(error)))?;
         line.push(b'\n');
         let generation = state.generation;
         let file = match &mut state.open {
@@ -125,6 +126,7 @@ impl StartJournal {
         // One write: the file is opened to append, so a line is never
         // interleaved with another, and a line cut short (a full disk) is
         // an error here and skipped when folded.
+        let full = Some(rustix::io::Errno::NOSPC.raw_os_error());
         match file.write(&line) {
             Ok(written) if written == line.len() => {
                 state.entries += 1;
@@ -133,7 +135,7 @@ impl StartJournal {
             Ok(_) => Err(StoreError::Full {
                 path: self.file_path(generation),
             }),
-            Err(error) if error.raw_os_error() == Some(libc_enospc()) => Err(StoreError::Full {
+            Err(error) if error.raw_os_error() == full => Err(StoreError::Full {
                 path: self.file_path(generation),
             }),
             Err(source) => Err(StoreError::Io {
@@ -230,11 +232,6 @@ impl std::fmt::Debug for StartJournal {
             .field("owner", &self.owner)
             .finish_non_exhaustive()
     }
-}
-
-/// `ENOSPC`: the disk is full.
-fn libc_enospc() -> i32 {
-    rustix::io::Errno::NOSPC.raw_os_error()
 }
 
 /// The journal directory of the database at `db`.

@@ -38,7 +38,7 @@ use crate::{Clock, StoreError};
 /// Jobs waiting for the writer; senders wait (asynchronously) when full.
 pub(crate) const QUEUE_CAPACITY: usize = 1024;
 
-/// Longest a [`Job::Later`] waits for company before it commits, unless
+/// Longest a write held (see `held`) waits for company before it commits, unless
 /// [`StoreOptions::hold`] says otherwise: a process killed within it loses
 /// that write (for a call's end: the call stays on record as begun and
 /// never ended).

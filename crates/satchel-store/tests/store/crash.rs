@@ -363,21 +363,29 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// A migrated database beside the journal of a process gone, owner
+/// `dead` (its lock file, unlocked, and no generation yet); returns the
+/// journal's directory.
+fn dead_journal(db: &TempDb, runtime: &tokio::runtime::Runtime) -> PathBuf {
+    runtime.block_on(async { db.open().await.close().await.unwrap() });
+    let journal = db.path.with_file_name("satchel.db-calls");
+    std::fs::create_dir_all(&journal).unwrap();
+    std::fs::write(journal.join("dead.lock"), "").unwrap();
+    journal
+}
+
 #[test]
 fn a_journal_left_after_its_fold_is_not_folded_again() {
     // A process killed between committing a fold and removing the file:
     // the file is there, and the database says its generation is folded.
     let db = TempDb::new();
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async { db.open().await.close().await.unwrap() });
-    let journal = db.path.with_file_name("satchel.db-calls");
-    std::fs::create_dir_all(&journal).unwrap();
+    let journal = dead_journal(&db, &runtime);
     let entry = |id: &str| {
         json!({"id": id, "source": "mcp", "tool": "bash", "call_id": "c",
                "input": "{}", "started_at": 1})
         .to_string()
     };
-    std::fs::write(journal.join("dead.lock"), "").unwrap();
     std::fs::write(journal.join("dead.1"), entry("folded-and-ended") + "\n").unwrap();
     // The second generation was not folded; its last line was cut short.
     std::fs::write(
@@ -497,14 +505,12 @@ fn a_database_the_process_cannot_write_gives_a_clear_error() {
 
 #[test]
 fn a_dead_journal_that_cannot_be_folded_does_not_keep_the_record_from_opening() {
-    // A fold can fail (a full or busy database; here a generation that
-    // cannot be read): the store still opens, and the journal waits.
+    // A fold can fail (a full database; here a generation that cannot be
+    // read): the store still opens, and the journal waits.
     let db = TempDb::new();
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async { db.open().await.close().await.unwrap() });
-    let journal = db.path.with_file_name("satchel.db-calls");
-    std::fs::create_dir_all(journal.join("dead.1")).unwrap();
-    std::fs::write(journal.join("dead.lock"), "").unwrap();
+    let journal = dead_journal(&db, &runtime);
+    std::fs::create_dir(journal.join("dead.1")).unwrap();
     runtime.block_on(async {
         let store = db.open().await;
         assert!(store.unfinished_calls().await.unwrap().is_empty());
