@@ -158,8 +158,14 @@ impl Init {
 
 /// Reaps the process of `pidfd` if it has ended.
 fn reap_now(pidfd: &OwnedFd) -> io::Result<Option<ExitStatus>> {
-    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG;
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | all_children();
     Ok(rustix::process::waitid(WaitId::PidFd(pidfd.as_fd()), options)?.map(|s| raw_status(&s)))
+}
+
+/// `__WALL`: the launched init has no exit signal, and a wait without this
+/// flag does not see such a child.
+fn all_children() -> WaitIdOptions {
+    WaitIdOptions::from_bits_retain(libc::__WALL as u32)
 }
 
 fn raw_status(status: &WaitIdStatus) -> ExitStatus {
@@ -182,7 +188,8 @@ impl Drop for Init {
             // Never watched: wait for it here (it was killed, or ends at
             // once after a failed start).
             let _ = rustix::process::kill_process(self.pid, Signal::KILL);
-            let _ = rustix::process::waitpid(Some(self.pid), rustix::process::WaitOptions::empty());
+            let all = rustix::process::WaitOptions::from_bits_retain(libc::__WALL as u32);
+            let _ = rustix::process::waitpid(Some(self.pid), all);
             return;
         };
         let _ = rustix::process::pidfd_send_signal(pidfd.get_ref(), Signal::KILL);
@@ -193,7 +200,8 @@ impl Drop for Init {
         // A blocking wait for a process just killed: moments, off the
         // caller's thread.
         let reap = move || {
-            let _ = rustix::process::waitid(WaitId::PidFd(pidfd.as_fd()), WaitIdOptions::EXITED);
+            let options = WaitIdOptions::EXITED | all_children();
+            let _ = rustix::process::waitid(WaitId::PidFd(pidfd.as_fd()), options);
             drop(std::mem::ManuallyDrop::into_inner(stacks));
         };
         if let Err(error) = std::thread::Builder::new()

@@ -110,10 +110,14 @@ pub(crate) fn launch(plan: &ChildPlan, stdio: [BorrowedFd<'_>; 3]) -> io::Result
         let mut old = std::mem::zeroed();
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        // No exit signal: neither C1 nor C2 (which takes C1's through
+        // CLONE_PARENT) sends Satchel a SIGCHLD, which would wake a thread
+        // and the runtime's signal handling twice a command. Both are
+        // waited for with `__WALL`.
         let c1 = libc::clone(
             launch_main,
             stacks.top(0),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            libc::CLONE_VM | libc::CLONE_VFORK,
             ptr::from_ref(&launch).cast_mut().cast(),
         );
         let cloned = check(c1);

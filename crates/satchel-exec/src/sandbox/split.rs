@@ -162,10 +162,11 @@ pub(super) unsafe fn start_for_satchel(
             exec_error: AtomicI32::new(0),
             satchels_child: true,
         };
+        // Its exit signal is C1's (none): CLONE_PARENT ignores this one.
         let init = check(libc::clone(
             init_main,
             init_stack,
-            libc::CLONE_VM | libc::CLONE_PARENT | libc::SIGCHLD,
+            libc::CLONE_VM | libc::CLONE_PARENT,
             ptr::from_ref(&shared).cast_mut().cast(),
         ))?;
         Ok((init, read_outcome(&shared)))
