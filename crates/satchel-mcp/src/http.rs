@@ -51,7 +51,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::server::PerSession;
+use crate::server::{PerSession, WatchRoots};
 
 use crate::McpError;
 
@@ -558,7 +558,8 @@ enum SessionsError {
 
 impl SessionManager for BoundedSessions {
     type Error = SessionsError;
-    type Transport = <LocalSessionManager as SessionManager>::Transport;
+    /// rmcp's, counting the client's roots changes.
+    type Transport = WatchRoots<<LocalSessionManager as SessionManager>::Transport>;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let evicted = self.table().admit(self.max)?;
@@ -576,7 +577,7 @@ impl SessionManager for BoundedSessions {
         table.insert(id.clone(), Instant::now());
         drop(table);
         drop(pending);
-        Ok((id, transport))
+        Ok((id, WatchRoots::new(transport)))
     }
 
     async fn initialize_session(

@@ -57,6 +57,7 @@ mod stdio;
 mod subscriptions;
 mod tasks;
 
+pub(crate) use roots::WatchRoots;
 pub use session::{PerSession, SessionEnd};
 pub use stdio::serve_stdio;
 
@@ -471,7 +472,7 @@ impl ServerHandler for SatchelServer {
                 arguments: request.arguments,
                 peer,
                 can_ask,
-                roots: roots::client_roots(&context).await,
+                roots: roots::client_roots(&context, &self.session.roots).await,
             });
             return Ok(CallToolResponse::Task(task));
         }
@@ -493,7 +494,7 @@ impl ServerHandler for SatchelServer {
             consent,
             call_id: None,
             background: false,
-            roots: roots::client_roots(&context).await,
+            roots: roots::client_roots(&context, &self.session.roots).await,
         };
         let otel = crate::telemetry::start_server(
             &context.meta,

@@ -219,9 +219,18 @@ fn python_sdk_client_roots_limit_where_write_may_go() {
     )
     .unwrap();
     let root = sandbox.dir.path().join("client-root");
+    let next_root = sandbox.dir.path().join("next-root");
     std::fs::create_dir_all(&root).unwrap();
-    let report = python_client("python_roots.py", &sandbox, &[root.to_str().unwrap()]);
-    assert!(report["asked"].as_u64().unwrap() >= 4, "{report}");
+    std::fs::create_dir_all(&next_root).unwrap();
+    let report = python_client(
+        "python_roots.py",
+        &sandbox,
+        &[root.to_str().unwrap(), next_root.to_str().unwrap()],
+    );
+    // The SDK announces changes (`listChanged`): asked once for four calls,
+    // and once more after it said its roots changed.
+    assert_eq!(report["asked_before_the_change"], 1, "{report}");
+    assert_eq!(report["asked"], 2, "{report}");
     assert_eq!(report["in_root"]["isError"], false, "{report}");
     assert_eq!(
         std::fs::read_to_string(root.join("made.txt")).unwrap(),
@@ -244,6 +253,53 @@ fn python_sdk_client_roots_limit_where_write_may_go() {
         "{report}"
     );
     assert!(root.join("bash.txt").exists());
+    // The call right after the announcement writes beneath the new root,
+    // and no longer beneath the old one.
+    assert_eq!(report["in_next_root"]["isError"], false, "{report}");
+    assert_eq!(
+        std::fs::read_to_string(next_root.join("moved.txt")).unwrap(),
+        "moved\n"
+    );
+    assert_eq!(
+        report["in_old_root"]["structuredContent"]["error_code"], "PERMISSION_DENIED",
+        "{report}"
+    );
+    assert!(!root.join("stale.txt").exists());
+}
+
+/// The same client over streamable HTTP (a stateful session, 2025-11-25):
+/// asked once, and again right after it announced that its roots moved.
+#[test]
+fn python_sdk_http_client_roots_are_asked_again_only_after_a_change() {
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.project().join(".agents/agent.json"),
+        r#"{"permissions": {"mode": "workspace"}}"#,
+    )
+    .unwrap();
+    let root = sandbox.dir.path().join("client-root");
+    let next_root = sandbox.dir.path().join("next-root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&next_root).unwrap();
+    let (mut server, url) = serve_http(&sandbox, &[]);
+    let report = python_client(
+        "python_roots.py",
+        &sandbox,
+        &[root.to_str().unwrap(), next_root.to_str().unwrap(), &url],
+    );
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert_eq!(report["protocol"], "2025-11-25", "{report}");
+    assert_eq!(report["asked_before_the_change"], 1, "{report}");
+    assert_eq!(report["asked"], 2, "{report}");
+    assert_eq!(report["in_root"]["isError"], false, "{report}");
+    assert_eq!(report["in_next_root"]["isError"], false, "{report}");
+    assert!(next_root.join("moved.txt").exists());
+    assert_eq!(
+        report["in_old_root"]["structuredContent"]["error_code"], "PERMISSION_DENIED",
+        "{report}"
+    );
+    assert!(!root.join("stale.txt").exists());
 }
 
 #[test]

@@ -1,9 +1,12 @@
 """The official MCP Python SDK as a client of `satchel mcp serve` (stdio)
 that declares roots: Satchel's `write` (and `bash`) may write beneath the
-client's roots only, not the server's project.
+client's roots only, not the server's project. The client then moves its
+root to NEXT_ROOT, announces it (`notifications/roots/list_changed`) and
+calls at once: the call must see the new root.
 
-Usage: python_roots.py SATCHEL PROJECT ENV_JSON ROOT
-Prints one JSON object describing what the client saw.
+Usage: python_roots.py SATCHEL PROJECT ENV_JSON ROOT NEXT_ROOT [URL]
+Over stdio, or over streamable HTTP when URL (a running `mcp serve --http`)
+is given. Prints one JSON object describing what the client saw.
 """
 
 import asyncio
@@ -12,6 +15,7 @@ import pathlib
 import sys
 
 from mcp import ClientSession, StdioServerParameters, stdio_client, types
+from mcp.client.streamable_http import streamable_http_client
 
 
 def dump(model):
@@ -19,7 +23,9 @@ def dump(model):
 
 
 async def main() -> None:
-    satchel, project, env, root = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+    satchel, project, env = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    root, next_root = sys.argv[4], sys.argv[5]
+    current = [root]
     params = StdioServerParameters(
         command=satchel, args=["-C", project, "mcp", "serve"], env=env
     )
@@ -27,12 +33,15 @@ async def main() -> None:
 
     async def list_roots(context):
         asked.append(True)
-        return types.ListRootsResult(roots=[types.Root(uri=pathlib.Path(root).as_uri(), name="work")])
+        return types.ListRootsResult(
+            roots=[types.Root(uri=pathlib.Path(current[0]).as_uri(), name="work")]
+        )
 
     report = {}
-    async with stdio_client(params) as (read, write):
+    transport = streamable_http_client(sys.argv[6]) if len(sys.argv) > 6 else stdio_client(params)
+    async with transport as (read, write, *_):
         async with ClientSession(read, write, list_roots_callback=list_roots) as session:
-            await session.initialize()
+            report["protocol"] = (await session.initialize()).protocol_version
             calls = {
                 "in_root": ("write", {"file_path": f"{root}/made.txt", "content": "in the root\n"}),
                 "in_project": ("write", {"file_path": "project.txt", "content": "in the project\n"}),
@@ -40,6 +49,15 @@ async def main() -> None:
                 "bash_in_root": ("bash", {"command": f"echo x > {root}/bash.txt"}),
             }
             for key, (name, arguments) in calls.items():
+                report[key] = dump(await session.call_tool(name, arguments))
+            report["asked_before_the_change"] = len(asked)
+            current[0] = next_root
+            await session.send_roots_list_changed()
+            moved = {
+                "in_next_root": ("write", {"file_path": f"{next_root}/moved.txt", "content": "moved\n"}),
+                "in_old_root": ("write", {"file_path": f"{root}/stale.txt", "content": "stale\n"}),
+            }
+            for key, (name, arguments) in moved.items():
                 report[key] = dump(await session.call_tool(name, arguments))
     report["asked"] = len(asked)
     print(json.dumps(report))

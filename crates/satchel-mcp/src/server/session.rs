@@ -33,6 +33,8 @@ pub(crate) struct Slot {
     key: String,
     begun: AtomicBool,
     on_end: Option<SessionEnd>,
+    /// The roots the session's client last listed.
+    pub(crate) roots: super::roots::KnownRoots,
 }
 
 impl Slot {
@@ -43,6 +45,7 @@ impl Slot {
             key: format!("mcp-session-{}-{number}", std::process::id()),
             begun: AtomicBool::new(false),
             on_end,
+            roots: super::roots::KnownRoots::default(),
         })
     }
 

@@ -3,10 +3,12 @@
 
 use std::os::fd::AsFd;
 
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ServerHandler, ServiceExt};
 use tokio::net::unix::pipe;
 use tokio_util::sync::CancellationToken;
 
+use super::WatchRoots;
 use crate::McpError;
 
 /// Serves `server` over this process's stdin and stdout until the client
@@ -26,10 +28,16 @@ pub async fn serve_stdio<S: ServerHandler>(
     shutdown: CancellationToken,
 ) -> Result<(), McpError> {
     let running = match stdio_pipes() {
-        Some(pipes) => server.serve_with_ct(pipes, shutdown).await,
-        None => {
+        Some((read, write)) => {
+            let transport = AsyncRwTransport::new_server(read, write);
             server
-                .serve_with_ct((tokio::io::stdin(), tokio::io::stdout()), shutdown)
+                .serve_with_ct(WatchRoots::new(transport), shutdown)
+                .await
+        }
+        None => {
+            let transport = AsyncRwTransport::new_server(tokio::io::stdin(), tokio::io::stdout());
+            server
+                .serve_with_ct(WatchRoots::new(transport), shutdown)
                 .await
         }
     }
