@@ -7,6 +7,11 @@ A client with little of its own cost, for A/B runs of one server change
 
     taskset -c 1 bench/echo-calls.py 3000 target/release/satchel mcp serve --echo-tool
     taskset -c 1 bench/echo-calls.py 3000 .peers/node_modules/.bin/mcp-server-everything stdio
+    taskset -c 1 bench/echo-calls.py --roots 3000 target/release/satchel mcp serve --echo-tool
+
+`--roots`: the client declares roots with `listChanged`, as Claude Code and
+the Python SDK do, answers the server's `roots/list` with its directory,
+and prints how many times it was asked.
 
 The server gets temporary config, data and cache directories and database.
 """
@@ -19,7 +24,11 @@ import time
 
 
 def main():
-    calls, command = int(sys.argv[1]), sys.argv[2:]
+    arguments = sys.argv[1:]
+    roots = arguments[:1] == ["--roots"]
+    if roots:
+        arguments = arguments[1:]
+    calls, command = int(arguments[0]), arguments[1:]
     # The server runs in a directory of its own: a path given relative to
     # here is made absolute first.
     if os.sep in command[0]:
@@ -41,14 +50,22 @@ def main():
         server.stdin.write((json.dumps(message) + "\n").encode())
         server.stdin.flush()
 
+    asked = 0
+
     def answer():
+        nonlocal asked
         while True:
             message = json.loads(server.stdout.readline())
-            if "id" in message:
+            if message.get("method") == "roots/list":
+                asked += 1
+                send({"jsonrpc": "2.0", "id": message["id"], "result": {
+                    "roots": [{"uri": f"file://{state}", "name": "state"}]}})
+            elif "id" in message:
                 return message
 
+    capabilities = {"roots": {"listChanged": True}} if roots else {}
     send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-          "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+          "params": {"protocolVersion": "2025-06-18", "capabilities": capabilities,
                      "clientInfo": {"name": "echo-calls", "version": "1"}}})
     answer()
     send({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -63,7 +80,8 @@ def main():
         if "result" not in reply or reply["result"].get("isError"):
             sys.exit(f"call {n + 1} failed: {reply}")
     times.sort()
-    print(f"p50 {times[len(times) // 2] * 1e6:.1f} µs  p90 {times[int(len(times) * 0.9)] * 1e6:.1f} µs")
+    asked_note = f"  roots asked {asked} times" if roots else ""
+    print(f"p50 {times[len(times) // 2] * 1e6:.1f} µs  p90 {times[int(len(times) * 0.9)] * 1e6:.1f} µs{asked_note}")
     server.stdin.close()
     server.wait()
 
