@@ -239,6 +239,7 @@ pub(crate) fn default_interrupts() -> io::Result<()> {
 pub(crate) fn base_command(
     request: &ExecRequest,
 ) -> Result<(Command, Option<sandbox::ChildPlan>, SandboxReport), ExecError> {
+    crate::make_children_reapable();
     #[expect(
         clippy::disallowed_methods,
         reason = "the runner: every child of Satchel, foreground or background, starts here"

@@ -3,9 +3,11 @@
 //! escape is contained by the sandbox and reported as such; a system that
 //! cannot sandbox fails closed; `--mode`, `--allow` and `--deny` on `run`
 //! and `mcp serve`; Ctrl-C at the REPL's consent prompt, through a
-//! pseudo-terminal.
+//! pseudo-terminal; a Satchel started with SIGCHLD ignored still reads its
+//! commands' exit status.
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
@@ -377,4 +379,46 @@ sys.stdout.write(seen.decode(errors="replace"))
     assert!(!marker.exists(), "the command ran");
     // The model was not asked again after the interruption.
     assert_eq!(sandbox.model.main_requests().len(), 1, "{screen}");
+}
+
+/// A parent that ignores SIGCHLD passes that on through exec, and the
+/// kernel then reaps Satchel's children itself: waiting for one failed
+/// (`TOOL_CRASHED`, "No child processes") or, in the sandbox, the command's
+/// exit status was lost (1 for 3). Satchel sets SIGCHLD back before its
+/// first child, so the status arrives and the command does not inherit
+/// the disposition.
+#[test]
+fn a_satchel_started_with_sigchld_ignored_still_reads_exit_statuses() {
+    let sandbox = Sandbox::new(vec![]);
+    // SIGCHLD is signal 17: bit 16 of the command's SigIgn mask.
+    let script = "grep SigIgn /proc/self/status; exit 3";
+    for input in [
+        json!({"command": script}),
+        json!({"command": script, "sandbox": "none", "justification": "the test"}),
+    ] {
+        let mut command = sandbox.command(&["tools", "call", "bash", &input.to_string()]);
+        // SAFETY: signal() is async-signal-safe; the child is about to exec.
+        unsafe {
+            command.pre_exec(|| {
+                libc::signal(libc::SIGCHLD, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+        let output = command.stdin(Stdio::null()).output().unwrap();
+        let result: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+            panic!(
+                "not JSON ({error}): {}\nstderr: {}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+        assert_eq!(result["exit_code"], 3, "{input}: {result}");
+        let ignored = result["stdout"].as_str().unwrap().trim();
+        let mask = u64::from_str_radix(ignored.trim_start_matches("SigIgn:").trim(), 16).unwrap();
+        assert_eq!(
+            mask & (1 << 16),
+            0,
+            "{input}: the command ignores SIGCHLD: {ignored}"
+        );
+    }
 }

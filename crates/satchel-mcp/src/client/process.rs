@@ -47,6 +47,7 @@ impl ServerProcess {
         env: &BTreeMap<String, String>,
         cwd: &Path,
     ) -> io::Result<(ServerProcess, Pipes)> {
+        satchel_exec::make_children_reapable();
         #[expect(
             clippy::disallowed_methods,
             reason = "a long-lived MCP server on pipes, not a command: its own group, killed on drop"
