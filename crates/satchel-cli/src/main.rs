@@ -2,6 +2,9 @@
 //! library crates. Only this crate prints to the terminal, uses `anyhow`
 //! and chooses exit codes.
 
+// clap turns the syntax's doc comments into `--help`, where a URL written
+// as rustdoc wants it (`<https://...>`) would print its brackets.
+#[allow(rustdoc::bare_urls)]
 mod cli;
 mod commands;
 mod paths;

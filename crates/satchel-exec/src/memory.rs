@@ -22,7 +22,7 @@ pub fn give_back_freed_memory() {
 /// How long [`give_back_freed_memory_soon`] gathers requests into one.
 const GATHER: Duration = Duration::from_secs(1);
 
-/// [`give_back_freed_memory`] once, [`GATHER`] from now, for every caller
+/// [`give_back_freed_memory`] once, `GATHER` from now, for every caller
 /// until then, on a blocking thread. A trim walks every arena of the heap:
 /// when 100 chats go idle together, one trim, not 100 of them on the
 /// threads that run the other chats. Without a Tokio runtime, at once.

@@ -54,7 +54,7 @@ pub(crate) const OUTPUT_SHARE_DIVISOR: u32 = 8;
 pub(crate) const MIN_DERIVED_OUTPUT: u32 = 256;
 
 /// The largest answer to ask for when none is configured: an eighth of
-/// `window` (at least [`MIN_DERIVED_OUTPUT`]), and never more than the
+/// `window` (at least `MIN_DERIVED_OUTPUT`), and never more than the
 /// model's own limit (`model_max`, from the server or the table).
 pub fn derived_output_limit(window: u32, model_max: u32) -> u32 {
     (window / OUTPUT_SHARE_DIVISOR)

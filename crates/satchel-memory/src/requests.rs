@@ -45,7 +45,7 @@ pub enum ModelSource {
     None,
 }
 
-/// What a [`Memory`] is built with besides the store and configuration.
+/// What a [`Memory`](crate::Memory) is built with besides the store and configuration.
 #[derive(Clone)]
 pub struct MemoryOptions {
     /// Where "now" comes from (expiry, sessions, recency).

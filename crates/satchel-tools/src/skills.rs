@@ -7,7 +7,7 @@
 //!
 //! The model sees one line per skill ([`listing`]) and loads one with
 //! the `skill` tool (`satchel-builtins`), which reads it here
-//! ([`load`]).
+//! ([`SkillDirs::load`]).
 
 use std::path::{Path, PathBuf};
 

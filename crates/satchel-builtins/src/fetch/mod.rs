@@ -1,10 +1,10 @@
 //! The `fetch` tool: one HTTP(S) GET, the answer made readable: HTML as
-//! markdown of its main content ([`html`]), JSON pretty-printed, other
+//! markdown of its main content (`html`), JSON pretty-printed, other
 //! text as it is, anything else described. Redirects are followed (at
 //! most [`MAX_REDIRECTS`]), each re-checked; the body is read up to
 //! `fetch.maxBytes` within `fetch.timeoutMs`; answers are reused for
 //! `fetch.cacheTtlSecs` (15 minutes). Non-public addresses are refused
-//! ([`guard`]) unless agent.json allows them.
+//! (`guard`) unless agent.json allows them.
 //!
 //! The client has no proxy (a proxy would connect on the model's behalf
 //! where the guard cannot see) and is rebuilt when the `fetch` section

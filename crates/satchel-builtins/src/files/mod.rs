@@ -1,7 +1,7 @@
 //! The file tools: `read`, `write`, `edit`, `glob` and `grep`, one module
 //! each (and `edit`'s model-native forms in [`native`]), over one resolver of paths against the sandbox's writable roots
-//! ([`paths`]), one atomic writer ([`atomic`]) and the stale-file rule
-//! shared by `read`, `write` and `edit` ([`stamps`]).
+//! (`paths`), one atomic writer (`atomic`) and the stale-file rule
+//! shared by `read`, `write` and `edit` (`stamps`).
 //!
 //! They obey the mode as commands do: `readonly` refuses `write` and
 //! `edit`; `workspace` writes only beneath the writable paths and never in

@@ -4,7 +4,7 @@
 //! of how many were shown and how to read on. The file is read as a
 //! stream, so a file of any size is read in pages in bounded memory
 //! (besides one line). A PNG, JPEG, GIF or WebP comes back as an image
-//! part; a PDF as its text ([`super::pdf`]), numbered and paged the same
+//! part; a PDF as its text (`super::pdf`), numbered and paged the same
 //! way; other binary files are described, never dumped; a directory is
 //! listed.
 

@@ -1,7 +1,7 @@
 //! The `write` tool: creates or replaces a whole file, atomically, its
 //! parent directories made and an existing file's mode kept. Replacing a
 //! file the model has not read (or that changed since) is refused in a
-//! conversation (see [`super::stamps`]).
+//! conversation (see `super::stamps`).
 
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! `satchel memory ...`: the memory tool from a shell (store, recall, list
 //! and forget go through the tool, its validation and policy), stats,
-//! starting a new session, and [`LazyMemory`], the memory the `memory` tool
+//! starting a new session, and [`LazyMemory`](satchel_host::LazyMemory), the memory the `memory` tool
 //! and these commands share within one process.
 
 use std::io::Write;

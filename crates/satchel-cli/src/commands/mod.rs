@@ -1,4 +1,4 @@
-//! One module per command group; [`run`] dispatches.
+//! One module per command group; [`run()`] dispatches.
 
 mod bench;
 mod bench_history;

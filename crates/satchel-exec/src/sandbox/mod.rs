@@ -3,13 +3,13 @@
 //! process but its own, and takes every process it started with it when it
 //! ends.
 //!
-//! Layers, each built in the parent ([`plan`]) and applied by the child
-//! between fork and exec ([`child`]):
-//! - **Landlock** ([`rules`]): writes only beneath the writable paths; TCP
+//! Layers, each built in the parent (`plan`) and applied by the child
+//! between fork and exec (`child`):
+//! - **Landlock** (`rules`): writes only beneath the writable paths; TCP
 //!   refused (ABI 4); signals and abstract unix sockets scoped to the
 //!   sandbox (ABI 6). Required: without Landlock nothing is sandboxed and
 //!   [`crate::run`] refuses to run the command ([`crate::ExecError::SandboxUnavailable`]).
-//! - **seccomp** ([`seccomp`]): every other socket family, and io_uring.
+//! - **seccomp** (`seccomp`): every other socket family, and io_uring.
 //! - **Namespaces**, where the kernel allows them (see [`probe`]): new
 //!   user, mount and PID namespaces; every mount read-only but the
 //!   writable paths (so `chmod`, `chown` and times fail outside them), a
@@ -215,7 +215,7 @@ pub const DISABLE_ENV: &str = "SATCHEL_SANDBOX_DISABLE";
 /// What the kernel supports, probed on first use (a few milliseconds: one
 /// short process in new namespaces). Running commands does not need it:
 /// they assume namespaces work and ask the probe only when a spawn fails
-/// ([`namespaces_failed`]).
+/// (`namespaces_failed`).
 pub fn probe() -> &'static SandboxSupport {
     static SUPPORT: OnceLock<SandboxSupport> = OnceLock::new();
     SUPPORT.get_or_init(|| {

@@ -21,7 +21,7 @@ pub type SessionEnd = Arc<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync
 static NEXT: AtomicU64 = AtomicU64::new(1);
 
 /// A handler that can start a session of its own: HTTP asks for one per
-/// session, so each gets its own [`Slot`] while sharing everything else.
+/// session, so each gets its own `Slot` while sharing everything else.
 pub trait PerSession: ServerHandler + Clone {
     /// This handler for a new session.
     fn for_new_session(&self) -> Self;

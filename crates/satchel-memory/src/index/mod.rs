@@ -488,7 +488,7 @@ impl RecallIndex {
     /// (from `keywords`) and the best by cosine with `vector`, each with
     /// both scores, so a row found by one ranking is still scored by the
     /// other. The vector search ranks by plain cosine; the cosines handed
-    /// on are measured from the namespace's mean (see [`mean`]) when
+    /// on are measured from the namespace's mean (see `mean`) when
     /// `search.centring` asks for it and the namespace has enough rows.
     pub fn candidates(
         &self,

@@ -156,7 +156,8 @@ impl SqliteStore {
 
     /// [`SqliteStore::queue_finish_calls`] for a caller that does not wait
     /// for it (a served call whose answer has gone): the writer holds it
-    /// up to [`HOLD`](super::writer::HOLD) to commit it with other such
+    /// up to [`StoreOptions::hold`](super::StoreOptions::hold) (10 ms by
+    /// default) to commit it with other such
     /// writes, if need be after writes queued later. It still commits
     /// before the store closes; a process killed first leaves the calls
     /// begun and never ended.

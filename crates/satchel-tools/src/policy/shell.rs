@@ -15,7 +15,7 @@
 //! here and the AST's `Drop`; a stack overflow aborts the whole process
 //! (every MCP session with it) and cannot be caught. So a script longer than
 //! [`MAX_SCRIPT_BYTES`], or nested deeper than [`MAX_NESTING`] levels (found
-//! first by [`nesting`](super::nesting), a scan without recursion), is
+//! first by `nesting`, a scan without recursion), is
 //! never parsed: it is [`ShellError::BeyondLimits`]. A script of at most
 //! 256 bytes nested at most 8 levels (`INLINE_SCRIPT_BYTES`,
 //! `INLINE_NESTING`) is parsed on the caller's stack; any other on a thread

@@ -1,6 +1,6 @@
 //! The `edit` tool: exact replacements in one file, one
 //! (`old_string`/`new_string`/`replace_all`) or many at once (`edits`),
-//! applied all or none by [`engine`], the file written back atomically
+//! applied all or none by `engine`, the file written back atomically
 //! with its line endings, BOM, final newline and mode; the result is a
 //! short unified diff.
 

@@ -1,4 +1,4 @@
-//! The `grep` tool: ripgrep's engine as crates ([`search`]), with Claude
+//! The `grep` tool: ripgrep's engine as crates (`search`), with Claude
 //! Code's parameters (`output_mode`, `-i`, `-n`, `-A`/`-B`/`-C`,
 //! `multiline`, `head_limit`, `glob`, `type`) and `rg`'s defaults.
 

@@ -1,5 +1,5 @@
 //! `apply_patch`, the form OpenAI's coding models are trained to edit
-//! files with (Codex's patch grammar, [`super::patch`]), as a function
+//! files with (Codex's patch grammar, `super::patch`), as a function
 //! tool taking the patch as `input`. Every file of the patch is resolved
 //! against the writable paths, checked against the stale-file rule and
 //! changed in memory first; only when all of it applies is anything

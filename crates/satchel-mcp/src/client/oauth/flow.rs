@@ -8,7 +8,7 @@
 //! (rmcp), drop what was bound to another issuer (SEP-2352), identify
 //! (pre-registered, stored registration, client ID metadata document, or
 //! dynamic registration, in that order), build the URL (rmcp: PKCE,
-//! `resource`), get the code ([`redirect`](super::redirect)), exchange
+//! `resource`), get the code ([`super::redirect`]), exchange
 //! it (rmcp: state and `iss` checks).
 
 use rmcp::transport::auth::{
