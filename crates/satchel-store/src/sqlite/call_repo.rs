@@ -277,6 +277,15 @@ impl AuditStore for SqliteStore {
                 .await;
         };
         self.check_open()?;
+        if journal.refusing() {
+            // The last fold of journaled starts failed (a full disk, a
+            // read-only or locked file): try again, and while it still
+            // fails refuse the call, whose record could not be written.
+            self.write((), |_, _, ()| Ok(())).await?;
+            if let Some(error) = journal.refusal() {
+                return Err(error);
+            }
+        }
         let start = start.redact(self.redactor());
         let id = journal.append(&start, self.options().clock.now())?;
         self.note_start()?;

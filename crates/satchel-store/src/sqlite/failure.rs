@@ -109,6 +109,22 @@ pub(crate) fn classify_on(conn: &Connection, error: rusqlite::Error, path: &Path
     classify(error, path)
 }
 
+/// `error` again, for another write it ended or a later caller (a store
+/// error is not `Clone`): its kind when the caller can act on it (a full,
+/// read-only or locked database), else its message.
+pub(crate) fn resembling(error: &StoreError, path: &Path) -> StoreError {
+    let path = path.to_path_buf();
+    match error {
+        StoreError::Full { .. } => StoreError::Full { path },
+        StoreError::ReadOnly { .. } => StoreError::ReadOnly { path },
+        StoreError::Busy { .. } => StoreError::Busy { path },
+        other => StoreError::Database {
+            path,
+            source: Box::new(std::io::Error::other(other.to_string())),
+        },
+    }
+}
+
 /// A decoding failure of column `index`, in rusqlite's terms.
 pub(crate) fn column_error(
     index: usize,

@@ -19,6 +19,12 @@
 //! Opening a store folds the journals whose lock nobody holds (their
 //! process is gone): every start there whose generation is not on record
 //! becomes an unfinished call, as a start committed and never ended is.
+//!
+//! A fold that fails for want of room or access (a full disk or database,
+//! a read-only or locked file) makes the journal refuse later starts until
+//! a fold succeeds ([`StartJournal::refusal`]): a call must not run while
+//! its record cannot be written, as before the journal, when its start's
+//! own transaction failed.
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::{BufRead, BufReader, ErrorKind, Write};
@@ -31,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use uuid::{ContextV7, Uuid};
 
 use crate::records::NewCallStart;
-use crate::sqlite::failure::Failure;
+use crate::sqlite::failure::{Failure, resembling};
 use crate::{StoreError, Timestamp};
 
 /// One start, one line of a generation's file.
@@ -53,9 +59,13 @@ struct Entry {
 /// The starts of one store handle not yet in `call_starts`. Its files are
 /// made with the first start (a handle that only reads makes none).
 pub(crate) struct StartJournal {
+    /// The database's file.
+    db: PathBuf,
     dir: PathBuf,
     owner: String,
     state: Mutex<State>,
+    /// Why the last fold failed, until one succeeds.
+    refused: Mutex<Option<StoreError>>,
 }
 
 struct State {
@@ -81,6 +91,7 @@ impl StartJournal {
     /// until the first start).
     pub(crate) fn new(db: &Path) -> StartJournal {
         StartJournal {
+            db: db.to_path_buf(),
             dir: journal_dir(db),
             owner: Uuid::now_v7().simple().to_string(),
             state: Mutex::new(State {
@@ -89,7 +100,32 @@ impl StartJournal {
                 entries: 0,
                 ids: ContextV7::new(),
             }),
+            refused: Mutex::new(None),
         }
+    }
+
+    /// Notes how a fold ended. Called as the fold's job is settled, before
+    /// any later write of its group is answered, so a start that retried
+    /// the fold sees how it went.
+    pub(crate) fn note_fold(&self, outcome: &Result<(), StoreError>) {
+        *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = outcome
+            .as_ref()
+            .err()
+            .map(|error| resembling(error, &self.db));
+    }
+
+    /// Whether the last fold failed.
+    pub(crate) fn refusing(&self) -> bool {
+        self.refused
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+
+    /// The error a start is refused with while folds fail.
+    pub(crate) fn refusal(&self) -> Option<StoreError> {
+        let refused = self.refused.lock().unwrap_or_else(PoisonError::into_inner);
+        refused.as_ref().map(|error| resembling(error, &self.db))
     }
 
     /// Puts `start` on record; returns its id. A start that could not be

@@ -27,7 +27,7 @@ use rusqlite::{Connection, Transaction, TransactionBehavior, ffi};
 use tokio::sync::{mpsc, oneshot};
 use uuid::ContextV7;
 
-use crate::sqlite::failure::{Failure, classify, classify_on};
+use crate::sqlite::failure::{Failure, classify, classify_on, resembling};
 use crate::sqlite::held::{GROUP_MAX, HeldWrites};
 pub(crate) use crate::sqlite::job::{Pending, WriteCtx, WriteJob};
 use crate::sqlite::journal::{self, StartJournal};
@@ -116,7 +116,8 @@ impl Writer {
         };
         let alone = jobs.len() == 1;
         let mut done: Vec<Box<dyn WriteJob>> = Vec::with_capacity(jobs.len());
-        for mut job in jobs {
+        let mut jobs = jobs.into_iter();
+        while let Some(mut job) = jobs.next() {
             let ctx = WriteCtx::new(clock.now(), ids);
             match run_one(&tx, &ctx, job.as_mut(), alone, path) {
                 Ran::Done => done.push(job),
@@ -131,11 +132,10 @@ impl Writer {
                     drop(tx);
                     match outcome {
                         Ran::Failed(error) | Ran::Broken(error) => {
-                            for other in done {
-                                other.settle(Err(StoreError::Database {
-                                    path: path.clone(),
-                                    source: Box::new(std::io::Error::other(error.to_string())),
-                                }));
+                            // Those that ran and those not run yet alike:
+                            // nothing of them is kept.
+                            for other in done.into_iter().chain(jobs) {
+                                other.settle(Err(resembling(&error, path)));
                             }
                             job.settle(Err(error));
                         }
@@ -192,7 +192,12 @@ fn run_one(
     }
     match tx.execute_batch("ROLLBACK TO job; RELEASE job") {
         Ok(()) => ran,
-        Err(error) => Ran::Broken(classify_on(tx, error, path)),
+        // SQLite rolled the whole transaction back on the job's own error
+        // (a full disk does): that error says why, not the savepoint's.
+        Err(error) => match ran {
+            Ran::Failed(cause) => Ran::Broken(cause),
+            _ => Ran::Broken(classify_on(tx, error, path)),
+        },
     }
 }
 
@@ -386,16 +391,11 @@ impl Folds {
         let mut folded = None;
         if !self.closed.is_empty() {
             let (reply, outcome) = oneshot::channel();
-            let generations = self.closed.clone();
-            let journal = Arc::clone(journal);
-            jobs.push(Box::new(Pending::new(
-                move |tx: &Transaction<'_>, _: &WriteCtx<'_>| {
-                    generations
-                        .iter()
-                        .try_for_each(|generation| journal.fold(tx, *generation))
-                },
+            jobs.push(Box::new(FoldJob {
+                generations: self.closed.clone(),
+                journal: Arc::clone(journal),
                 reply,
-            )));
+            }));
             folded = Some(outcome);
         }
         jobs.extend(held);
@@ -421,6 +421,29 @@ impl Folds {
         {
             journal.remove();
         }
+    }
+}
+
+/// The fold of the journal's closed generations, first in its group.
+struct FoldJob {
+    generations: Vec<u64>,
+    journal: Arc<StartJournal>,
+    reply: oneshot::Sender<Result<(), StoreError>>,
+}
+
+impl WriteJob for FoldJob {
+    fn run(&mut self, tx: &Transaction<'_>, _: &WriteCtx<'_>) -> Result<(), Failure> {
+        self.generations
+            .iter()
+            .try_for_each(|generation| self.journal.fold(tx, *generation))
+    }
+
+    fn settle(self: Box<Self>, outcome: Result<(), StoreError>) {
+        // Noted here, before the group's later jobs are answered, not once
+        // the group is done: a start that retried the fold waits on one of
+        // them and must find how the fold went.
+        self.journal.note_fold(&outcome);
+        let _ = self.reply.send(outcome);
     }
 }
 

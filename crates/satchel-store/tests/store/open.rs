@@ -10,8 +10,8 @@ use pretty_assertions::assert_eq;
 use rusqlite::Connection;
 use satchel_core::ToolResults;
 use satchel_store::{
-    APPLICATION_ID, Access, AuditQuery, AuditStore, ConversationStore, NewConversation,
-    SCHEMA_VERSION, SqliteStore, StoreError, StoreOptions, ToolCallStore,
+    APPLICATION_ID, Access, AuditQuery, AuditSource, AuditStore, ConversationStore, NewCallStart,
+    NewConversation, SCHEMA_VERSION, SqliteStore, StoreError, StoreOptions, ToolCallStore,
 };
 
 async fn open_err(path: &Path, options: StoreOptions) -> StoreError {
@@ -392,6 +392,70 @@ async fn a_full_database_fails_clearly_and_keeps_every_commit() {
             store.audit(AuditQuery::default()).await.unwrap().len() as u64,
             committed + 1
         );
+    })
+    .await;
+}
+
+/// A call's start is journaled, not committed, before the call runs. When
+/// the journal's fold fails for want of room, later starts are refused with
+/// the same error a write gets, as before the journal, until a fold goes
+/// through; the start journaled before is kept and found after reopening.
+#[tokio::test]
+async fn a_full_database_refuses_calls_until_their_starts_can_be_recorded() {
+    bounded(async {
+        let db = TempDb::new();
+        let limited = StoreOptions {
+            max_size_bytes: Some(1024 * 1024),
+            ..StoreOptions::default()
+        };
+        let store = db.open_with(limited).await;
+        let start = |n: u64| {
+            let mut call = sample_call(n).call;
+            call.input = serde_json::json!({"command": "x".repeat(64 * 1024)});
+            NewCallStart {
+                source: AuditSource::Mcp,
+                caller: None,
+                call,
+                conversation_id: None,
+                started_at: crate::support::START,
+            }
+        };
+        // Fill the database with starts until a fold fails, then expect the
+        // next start to be refused.
+        let mut journaled = Vec::new();
+        let refused = loop {
+            match store.begin_call(start(journaled.len() as u64)).await {
+                Ok(id) => journaled.push(id),
+                Err(error) => break error,
+            }
+            // Each start's fold commits with the next write.
+            let _ = store.unfinished_calls().await;
+            assert!(
+                journaled.len() < 100,
+                "the size limit never refused a start"
+            );
+        };
+        assert!(matches!(refused, StoreError::Full { .. }), "{refused:?}");
+        assert!(refused.to_string().contains("disk is full"), "{refused}");
+        // Still refused: the fold is tried again, and fails again.
+        let again = store.begin_call(start(1000)).await.unwrap_err();
+        assert!(matches!(again, StoreError::Full { .. }), "{again:?}");
+        store.close().await.unwrap();
+        // The handle holds its journal's lock until it is dropped.
+        drop(store);
+
+        // Room again: every start journaled is on record, and calls begin.
+        let store = db.open().await;
+        let unfinished: Vec<String> = store
+            .unfinished_calls()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|start| start.id)
+            .collect();
+        assert_eq!(unfinished, journaled);
+        store.begin_call(start(2000)).await.unwrap();
+        store.close().await.unwrap();
     })
     .await;
 }
