@@ -16,6 +16,8 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     init_tracing(cli.verbose);
+    // Before any child (doctor's probes, a browser, the runner's commands).
+    satchel_exec::make_children_reapable();
     // The token vocabularies are built on their first use on a machine and
     // cached here (nothing is read or written until something counts).
     if let Some(cache) = paths::user_cache_dir() {

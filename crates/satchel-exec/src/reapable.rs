@@ -8,8 +8,9 @@ use std::sync::Once;
 
 /// SIGCHLD back to its default action when it is ignored (or handled with
 /// `SA_NOCLDWAIT`, which reaps children the same way), once per process.
-/// Called before every child Satchel starts; a handler installed by
-/// someone else is kept.
+/// Called by `satchel`'s `main` and before every child the library starts
+/// (the runner, the sandbox's probe and loopback helper, the MCP client's
+/// servers); a handler installed by someone else is kept.
 pub fn make_children_reapable() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {

@@ -33,6 +33,7 @@ impl fmt::Debug for LoopbackNet {
 impl LoopbackNet {
     /// Makes a new namespace pair; `Err` says why this system cannot.
     pub fn new() -> Result<LoopbackNet, String> {
+        crate::make_children_reapable();
         let uid_map = format!("{0} {0} 1\n", rustix::process::getuid().as_raw()).into_bytes();
         let gid_map = format!("{0} {0} 1\n", rustix::process::getgid().as_raw()).into_bytes();
         #[expect(

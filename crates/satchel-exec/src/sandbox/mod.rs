@@ -352,6 +352,7 @@ pub(crate) fn namespaces_failed(error: &std::io::Error, spec: Option<&SandboxSpe
 fn probe_namespaces(own_network: bool) -> Result<(), String> {
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
+    crate::make_children_reapable();
     let mut plan = ChildPlan {
         namespaces: Some(plan::Namespaces {
             uid_map: id_map(rustix::process::getuid().as_raw()),
