@@ -207,11 +207,9 @@ fn python_sdk_client_lists_and_calls_satchel_tools() {
     );
 }
 
-/// An MCP client's roots are where its calls may write, in the
-/// `workspace` mode: `write` and `bash` write beneath the root, not in
-/// the server's project.
-#[test]
-fn python_sdk_client_roots_limit_where_write_may_go() {
+/// A project in the `workspace` mode and two directories outside it, the
+/// client's root and the one it moves to (`python_roots.py`).
+fn roots_sandbox() -> (Sandbox, PathBuf, PathBuf) {
     let sandbox = Sandbox::new();
     std::fs::write(
         sandbox.project().join(".agents/agent.json"),
@@ -222,6 +220,30 @@ fn python_sdk_client_roots_limit_where_write_may_go() {
     let next_root = sandbox.dir.path().join("next-root");
     std::fs::create_dir_all(&root).unwrap();
     std::fs::create_dir_all(&next_root).unwrap();
+    (sandbox, root, next_root)
+}
+
+/// The call right after the client announced its roots moved writes
+/// beneath the new root, and no longer beneath the old one.
+fn assert_roots_moved(report: &Value, root: &Path, next_root: &Path) {
+    assert_eq!(report["in_next_root"]["isError"], false, "{report}");
+    assert_eq!(
+        std::fs::read_to_string(next_root.join("moved.txt")).unwrap(),
+        "moved\n"
+    );
+    assert_eq!(
+        report["in_old_root"]["structuredContent"]["error_code"], "PERMISSION_DENIED",
+        "{report}"
+    );
+    assert!(!root.join("stale.txt").exists());
+}
+
+/// An MCP client's roots are where its calls may write, in the
+/// `workspace` mode: `write` and `bash` write beneath the root, not in
+/// the server's project.
+#[test]
+fn python_sdk_client_roots_limit_where_write_may_go() {
+    let (sandbox, root, next_root) = roots_sandbox();
     let report = python_client(
         "python_roots.py",
         &sandbox,
@@ -253,34 +275,14 @@ fn python_sdk_client_roots_limit_where_write_may_go() {
         "{report}"
     );
     assert!(root.join("bash.txt").exists());
-    // The call right after the announcement writes beneath the new root,
-    // and no longer beneath the old one.
-    assert_eq!(report["in_next_root"]["isError"], false, "{report}");
-    assert_eq!(
-        std::fs::read_to_string(next_root.join("moved.txt")).unwrap(),
-        "moved\n"
-    );
-    assert_eq!(
-        report["in_old_root"]["structuredContent"]["error_code"], "PERMISSION_DENIED",
-        "{report}"
-    );
-    assert!(!root.join("stale.txt").exists());
+    assert_roots_moved(&report, &root, &next_root);
 }
 
 /// The same client over streamable HTTP (a stateful session, 2025-11-25):
 /// asked once, and again right after it announced that its roots moved.
 #[test]
 fn python_sdk_http_client_roots_are_asked_again_only_after_a_change() {
-    let sandbox = Sandbox::new();
-    std::fs::write(
-        sandbox.project().join(".agents/agent.json"),
-        r#"{"permissions": {"mode": "workspace"}}"#,
-    )
-    .unwrap();
-    let root = sandbox.dir.path().join("client-root");
-    let next_root = sandbox.dir.path().join("next-root");
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::create_dir_all(&next_root).unwrap();
+    let (sandbox, root, next_root) = roots_sandbox();
     let (mut server, url) = serve_http(&sandbox, &[]);
     let report = python_client(
         "python_roots.py",
@@ -293,13 +295,7 @@ fn python_sdk_http_client_roots_are_asked_again_only_after_a_change() {
     assert_eq!(report["asked_before_the_change"], 1, "{report}");
     assert_eq!(report["asked"], 2, "{report}");
     assert_eq!(report["in_root"]["isError"], false, "{report}");
-    assert_eq!(report["in_next_root"]["isError"], false, "{report}");
-    assert!(next_root.join("moved.txt").exists());
-    assert_eq!(
-        report["in_old_root"]["structuredContent"]["error_code"], "PERMISSION_DENIED",
-        "{report}"
-    );
-    assert!(!root.join("stale.txt").exists());
+    assert_roots_moved(&report, &root, &next_root);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! and group commits on SQLite's writer: a write that fails in a group
 //! takes nothing from the others.
 
-use crate::support::sample_call;
+use crate::support::{sample_call, unfinished_ids};
 use satchel_store::{
     AuditQuery, AuditSource, AuditStore, ConversationStore, NewCallStart, NewConversation,
     StoreError, ToolCallStore,
@@ -144,17 +144,6 @@ fn holding_long() -> satchel_store::StoreOptions {
         hold: std::time::Duration::from_secs(60),
         ..satchel_store::StoreOptions::default()
     }
-}
-
-/// The ids of the calls begun and not ended, oldest first.
-async fn unfinished_ids(store: &satchel_store::SqliteStore) -> Vec<String> {
-    store
-        .unfinished_calls()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|start| start.id)
-        .collect()
 }
 
 #[tokio::test]

@@ -331,13 +331,7 @@ fn a_call_begun_by_a_killed_process_is_on_record_as_unfinished() {
         let store = SqliteStore::open(&db.path, StoreOptions::default())
             .await
             .unwrap();
-        let unfinished: Vec<String> = store
-            .unfinished_calls()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|start| start.id)
-            .collect();
+        let unfinished = crate::support::unfinished_ids(&store).await;
         // B's end was held when it died; C never ended. A ended on record.
         assert_eq!(unfinished, begun);
         assert_eq!(store.audit(AuditQuery::default()).await.unwrap().len(), 1);
@@ -402,13 +396,7 @@ fn a_journal_left_after_its_fold_is_not_folded_again() {
     drop(raw);
     runtime.block_on(async {
         let store = db.open().await;
-        let unfinished: Vec<String> = store
-            .unfinished_calls()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|start| start.id)
-            .collect();
+        let unfinished = crate::support::unfinished_ids(&store).await;
         assert_eq!(unfinished, vec!["running".to_owned()]);
         store.close().await.unwrap();
     });

@@ -348,17 +348,20 @@ async fn read_only_access_reads_and_refuses_writes() {
     .await;
 }
 
+/// Room for the schema (memory and search indexes included) and a few
+/// dozen large calls.
+fn limited_to_a_megabyte() -> StoreOptions {
+    StoreOptions {
+        max_size_bytes: Some(1024 * 1024),
+        ..StoreOptions::default()
+    }
+}
+
 #[tokio::test]
 async fn a_full_database_fails_clearly_and_keeps_every_commit() {
     bounded(async {
         let db = TempDb::new();
-        let limited = StoreOptions {
-            // Room for the schema (memory and search indexes included)
-            // and a few dozen large calls.
-            max_size_bytes: Some(1024 * 1024),
-            ..StoreOptions::default()
-        };
-        let store = db.open_with(limited).await;
+        let store = db.open_with(limited_to_a_megabyte()).await;
         let big = |n: u64| {
             let mut call = sample_call(n);
             call.output.results = ToolResults::Text(format!("{n}:{}", "x".repeat(8 * 1024)));
@@ -404,11 +407,7 @@ async fn a_full_database_fails_clearly_and_keeps_every_commit() {
 async fn a_full_database_refuses_calls_until_their_starts_can_be_recorded() {
     bounded(async {
         let db = TempDb::new();
-        let limited = StoreOptions {
-            max_size_bytes: Some(1024 * 1024),
-            ..StoreOptions::default()
-        };
-        let store = db.open_with(limited).await;
+        let store = db.open_with(limited_to_a_megabyte()).await;
         let start = |n: u64| {
             let mut call = sample_call(n).call;
             call.input = serde_json::json!({"command": "x".repeat(64 * 1024)});
@@ -446,13 +445,7 @@ async fn a_full_database_refuses_calls_until_their_starts_can_be_recorded() {
 
         // Room again: every start journaled is on record, and calls begin.
         let store = db.open().await;
-        let unfinished: Vec<String> = store
-            .unfinished_calls()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|start| start.id)
-            .collect();
+        let unfinished = crate::support::unfinished_ids(&store).await;
         assert_eq!(unfinished, journaled);
         store.begin_call(start(2000)).await.unwrap();
         store.close().await.unwrap();

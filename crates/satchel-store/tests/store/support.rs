@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use satchel_core::{ErrorCode, ToolCall, ToolOutput, ToolResults};
-use satchel_store::{AuditSource, ManualClock, NewToolCall, SqliteStore, StoreOptions, Timestamp};
+use satchel_store::{
+    AuditSource, AuditStore, ManualClock, NewToolCall, SqliteStore, StoreOptions, Timestamp,
+};
 use serde_json::json;
 
 /// Generous bound for any single test.
@@ -178,4 +180,15 @@ macro_rules! backend_test {
             }
         }
     };
+}
+
+/// The ids of the calls begun and not ended, oldest first.
+pub(crate) async fn unfinished_ids(store: &SqliteStore) -> Vec<String> {
+    store
+        .unfinished_calls()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|start| start.id)
+        .collect()
 }
