@@ -504,9 +504,21 @@ async fn launched_without_a_copy(ws: &Workspace, spec: SandboxSpec, sleep: &str)
         () = started => {}
         () = tokio::time::sleep(TEST_BOUND) => panic!("the command never started"),
     }
-    let command = processes_running(sleep)
-        .into_iter()
-        .find(|&pid| parent_of(parent_of(pid)) == std::process::id() as i32)
+    // The marker is made before the shell execs the command: wait for it
+    // to be the command (on a busy machine the exec can come later).
+    let command = async {
+        loop {
+            let found = processes_running(sleep)
+                .into_iter()
+                .find(|&pid| parent_of(parent_of(pid)) == std::process::id() as i32);
+            match found {
+                Some(pid) => break pid,
+                None => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+    };
+    let command = tokio::time::timeout(TEST_BOUND, command)
+        .await
         .expect("the command is the child of this process's child");
     let init = parent_of(command);
     // SAFETY: kcmp compares two processes' memory; no pointers.
