@@ -23,10 +23,12 @@ fn main() -> ExitCode {
     if let Some(cache) = paths::user_cache_dir() {
         satchel_llm::set_token_cache_dir(cache.join("tokens"));
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = if cli.command.serves() {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the async runtime: {error}");

@@ -16,6 +16,7 @@ Examples:
   satchel skills list --json | jq -r '.[].name'";
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(crate) enum HooksCommand {
     /// Every hook, where it comes from (user or project file), and whether
     /// it is approved to run.
@@ -40,6 +41,7 @@ pub(crate) struct HooksTrustArgs {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(crate) enum SkillsCommand {
     /// Every skill the model can load: its name, description and folder.
     List(HooksListArgs),

@@ -22,7 +22,7 @@ Examples:
   satchel completions zsh > \"${fpath[1]}/_satchel\"
   satchel completions fish > ~/.config/fish/completions/satchel.fish";
 
-/// `satchel completions`.
+// `satchel completions`.
 #[derive(Debug, Args)]
 pub(crate) struct CompletionsArgs {
     /// The shell to complete in.
@@ -30,7 +30,7 @@ pub(crate) struct CompletionsArgs {
     pub(crate) shell: clap_complete::Shell,
 }
 
-/// `satchel man` (hidden: for packagers).
+// `satchel man` (hidden: for packagers).
 #[derive(Debug, Args)]
 pub(crate) struct ManArgs {
     /// Write satchel.1 and a page per subcommand (satchel-mcp-serve.1...)

@@ -18,6 +18,7 @@ Examples:
   satchel mcp import --dry-run";
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(crate) enum McpCommand {
     /// Serve every tool (built-in, external, imported) to an MCP client.
     ///

@@ -90,6 +90,7 @@ Examples:
 
 /// `satchel db ...`.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(crate) enum DbCommand {
     /// Copy every record (conversations, log, history, tool calls, audit,
     /// code runs, model requests, memories, sessions) into a new file or an
@@ -97,7 +98,7 @@ pub(crate) enum DbCommand {
     Copy(DbCopyArgs),
 }
 
-/// `satchel db copy`.
+// `satchel db copy`.
 #[derive(Debug, Args)]
 pub(crate) struct DbCopyArgs {
     /// The database to read: a file or a postgres:// URL (PG* variables fill in the rest).
@@ -111,7 +112,10 @@ pub(crate) struct DbCopyArgs {
     pub(crate) json: bool,
 }
 
+// `defer` on every subcommand enum: a command's arguments are built only
+// when it is the one run (or for help and completions), not on every start.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(crate) enum Command {
     /// Talk with the configured model in a REPL; it uses the tools.
     ///
@@ -241,6 +245,7 @@ Examples:
   satchel doctor --fix        # fetch the embedding model and whatever else needs no question";
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(crate) enum ConfigCommand {
     /// Every value agent.json, the environment or a flag can set, with its
     /// source: default, user file, project file, environment or flag.
@@ -324,6 +329,7 @@ impl LayerArg {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(crate) enum MemoryCommand {
     /// Store a memory; a near-duplicate of the same layer is updated instead.
     #[command(
@@ -442,6 +448,7 @@ pub(crate) struct NewSessionArgs {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(crate) enum BenchCommand {
     /// Memory recall: evidence recall@5/10/25 on a LoCoMo-format file, ingest
     /// rate and recall latency; or latency at scale on a synthetic corpus.
@@ -542,6 +549,7 @@ Examples:
   satchel code failures -n 10";
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(crate) enum CodeCommand {
     /// Totals, success rate, durations and the most common error categories.
     #[command(after_help = CODE_EXAMPLES)]
@@ -596,6 +604,7 @@ pub(crate) struct SearchArgs {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(crate) enum PolicyCommand {
     /// Say whether a call would be allowed, asked about or denied, and by
     /// which rule, without running it.
@@ -825,6 +834,47 @@ mod tests {
             assert!(parse_since(bad).is_err(), "{bad}");
         }
     }
+
+    #[test]
+    fn the_syntax_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    /// Subcommands are built when run (`defer`), after their own
+    /// attributes: an `Args` struct's doc comment would then replace the
+    /// command's description in its `--help` (and not in its parent's
+    /// list). Such structs take `//` comments.
+    #[test]
+    fn a_subcommand_describes_itself_as_its_parent_lists_it() {
+        use clap::CommandFactory;
+        type Described = (String, String, String);
+        fn listed(command: &clap::Command, path: &str, out: &mut Vec<Described>) {
+            // `build` adds a `help` subcommand to each command that has some.
+            for sub in command
+                .get_subcommands()
+                .filter(|sub| sub.get_name() != "help")
+            {
+                let path = format!("{path} {}", sub.get_name());
+                let text = |about: Option<&clap::builder::StyledStr>| {
+                    about.map(ToString::to_string).unwrap_or_default()
+                };
+                let (about, long) = (text(sub.get_about()), text(sub.get_long_about()));
+                out.push((path.clone(), about, long));
+                listed(sub, &path, out);
+            }
+        }
+        let mut before = Vec::new();
+        listed(&Cli::command(), "satchel", &mut before);
+        let mut built = Cli::command();
+        built.build();
+        let mut after = Vec::new();
+        listed(&built, "satchel", &mut after);
+        assert!(before.len() > 40, "{before:?}");
+        assert_eq!(before.len(), after.len());
+        let changed: Vec<_> = before.iter().zip(&after).filter(|(b, a)| b != a).collect();
+        assert!(changed.is_empty(), "{changed:#?}");
+    }
 }
 
 #[derive(Debug, Args)]
@@ -839,7 +889,7 @@ pub(crate) struct ChatArgs {
     pub(crate) tape: TapeArgs,
 }
 
-/// Recording model traffic, or replaying it with no model.
+// Recording model traffic, or replaying it with no model.
 #[derive(Debug, Args, Default)]
 pub(crate) struct TapeArgs {
     /// Write every model request and its streamed response to FILE, a
@@ -859,8 +909,8 @@ pub(crate) struct TapeArgs {
     pub(crate) replay_tools: bool,
 }
 
-/// Policy for this run only, on top of every agent.json: what a script or
-/// another agent grants without writing a file.
+// Policy for this run only, on top of every agent.json: what a script or
+// another agent grants without writing a file.
 #[derive(Debug, Args, Default)]
 pub(crate) struct PolicyArgs {
     /// How commands are confined: `readonly` (sandbox, writes only to a
@@ -902,7 +952,23 @@ impl PolicyArgs {
 }
 
 impl Command {
-    /// The policy flags of the commands that take them.
+    /// Whether the command lives on to serve or converse: its runtime gets
+    /// a worker thread per core. Every other command does one thing and
+    /// exits, on this thread alone, sparing its start the workers' threads
+    /// and the cgroup files read to count the cores.
+    pub(crate) fn serves(&self) -> bool {
+        matches!(
+            self,
+            Command::Chat(_)
+                | Command::Run(_)
+                | Command::Mcp(_)
+                | Command::Telegram(_)
+                | Command::Web(_)
+                | Command::Memory(_)
+                | Command::Bench(_)
+        )
+    }
+
     /// The `--record`/`--replay` flags of the commands that talk to a model.
     pub(crate) fn tape_flags(&self) -> Option<&TapeArgs> {
         match self {
@@ -912,6 +978,7 @@ impl Command {
         }
     }
 
+    /// The policy flags of the commands that take them.
     pub(crate) fn policy_flags(&self) -> Option<&PolicyArgs> {
         match self {
             Command::Chat(args) => Some(&args.policy),

@@ -4,6 +4,7 @@
 use clap::{Args, Subcommand};
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(crate) enum ToolsCommand {
     /// List every tool with a one-line description.
     #[command(

@@ -13,8 +13,12 @@ use crate::cli::{Cli, CompletionsArgs, ManArgs};
 /// Prints the completion script for `args.shell` on stdout.
 pub(crate) fn completions(args: &CompletionsArgs) -> anyhow::Result<ExitCode> {
     let mut command = Cli::command();
+    // Into memory first: clap_complete panics on a failed write, and a
+    // reader that closes early (`| head`) is no reason to panic.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "satchel", &mut script);
     let mut stdout = std::io::stdout().lock();
-    clap_complete::generate(args.shell, &mut command, "satchel", &mut stdout);
+    stdout.write_all(&script)?;
     stdout.flush()?;
     Ok(ExitCode::SUCCESS)
 }

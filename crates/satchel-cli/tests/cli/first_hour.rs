@@ -250,29 +250,39 @@ fn memories_stored_before_the_model_get_embeddings() {
     );
 }
 
-/// `satchel ... | head` printed `error: Broken pipe` (issue #22).
+/// `satchel ... | head` printed `error: Broken pipe` (issue #22), and
+/// `completions` panicked on it.
 #[test]
 fn a_closed_pipe_exits_quietly() {
     let project = Project::new(&json!({}));
-    let mut child = project
-        .command(&["config", "schema"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The reader goes away before the schema (several KB) is written.
-    drop(child.stdout.take());
-    let mut errors = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut errors)
-        .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(errors, "", "nothing said on a closed pipe");
-    assert!(status.success() || status.code() == Some(141), "{status:?}");
+    for args in [
+        &["config", "schema"][..],
+        &["completions", "bash"],
+        &["man"],
+    ] {
+        let mut child = project
+            .command(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before the output (several KB) is written.
+        drop(child.stdout.take());
+        let mut errors = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut errors)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(errors, "", "{args:?}: nothing said on a closed pipe");
+        assert!(
+            status.success() || status.code() == Some(141),
+            "{args:?}: {status:?}"
+        );
+    }
 }
 
 /// `doctor --fix` installs bun where Satchel looks for runtimes after
