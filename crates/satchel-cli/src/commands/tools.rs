@@ -120,7 +120,8 @@ fn print_list(
     project: &Host,
     args: &ListArgs,
 ) -> anyhow::Result<()> {
-    let mut stdout = std::io::stdout().lock();
+    // One write for the whole table, not one per line.
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     if args.json {
         let tools: Vec<Value> = listed(registry)
             .filter_map(|name| registry.get(name))
@@ -139,6 +140,7 @@ fn print_list(
             })
             .collect();
         writeln!(stdout, "{}", serde_json::to_string_pretty(&tools)?)?;
+        stdout.flush()?;
         return Ok(());
     }
     let width = listed(registry).map(str::len).max().unwrap_or(4).max(4);
@@ -199,6 +201,7 @@ fn print_list(
             )?;
         }
     }
+    stdout.flush()?;
     Ok(())
 }
 
