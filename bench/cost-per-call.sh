@@ -92,6 +92,7 @@ echo "| (e) PostgreSQL / SQLite, one call p50 | $(store_cell 'single call p50') 
 echo "| (e) PostgreSQL / SQLite, batched calls/s | $(store_cell 'batched, calls/s') | >= 0.5 | \`$store\` |"
 echo "| (f) \`mcp serve --http\` RSS after 10,000 abandoned sessions, MiB | $(flood_value 'RSS after flood') | <= 100 MB | \`$flood\` |"
 echo "| (f) the same, once they expired / its start | $(flood_value 'later ÷ before') | <= 1.20 | \`$flood\` |"
+echo "| (f) the same / its RSS after one session per connection | $(flood_value 'later ÷ after 8 sessions') | <= 1.20 | \`$flood\` |"
 echo "| (f) Telegram added p95 over the bare bot, ms | $(burst_match 'added latency' 'p95 ([0-9.]+) ms') | <= 50 | \`$burst\` |"
 echo "| (f) Telegram p95 / the bare bot's | $(burst_match 'ratio to the bare bot' 'p95 ([0-9.]+)x') | | \`$burst\` |"
 echo "| (f) Telegram memory with every chat idle / before the bot | $(burst_match 'once every chat was idle' '÷ before: ([0-9.]+)') | <= 1.20 | \`$burst\` |"

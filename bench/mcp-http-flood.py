@@ -3,10 +3,12 @@
 
 Starts the server in a throw-away project (its own XDG directories, so the
 user's state is never touched), reads its resident memory (VmRSS from
-/proc/PID/status, and its anonymous and file-backed parts), sends N `initialize` requests (each opens a session and
-never closes it, as a careless or hostile client would), reads the memory
-again, and prints a table: requests, answers by HTTP status, time taken,
-RSS before and after.
+/proc/PID/status, and its anonymous and file-backed parts), opens one session on each connection and reads it again
+(the baseline for what sessions keep: code run for the first time and
+first-use allocations stay for the process's life), sends N `initialize`
+requests (each opens a session and never closes it, as a careless or
+hostile client would), reads the memory again, and prints a table:
+requests, answers by HTTP status, time taken, RSS before and after.
 
 Python 3 standard library only. Examples:
 
@@ -159,6 +161,12 @@ def main():
         try:
             time.sleep(0.5)
             before = rss_kib(process.pid)
+            # One session on each connection first: what a served client
+            # leaves for good (code first run, first-use allocations) is
+            # in this baseline, what sessions keep is not.
+            flood(host, port, args.connections, args.connections)
+            time.sleep(0.5)
+            warm = rss_kib(process.pid)
             started = time.monotonic()
             statuses = flood(host, port, args.requests, args.connections)
             elapsed = time.monotonic() - started
@@ -176,9 +184,11 @@ def main():
         ("answers by status", answers),
         ("time taken", f"{elapsed:.2f} s ({args.requests / elapsed:.0f} requests/s)"),
         ("RSS before", mib(before)),
+        (f"RSS after {args.connections} sessions", mib(warm)),
         ("RSS after flood", mib(after)),
         (f"RSS {args.settle:g} s later", mib(settled)),
         ("later ÷ before", f"{settled[0] / before[0]:.2f}"),
+        (f"later ÷ after {args.connections} sessions", f"{settled[0] / warm[0]:.2f}"),
         ("anonymous later ÷ before", f"{settled[1] / max(before[1], 1):.2f}"),
     ]
     width = max(len(name) for name, _ in rows)
