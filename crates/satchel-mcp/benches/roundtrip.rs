@@ -72,9 +72,19 @@ const BASH_CALLS: usize = 200;
 const RESPONDER_VAR: &str = "SATCHEL_ROUNDTRIP_RESPONDER";
 
 /// The floor: answers each JSON-RPC request with a canned result, as fast
-/// as blocking stdio allows.
+/// as blocking stdio allows. Given a project directory as its argument, it
+/// also has a `bash` tool that runs the sandboxed spawn alone ([`SpawnAlone`])
+/// before answering: the client and the spawn together, as in a real call,
+/// with no MCP library and no record.
 fn bare_responder() {
     use std::io::{BufRead, Write};
+    let spawner = std::env::args_os().nth(1).map(|project| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        (runtime, SpawnAlone::new(Path::new(&project)))
+    });
     let stdin = std::io::stdin();
     let mut stdout = std::io::stdout().lock();
     for line in stdin.lock().lines() {
@@ -91,8 +101,14 @@ fn bare_responder() {
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "bare", "version": "0"},
             }),
-            Some("tools/list") => {
-                json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
+            Some("tools/list") => json!({"tools": [
+                {"name": "echo", "inputSchema": {"type": "object"}},
+                {"name": "bash", "inputSchema": {"type": "object"}},
+            ]}),
+            Some("tools/call") if request["params"]["name"] == "bash" => {
+                let (runtime, spawn) = spawner.as_ref().expect("started with a project");
+                runtime.block_on(spawn.call_once());
+                json!({"content": [{"type": "text", "text": "{\"stdout\":\"\",\"stderr\":\"\",\"exit_code\":0}"}]})
             }
             Some("tools/call") => {
                 json!({"content": [{"type": "text", "text": format!("Echo: {}", request["params"]["arguments"]["message"])}]})
@@ -128,7 +144,14 @@ impl Peer {
     ) -> Peer {
         let mut child = isolate(&mut Command::new(program))
             .args(args)
-            .env(RESPONDER_VAR, if label == BARE { "1" } else { "" })
+            .env(
+                RESPONDER_VAR,
+                if [BARE, BARE_SPAWN].contains(&label) {
+                    "1"
+                } else {
+                    ""
+                },
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -258,6 +281,8 @@ impl SpawnAlone {
 
 /// The label of the floor row.
 const BARE: &str = "bare responder (floor)";
+/// The label of the bare responder whose `bash` runs the spawn alone.
+const BARE_SPAWN: &str = "bare responder + spawn";
 
 /// Gives a child its own configuration, data and cache directories and
 /// database (under one temporary directory for the whole run), so the
@@ -338,16 +363,26 @@ async fn measure() {
         json!({"command": "true"}),
     )
     .await;
+    let mut bare_spawn = Peer::start(
+        BARE_SPAWN,
+        &std::env::current_exe().unwrap(),
+        &[&project_arg],
+        "bash",
+        json!({"command": "true"}),
+    )
+    .await;
     let spawn_alone = SpawnAlone::new(project.path());
     for _ in 0..BASH_CALLS / 4 {
         satchel_bash.call_once().await;
         satchel_trust.call_once().await;
+        bare_spawn.call_once().await;
         spawn_alone.call_once().await;
     }
     let mut spawn_samples = Vec::new();
     for _ in 0..BASH_CALLS / 10 {
         satchel_bash.run(10).await;
         satchel_trust.run(10).await;
+        bare_spawn.run(10).await;
         for _ in 0..10 {
             spawn_samples.push(spawn_alone.call_once().await);
         }
@@ -366,6 +401,7 @@ async fn measure() {
         &satchel_bash,
         &bare,
         &satchel_trust,
+        &bare_spawn,
     ] {
         let mut sorted = peer.samples.clone();
         sorted.sort();
@@ -406,6 +442,10 @@ async fn measure() {
         micros(floor),
         if over_floor <= 1.1 { "met" } else { "NOT met" }
     );
+    println!(
+        "p50 ratio satchel bash `true` / bare responder + spawn, one round trip: {:.3} (the client's share cold after bash ran, as in satchel's row)",
+        p50[2].as_secs_f64() / p50[5].as_secs_f64()
+    );
     let boxed = p50[2].as_secs_f64() / p50[4].as_secs_f64();
     println!(
         "p50 ratio sandboxed / unsandboxed bash `true` in mcp serve: {boxed:.3} (+{:.1} µs; target +500 µs / 1.3)",
@@ -422,6 +462,7 @@ async fn measure() {
     satchel_bash.stop().await;
     satchel_trust.stop().await;
     bare.stop().await;
+    bare_spawn.stop().await;
     if std::env::var("SATCHEL_ROUNDTRIP_ONLY").is_ok_and(|only| only == "stdio") {
         return;
     }
