@@ -210,10 +210,6 @@ pub async fn run_metered(
     })
 }
 
-/// The child's command as every run starts it, foreground or background:
-/// program, arguments, directory, the non-interactive environment, and,
-/// when sandboxed, the plan to confine it with (secrets hidden, its own
-/// `TMPDIR`). The caller adds its stdio and the `pre_exec` step.
 /// Sets SIGINT and SIGQUIT back to their defaults in a child, between
 /// fork and exec (`sigaction` only, async-signal-safe). A shell starts its
 /// background jobs with both ignored, and an ignored signal stays ignored
@@ -236,6 +232,10 @@ pub(crate) fn default_interrupts() -> io::Result<()> {
     Ok(())
 }
 
+/// The child's command as every run starts it, foreground or background:
+/// program, arguments, directory, the non-interactive environment, and,
+/// when sandboxed, the plan to confine it with (secrets hidden, its own
+/// `TMPDIR`). The caller adds its stdio and the `pre_exec` step.
 pub(crate) fn base_command(
     request: &ExecRequest,
 ) -> Result<(Command, Option<sandbox::ChildPlan>, SandboxReport), ExecError> {
