@@ -207,11 +207,6 @@ fn print_list(
 
 async fn call(registry: &Registry, args: CallArgs, project: &Host) -> anyhow::Result<ExitCode> {
     let input = read_input(args.input.as_deref())?;
-    // The call is recorded before it runs: open the database on its own
-    // thread while this one compiles the tool's input schema.
-    project.store.open_in_background();
-    project.processes.loopback_on_demand();
-    registry.prepare(&args.name);
     let ctx = ToolContext::standalone(
         format!("cli-{}", std::process::id()),
         project.root.clone(),
@@ -223,6 +218,14 @@ async fn call(registry: &Registry, args: CallArgs, project: &Host) -> anyhow::Re
         tracing::warn!("interrupted: stopping the tool");
         cancel.cancel();
     });
+    // The call is recorded before it runs: open the database on its own
+    // thread while this one compiles the tool's input schema. This command
+    // runs on one thread: yielding once lets the open start that thread,
+    // and the interrupt handler above install, before the compile.
+    project.store.open_in_background();
+    tokio::task::yield_now().await;
+    project.processes.loopback_on_demand();
+    registry.prepare(&args.name);
     let call = ToolCall {
         id: ctx.call_id.clone(),
         name: args.name.clone(),
