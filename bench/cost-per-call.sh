@@ -5,14 +5,17 @@
 #   (a) `mcp serve` stdio echo round trip p50 against the reference
 #       TypeScript server (server-everything) and a bare responder;
 #   (b) bash `true` over MCP against its floor: the bare responder's round
-#       trip plus the sandboxed spawn measured alone;
+#       trip plus the sandboxed spawn measured alone; and, beside it,
+#       against a bare responder that runs the same spawn before answering
+#       (one round trip, the client cold after bash as in a real call);
 #   (c) sandboxed against unsandboxed (`--mode trust`) bash `true` inside a
 #       running `mcp serve`;
 #   (d) one-shot `tools call bash`, `--version` and `tools list` against the
 #       fork-and-wait floor `timeout 60 bash -c true`;
 #   (e) PostgreSQL against SQLite: one recorded call p50 and batched calls/s;
 #   (f) front ends under load: `mcp serve --http`'s memory after 10,000
-#       sessions opened and abandoned, against its start; Telegram, 100
+#       sessions opened and abandoned, against its start and against its
+#       memory after one session per connection; Telegram, 100
 #       chats of 5 messages, against a bare bot on the same Bot API server
 #       and model, and its memory once every chat is idle.
 #
