@@ -346,6 +346,22 @@ pub(crate) fn start_tool(parent: &Context, call: &ToolCall, content: &ContentPol
     parent.with_span(span)
 }
 
+/// Runs `run`, a tool call made outside any conversation (`satchel tools
+/// call`), under an `execute_tool {tool}` span of its own, the root of its
+/// trace, and records the tool metrics as a conversation's calls do.
+pub async fn traced_tool_call(
+    call: &ToolCall,
+    content: &ContentPolicy,
+    run: impl std::future::Future<Output = ToolOutput>,
+) -> ToolOutput {
+    use opentelemetry::context::FutureExt as _;
+    let context = start_tool(&Context::new(), call, content);
+    let started = Instant::now();
+    let output = run.with_context(context.clone()).await;
+    end_tool(&context, call, &output, started.elapsed(), content);
+    output
+}
+
 /// Ends a tool call's span with its outcome and records the tool metrics.
 pub(crate) fn end_tool(
     context: &Context,

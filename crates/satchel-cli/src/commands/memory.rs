@@ -63,9 +63,8 @@ pub(crate) async fn run(command: MemoryCommand, project: &Host) -> anyhow::Resul
         MemoryCommand::Stats(args) => stats(project, &memory, args.json).await,
         MemoryCommand::NewSession(args) => new_session(&memory, args).await,
     };
-    project.memory.finish_backfill().await;
     drop(memory);
-    project.store.close().await;
+    project.close().await;
     result
 }
 

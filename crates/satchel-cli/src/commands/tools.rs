@@ -234,9 +234,15 @@ async fn call(registry: &Registry, args: CallArgs, project: &Host) -> anyhow::Re
     // The user typed this call: "ask" rules need no further consent, but
     // deny rules and rate limits hold. Recorded before printing, so that a
     // closed stdout cannot lose the record.
-    let output = project
-        .recorded_call(registry, &UserInitiated, &call, &ctx, AuditSource::Cli)
-        .await;
+    let content = satchel_agent::telemetry::ContentPolicy {
+        // Read again only when spans are exported (the host keeps no settings).
+        log_content: project.telemetry.is_some()
+            && satchel_host::read_settings(&project.root, &project.paths, &project.env)
+                .is_ok_and(|settings| satchel_agent::telemetry::log_content(&settings)),
+        redactor: project.redactor.clone(),
+    };
+    let recorded = project.recorded_call(registry, &UserInitiated, &call, &ctx, AuditSource::Cli);
+    let output = satchel_agent::telemetry::traced_tool_call(&call, &content, recorded).await;
 
     let mut stdout = std::io::stdout().lock();
     if args.json {
@@ -274,7 +280,9 @@ async fn call(registry: &Registry, args: CallArgs, project: &Host) -> anyhow::Re
             () = super::signals::wait_for_interrupt() => tracing::warn!("interrupted: background jobs stopped"),
         }
     }
-    project.store.close().await;
+    // As every command that runs tools ends: background processes ended,
+    // memory's backfill finished, the record closed, spans exported.
+    project.close().await;
     Ok(if output.is_error {
         ExitCode::FAILURE
     } else {

@@ -370,3 +370,25 @@ fn a_collector_that_is_down_changes_nothing_about_the_run() {
         "{stderr}"
     );
 }
+
+/// A one-shot `tools call` flushes its span before it exits, as `run` does.
+#[test]
+fn a_one_shot_tool_call_exports_its_span() {
+    let receiver = Receiver::start();
+    let project = Project::new(&json!({}));
+    let mut command = project.command(&["tools", "call", "bash", r#"{"command": "echo hi"}"#]);
+    exporting(&mut command, &receiver.endpoint(), "http/protobuf");
+    let output = command.stdin(Stdio::null()).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let spans = receiver.of_type("span");
+    let tool: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["service"] == "satchel-under-test" && s["name"] == "execute_tool bash")
+        .collect();
+    assert_eq!(tool.len(), 1, "{:#?}", receiver.records());
+    assert_eq!(attr(tool[0], "gen_ai.tool.name"), "bash");
+}
