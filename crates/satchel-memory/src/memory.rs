@@ -467,13 +467,19 @@ impl Memory {
             return Ok(None);
         };
         self.sync_index().await?;
-        let best = {
-            let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
+        // Every vector is compared, off the async thread as recall's
+        // ranking is: a large store would hold up the runtime's other tasks.
+        let index = Arc::clone(&self.index);
+        let (embedding, filter) = (embedding.to_vec(), filter.clone());
+        let best = tokio::task::spawn_blocking(move || {
+            let index = index.read().unwrap_or_else(PoisonError::into_inner);
             index
-                .search_vectors(embedding, filter, 1, usize::MAX)
+                .search_vectors(&embedding, &filter, 1, usize::MAX)
                 .into_iter()
                 .next()
-        };
+        })
+        .await
+        .map_err(blocking_error)?;
         let Some((seq, similarity)) = best else {
             return Ok(None);
         };
