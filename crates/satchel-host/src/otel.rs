@@ -73,6 +73,8 @@ pub struct OtelConfig {
     pub headers: HashMap<String, String>,
     /// `service.name` of the resource.
     pub service_name: String,
+    /// Record prompt and tool content on spans (`otel.logContent`).
+    pub log_content: bool,
 }
 
 /// The export configuration, `None` when telemetry is off, or why the
@@ -156,6 +158,7 @@ pub fn config(
         json,
         headers,
         service_name,
+        log_content: section.log_content.unwrap_or(false),
     }))
 }
 
@@ -179,6 +182,7 @@ pub struct Telemetry {
     tracer: Option<SdkTracerProvider>,
     meter: Option<SdkMeterProvider>,
     dropped: Arc<AtomicU64>,
+    log_content: bool,
 }
 
 impl Telemetry {
@@ -256,7 +260,13 @@ impl Telemetry {
             tracer,
             meter,
             dropped,
+            log_content: config.log_content,
         })
+    }
+
+    /// Whether spans may carry prompt and tool content (`otel.logContent`).
+    pub fn log_content(&self) -> bool {
+        self.log_content
     }
 
     /// Spans dropped so far because the collector could not be reached.

@@ -235,10 +235,10 @@ async fn call(registry: &Registry, args: CallArgs, project: &Host) -> anyhow::Re
     // deny rules and rate limits hold. Recorded before printing, so that a
     // closed stdout cannot lose the record.
     let content = satchel_agent::telemetry::ContentPolicy {
-        // Read again only when spans are exported (the host keeps no settings).
-        log_content: project.telemetry.is_some()
-            && satchel_host::read_settings(&project.root, &project.paths, &project.env)
-                .is_ok_and(|settings| satchel_agent::telemetry::log_content(&settings)),
+        log_content: project
+            .telemetry
+            .as_ref()
+            .is_some_and(satchel_host::otel::Telemetry::log_content),
         redactor: project.redactor.clone(),
     };
     let recorded = project.recorded_call(registry, &UserInitiated, &call, &ctx, AuditSource::Cli);

@@ -371,11 +371,12 @@ fn a_collector_that_is_down_changes_nothing_about_the_run() {
     );
 }
 
-/// A one-shot `tools call` flushes its span before it exits, as `run` does.
+/// A one-shot `tools call` flushes its span before it exits, as `run` does,
+/// with its content when `otel.logContent` asks for it.
 #[test]
 fn a_one_shot_tool_call_exports_its_span() {
     let receiver = Receiver::start();
-    let project = Project::new(&json!({}));
+    let project = Project::new(&json!({"otel": {"logContent": true}}));
     let mut command = project.command(&["tools", "call", "bash", r#"{"command": "echo hi"}"#]);
     exporting(&mut command, &receiver.endpoint(), "http/protobuf");
     let output = command.stdin(Stdio::null()).output().unwrap();
@@ -391,4 +392,9 @@ fn a_one_shot_tool_call_exports_its_span() {
         .collect();
     assert_eq!(tool.len(), 1, "{:#?}", receiver.records());
     assert_eq!(attr(tool[0], "gen_ai.tool.name"), "bash");
+    let arguments = attr(tool[0], "gen_ai.tool.call.arguments");
+    assert!(
+        arguments.as_str().is_some_and(|a| a.contains("echo hi")),
+        "{arguments}"
+    );
 }
